@@ -1,0 +1,111 @@
+"""The cost model: how long each kind of action takes, and what it does to activation memory."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+def _check_number(label: str, value: float | None, *, allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"cost {label} must be a finite number ≥ 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Durations are for one micro-batch through one rank's share of the model (1/p of the layers).
+
+    A schedule with v stages per rank runs each stage at 1/v of these, so every schedule trains the same
+    model and comparisons are fair. Units are arbitrary ("time units"); the emulated runtime fills them
+    with measured milliseconds.
+    """
+
+    forward: float = 1.0
+    """F: forward pass."""
+    backward: float | None = None
+    """B: full backward. Defaults to I + W when those are given, else 2·F."""
+    backward_input: float | None = None
+    """I: input-gradient backward. Defaults to B − W if both are given, else B/2."""
+    backward_weight: float | None = None
+    """W: weight-gradient backward. Defaults to B − I if both are given, else B/2."""
+    overlapped: float | None = None
+    """One overlapped F&B pair (DualPipeV). Defaults to F + B (no gain from overlapping)."""
+    comm: float = 0.0
+    """Time from the end of an action to the arrival of its output on another rank (same rank: 0)."""
+    stage_scale: tuple[float, ...] | None = None
+    """Optional multiplier per stage for imbalanced models; length must equal the number of stages."""
+    recompute: bool = False
+    """Activation recomputation: the forward keeps only its input; I or B first re-runs the forward."""
+    w_memory_fraction: float = 0.5
+    """Fraction of a micro-batch's activations that W still needs after I has run."""
+    recompute_memory_fraction: float = 0.1
+    """With recomputation, the fraction of the activations a forward keeps (the stage input)."""
+    _resolved: tuple[float, float, float] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for label in ("forward", "backward", "backward_input", "backward_weight", "overlapped", "comm"):
+            _check_number(label, getattr(self, label))
+        _check_number("forward", self.forward, allow_none=False)
+        _check_number("comm", self.comm, allow_none=False)
+        for label in ("w_memory_fraction", "recompute_memory_fraction"):
+            value = getattr(self, label)
+            if not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise ValueError(f"{label} must be between 0 and 1, got {value!r}")
+        if self.stage_scale is not None:
+            for scale in self.stage_scale:
+                _check_number("stage_scale", scale, allow_none=False)
+        b, i, w = self.backward, self.backward_input, self.backward_weight
+        if b is None:
+            if i is not None and w is not None:
+                b = i + w
+            elif i is not None or w is not None:
+                raise ValueError("give both I and W, or B (I and W then default to B/2 each)")
+            else:
+                b = 2.0 * self.forward
+        if i is None and w is None:
+            i = w = b / 2
+        elif i is None:
+            i = b - w
+        elif w is None:
+            w = b - i
+        if not math.isclose(i + w, b, rel_tol=1e-9, abs_tol=1e-12) or i < 0 or w < 0:
+            raise ValueError(f"B must equal I + W: B={b:g}, I={i:g}, W={w:g}, I+W={i + w:g}")
+        object.__setattr__(self, "_resolved", (float(b), float(i), float(w)))
+
+    @property
+    def full_backward(self) -> float:
+        return self._resolved[0]
+
+    @property
+    def input_backward(self) -> float:
+        return self._resolved[1]
+
+    @property
+    def weight_backward(self) -> float:
+        return self._resolved[2]
+
+    @property
+    def overlapped_pair(self) -> float:
+        return self.overlapped if self.overlapped is not None else self.forward + self.full_backward
+
+    @classmethod
+    def parse(cls, text: str, **extra) -> "Costs":
+        """Read "F=1,B=2" or "F=1,I=1,W=1" (also "F&B=2.5" for the overlapped pair)."""
+        names = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight", "F&B": "overlapped"}
+        values: dict[str, float] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = part.partition("=")
+            key = key.strip().upper()
+            if not sep or key not in names:
+                raise ValueError(f"cannot read cost {part!r}: expected KIND=NUMBER with KIND one of F, B, I, W, F&B")
+            try:
+                values[names[key]] = float(value)
+            except ValueError:
+                raise ValueError(f"cannot read cost {part!r}: {value.strip()!r} is not a number") from None
+        return cls(**values, **extra)
+
+
+UNIT = Costs(forward=1.0, backward_input=1.0, backward_weight=1.0)
+"""F = I = W = 1: the Zero Bubble paper's setting for its Table 2 comparison."""

@@ -1,0 +1,138 @@
+"""Zero Bubble schedules (Qi, Wan, Huang, Lin, "Zero Bubble Pipeline Parallelism", ICLR 2024).
+
+The backward is split in two: I, the gradient for the stage input, which the previous stage is waiting
+for, and W, the gradient for the weights, which nobody waits for. Moving W later fills bubbles.
+The paper calls I "B"; here B is PyTorch's full backward.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..ir import Schedule
+from .common import backward_input, backward_weight, check_sizes, forward
+
+
+def _split_backward_rank(stage: int, num_microbatches: int, warmup: int, weight_lag: int) -> list:
+    """One rank of a 1F1B-shaped schedule with split backward.
+
+    ``warmup`` forwards first; then rounds of F, I and — once ``weight_lag`` rounds have passed — the
+    oldest pending W; the W's still pending at the end close the list (they fill the cool-down bubble).
+    """
+    m = num_microbatches
+    slots = [forward(stage, mb) for mb in range(warmup)]  # warm-up
+    pending_weights: deque[int] = deque()
+    for round_index in range(m):
+        if warmup + round_index < m:  # steady: one forward per round while any remain
+            slots.append(forward(stage, warmup + round_index))
+        slots.append(backward_input(stage, round_index))  # cool-down once the forwards run out
+        pending_weights.append(round_index)
+        if round_index >= weight_lag:
+            slots.append(backward_weight(stage, pending_weights.popleft()))
+    slots += [backward_weight(stage, mb) for mb in pending_weights]  # fill the tail with deferred W
+    return slots
+
+
+def zb_h1(num_ranks: int, num_microbatches: int) -> Schedule:
+    """ZB-H1 (Zero Bubble paper §3, Figure 3; PyTorch ``ScheduleInterleavedZeroBubble`` with one stage per
+    rank).
+
+    1F1B's warm-up (p−1−r forwards on rank r), then rounds of F, I, W where rank r holds back its W's for
+    its first r rounds; the held-back W's fill the cool-down. Same peak memory as 1F1B (p micro-batches on
+    the busiest rank); idle per rank (p−1)(T_F + T_I − T_W) — one third of 1F1B's when F = I = W
+    (paper Table 2). Accepts any p ≥ 1, m ≥ 1.
+    """
+    check_sizes("zb-h1", num_ranks, num_microbatches)
+    p, m = num_ranks, num_microbatches
+    ranks = tuple(
+        tuple(_split_backward_rank(rank, m, warmup=min(p - 1 - rank, m), weight_lag=rank)) for rank in range(p)
+    )
+    return Schedule("zb-h1", p, m, 1, "loop", ranks)
+
+def zb_h2(num_ranks: int, num_microbatches: int) -> Schedule:
+    """ZB-H2 (Zero Bubble paper §3, Figure 4): more warm-up forwards and later W's than ZB-H1.
+
+    Rank r warms up with 2(p−1−r) forwards — enough to fill the time until its first I arrives — and holds
+    back its W's for 2r rounds, so the deferred W's fill the whole cool-down. Every rank is then busy
+    without a gap from its first action to its last: the paper's bubble (p−1)(T_F + T_I − 2T_W) is zero when
+    F = I = W. That count assumes the next step's warm-up overlaps this step's tail (the paper replaces the
+    optimizer's global synchronisation by post-validation, §4), so the ranks form a parallelogram.
+    Within one isolated step, rank r still waits r at the start and p−1−r at the end: see
+    ``Timeline.span_idle_per_rank`` for the paper's count and ``idle_per_rank`` for one step's.
+    Peak memory 2p−1 micro-batches on rank 0 (paper Table 2). Accepts any p ≥ 1, m ≥ 1.
+    """
+    check_sizes("zb-h2", num_ranks, num_microbatches)
+    p, m = num_ranks, num_microbatches
+    ranks = tuple(
+        tuple(_split_backward_rank(rank, m, warmup=min(2 * (p - 1 - rank), m), weight_lag=2 * rank))
+        for rank in range(p)
+    )
+    return Schedule("zb-h2", p, m, 1, "loop", ranks)
+
+
+def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:
+    """ZB-V (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory", §4; Zero Bubble repository;
+    PyTorch ``ScheduleZBVZeroBubble``).
+
+    V placement: rank r holds stage r (chunk 0, on the way down) and stage 2p−1−r (chunk 1, on the way
+    back up), so the last stage sits on rank 0 and a micro-batch's turn from forward to backward costs no
+    transfer. Phases on rank r (chunk 0 = c0, chunk 1 = c1):
+
+    * warm-up: 2(p−r)−1 forwards of c0; then r pairs (F c1, F c0); then p−r rounds (F c1, I c1, W c1);
+    * steady: rounds of (F c0, I c0, W c0, F c1, I c1, W c1) until every forward has run;
+    * cool-down: r pairs (I c0, I c1); then p−r pairs (I c0, W c0); then the held-back W's, c1 first.
+
+    Peak memory about p micro-batches of a rank's share on every rank — 1F1B's — and, when F = I = W, no
+    idle time inside a rank's span (the paper's zero-bubble count, same caveat as ZB-H2).
+    Needs m ≥ 2p−1: the warm-up alone starts 2p−1 micro-batches on chunk 0.
+    """
+    family = "zb-v"
+    check_sizes(family, num_ranks, num_microbatches)
+    p, m = num_ranks, num_microbatches
+    if m < 2 * p - 1:
+        raise ValueError(
+            f"{family} needs microbatches ≥ 2×ranks−1 = 2×{p}−1 = {2 * p - 1} (its warm-up starts that many), "
+            f"got {m}"
+        )
+    ranks = []
+    for rank in range(p):
+        down, up = rank, 2 * p - 1 - rank  # chunk 0 and chunk 1 stages of this rank
+        slots = []
+        next_f = {down: 0, up: 0}
+        next_i = {down: 0, up: 0}
+        next_w = {down: 0, up: 0}
+
+        def run(kind: str, stage: int) -> None:
+            counter, make = {"F": (next_f, forward), "I": (next_i, backward_input), "W": (next_w, backward_weight)}[kind]
+            slots.append(make(stage, counter[stage]))
+            counter[stage] += 1
+
+        for _ in range(2 * (p - rank) - 1):  # warm-up: fill chunk 0
+            run("F", down)
+        for _ in range(rank):
+            run("F", up)
+            run("F", down)
+        for _ in range(p - rank):  # first backwards of chunk 1, W at once (memory stays flat)
+            run("F", up)
+            run("I", up)
+            run("W", up)
+        while next_f[up] < m:  # steady
+            if next_f[down] < m:
+                run("F", down)
+            run("I", down)
+            run("W", down)
+            run("F", up)
+            run("I", up)
+            run("W", up)
+        for _ in range(rank):  # cool-down: input gradients first, they are on the critical path
+            run("I", down)
+            run("I", up)
+        for _ in range(p - rank):
+            run("I", down)
+            run("W", down)
+        while next_w[up] < m:  # the held-back W's fill the tail
+            run("W", up)
+        while next_w[down] < m:
+            run("W", down)
+        ranks.append(tuple(slots))
+    return Schedule(family, p, m, 2, "v", tuple(ranks))

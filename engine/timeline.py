@@ -1,0 +1,136 @@
+"""The Timeline: one row per action, shared by simulated and measured runs, and the metrics read from it.
+
+Two bubble conventions, both common in the literature:
+
+* ``bubble_fraction`` = idle / (p × makespan): the share of device time that is wasted (GPipe §2.3 writes
+  it (p−1)/(m+p−1) for equal stages).
+* ``bubble_ratio`` = idle / busy: Megatron-LM's convention, (p−1)/m for 1F1B and (p−1)/(v·m) interleaved.
+
+The Zero Bubble papers count a third way: idle time *inside each rank's own span* (first start to last
+end), because in training the next step's warm-up overlaps this step's tail (see ``span_idle``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass
+class Timeline:
+    """A pandas DataFrame with the columns below, plus how many ranks ran (a rank may have no work)."""
+
+    frame: pd.DataFrame
+    num_ranks: int
+    name: str = ""
+
+    COLUMNS = (
+        "rank",  # device index
+        "stage",  # model stage index
+        "chunk",  # which of the rank's stages (0 = nearer the input)
+        "microbatch",
+        "kind",  # "F", "B", "I" or "W"
+        "start",  # time units (simulated) or milliseconds (measured)
+        "end",
+        "memory_after",  # activation memory on the rank after the action (see engine.simulate)
+        "step",  # position in the rank's list; both actions of an overlapped pair share it
+        "overlapped",  # True for the two halves of an overlapped F&B pair
+        "source",  # "simulated" or "measured"
+    )
+
+    @classmethod
+    def from_columns(cls, columns: dict[str, list], num_ranks: int, *, source: str, name: str = "") -> "Timeline":
+        frame = pd.DataFrame(columns)
+        frame["source"] = source
+        return cls(frame[list(cls.COLUMNS)], num_ranks, name)
+
+    # -- metrics ----------------------------------------------------------------------------------------
+    def _slots(self) -> pd.DataFrame:
+        """One row per occupied interval (an overlapped pair counts once)."""
+        return self.frame.drop_duplicates(["rank", "step"])
+
+    @property
+    def makespan(self) -> float:
+        if self.frame.empty:
+            return 0.0
+        return float(self.frame["end"].max() - self.frame["start"].min())
+
+    def busy_per_rank(self) -> list[float]:
+        slots = self._slots()
+        busy = (slots["end"] - slots["start"]).groupby(slots["rank"]).sum()
+        return [float(busy.get(rank, 0.0)) for rank in range(self.num_ranks)]
+
+    def idle_per_rank(self) -> list[float]:
+        return [self.makespan - busy for busy in self.busy_per_rank()]
+
+    @property
+    def bubble_fraction(self) -> float:
+        """idle / (ranks × makespan)."""
+        total = self.num_ranks * self.makespan
+        return 0.0 if total == 0 else sum(self.idle_per_rank()) / total
+
+    @property
+    def bubble_ratio(self) -> float:
+        """idle / busy (Megatron's (p−1)/m convention)."""
+        busy = sum(self.busy_per_rank())
+        return 0.0 if busy == 0 else sum(self.idle_per_rank()) / busy
+
+    def span_idle_per_rank(self) -> list[float]:
+        """Idle time between each rank's first start and last end (the Zero Bubble papers' count)."""
+        slots = self._slots()
+        spans = slots.groupby("rank").agg(first=("start", "min"), last=("end", "max"))
+        busy = self.busy_per_rank()
+        return [
+            float(spans.loc[r, "last"] - spans.loc[r, "first"]) - busy[r] if r in spans.index else 0.0
+            for r in range(self.num_ranks)
+        ]
+
+    def peak_memory_per_rank(self) -> list[float]:
+        peaks = self.frame.groupby("rank")["memory_after"].max().clip(lower=0.0)
+        return [round(float(peaks.get(rank, 0.0)), 9) for rank in range(self.num_ranks)]
+
+    def summary(self) -> dict:
+        """The figures the CLI's --json and the app show."""
+        return {
+            "name": self.name,
+            "ranks": self.num_ranks,
+            "makespan": self.makespan,
+            "bubble_fraction": self.bubble_fraction,
+            "bubble_ratio": self.bubble_ratio,
+            "busy": self.busy_per_rank(),
+            "idle": self.idle_per_rank(),
+            "span_idle": self.span_idle_per_rank(),
+            "peak_memory": self.peak_memory_per_rank(),
+            "num_actions": int(len(self.frame)),
+        }
+
+    # -- export ------------------------------------------------------------------------------------------
+    def to_chrome_trace(self, time_unit_us: float = 1000.0) -> dict:
+        """Chrome/Perfetto trace ("Trace Event Format"): one track per rank, one complete event per action.
+
+        ``time_unit_us`` converts the timeline's unit to microseconds (1000: units are milliseconds).
+        """
+        events = []
+        for rank in range(self.num_ranks):
+            events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": rank, "args": {"name": f"rank {rank}"}})
+        for row in self.frame.itertuples(index=False):
+            label = f"{row.kind}{row.microbatch}"
+            events.append({
+                "name": label,
+                "cat": row.kind,
+                "ph": "X",
+                "pid": 0,
+                "tid": int(row.rank),
+                "ts": float(row.start) * time_unit_us,
+                "dur": float(row.end - row.start) * time_unit_us,
+                "args": {"stage": int(row.stage), "microbatch": int(row.microbatch), "kind": row.kind,
+                         "overlapped": bool(row.overlapped), "memory_after": float(row.memory_after),
+                         "source": row.source},
+            })
+        return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"schedule": self.name}}
+
+    def write_chrome_trace(self, path: str, time_unit_us: float = 1000.0) -> None:
+        with open(path, "w") as handle:
+            json.dump(self.to_chrome_trace(time_unit_us), handle)
