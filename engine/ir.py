@@ -23,7 +23,10 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Union
+
+import numpy as np
 
 
 class Kind(str, enum.Enum):
@@ -145,7 +148,12 @@ class Schedule:
 
     @property
     def num_actions(self) -> int:
-        return sum(len(slot_actions(slot)) for slots in self.ranks for slot in slots)
+        return len(self.compiled.stage)
+
+    @cached_property
+    def compiled(self) -> "CompiledSchedule":
+        """Integer arrays of the same schedule, built once, for the simulator's and validator's hot loops."""
+        return CompiledSchedule.of(self)
 
     # -- text forms ------------------------------------------------------------------------------------
     def to_csv(self) -> str:
@@ -230,6 +238,56 @@ class Schedule:
         if num_steps and previous != num_steps - 1:
             lines.append("       ...")
         return "\n".join(lines)
+
+
+KIND_CODES = {Kind.F: 0, Kind.B: 1, Kind.I: 2, Kind.W: 3}
+KIND_LETTERS = "FBIW"
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledSchedule:
+    """The schedule as flat integer arrays, one entry per action in rank-then-list order.
+
+    ``slots[r]`` is rank r's list with each slot a tuple of ``(kind_code, stage, microbatch)`` triples;
+    ``slot_index`` numbers the slots 0..total−1 across ranks (both halves of an overlapped pair share one).
+    """
+
+    slots: tuple[tuple[tuple[tuple[int, int, int], ...], ...], ...]
+    rank: np.ndarray
+    step: np.ndarray
+    stage: np.ndarray
+    kind: np.ndarray
+    microbatch: np.ndarray
+    slot_index: np.ndarray
+    overlapped: np.ndarray
+    num_slots: int
+
+    @classmethod
+    def of(cls, schedule: "Schedule") -> "CompiledSchedule":
+        slots = []
+        ranks, steps, stages, kinds, microbatches, slot_indices, overlapped = [], [], [], [], [], [], []
+        flat = 0
+        for rank, rank_slots in enumerate(schedule.ranks):
+            compiled_rank = []
+            for step, slot in enumerate(rank_slots):
+                actions = slot_actions(slot)
+                triples = tuple((KIND_CODES[a.kind], a.stage, a.microbatch) for a in actions)
+                compiled_rank.append(triples)
+                for code, stage, microbatch in triples:
+                    ranks.append(rank)
+                    steps.append(step)
+                    stages.append(stage)
+                    kinds.append(code)
+                    microbatches.append(microbatch)
+                    slot_indices.append(flat)
+                    overlapped.append(len(triples) > 1)
+                flat += 1
+            slots.append(tuple(compiled_rank))
+        arrays = dict(rank=ranks, step=steps, stage=stages, kind=kinds, microbatch=microbatches,
+                      slot_index=slot_indices)
+        arrays = {name: np.asarray(values, dtype=np.int64) for name, values in arrays.items()}
+        arrays["overlapped"] = np.asarray(overlapped, dtype=bool)
+        return cls(tuple(slots), num_slots=flat, **arrays)
 
 
 def rank_of_stage(stage: int, num_ranks: int, placement: str) -> int:

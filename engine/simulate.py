@@ -17,88 +17,104 @@ from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+
 from .costs import Costs
-from .ir import Kind, Overlap, Schedule, slot_actions
+from .ir import KIND_LETTERS, Schedule
 from .timeline import Timeline
 from .validate import ScheduleError, check_structure
 
-_F, _B, _I, _W = Kind.F, Kind.B, Kind.I, Kind.W
+_F, _B, _I, _W = range(4)  # kind codes, as in ir.KIND_CODES
 
 
-def walk(schedule: Schedule, durations, comm: float = 0.0, on_slot=None) -> None:
-    """Visit every slot once its inputs exist. ``durations(rank, slot) -> float`` (None: all zero);
-    ``on_slot(rank, step, slot, start, end)`` is called for each. Raises ScheduleError on deadlock."""
+def walk(schedule: Schedule, slot_duration=None, comm: float = 0.0) -> tuple[list[float], list[float]]:
+    """Start and end time of every slot (flat slot order), visiting each once its inputs exist.
+
+    ``slot_duration(slot) -> float`` takes a slot's ``(kind, stage, microbatch)`` triples (None: all zero).
+    Raises ScheduleError on deadlock.
+    """
+    compiled = schedule.compiled
     p, m = schedule.num_ranks, schedule.num_microbatches
     num_stages = schedule.num_stages
     owner = [schedule.rank_of(s) for s in range(num_stages)]
     forward_done: list = [None] * (num_stages * m)  # end time of F(s, mb) at index s*m+mb
     grad_done: list = [None] * (num_stages * m)  # end time of I or B(s, mb): the input gradient exists
-    waiting: dict[tuple[int, int], list[int]] = {}
+    waiting: dict[int, list[int]] = {}  # index (negative for gradients) -> ranks blocked on it
+    starts = [0.0] * compiled.num_slots
+    ends = [0.0] * compiled.num_slots
+    first_slot = np.concatenate([[0], np.cumsum([len(r) for r in compiled.slots])]).tolist()
     pointer = [0] * p
     free = [0.0] * p
     queue = deque(range(p))
     last_stage = num_stages - 1
     while queue:
         rank = queue.popleft()
-        slots = schedule.ranks[rank]
-        while pointer[rank] < len(slots):
+        slots = compiled.slots[rank]
+        length = len(slots)
+        while pointer[rank] < length:
             slot = slots[pointer[rank]]
             ready = free[rank]
             blocked = None
-            for action in slot_actions(slot):
-                stage, kind, mb = action.stage, action.kind, action.microbatch
-                if kind is _F:
-                    needs = ((0, stage - 1),) if stage > 0 else ()
-                elif kind is _W:
-                    needs = ((1, stage),)
-                elif stage < last_stage:
-                    needs = ((0, stage), (1, stage + 1))
+            for kind, stage, mb in slot:
+                if kind == _F:
+                    if stage == 0:
+                        continue
+                    producer, table, key = stage - 1, forward_done, (stage - 1) * m + mb
+                elif kind == _W:
+                    producer, table, key = stage, grad_done, stage * m + mb
                 else:
-                    needs = ((0, stage),)
-                for table, producer in needs:
-                    done = (forward_done if table == 0 else grad_done)[producer * m + mb]
+                    key = stage * m + mb
+                    done = forward_done[key]
                     if done is None:
-                        blocked = (table, producer * m + mb)
+                        blocked = key + 1
                         break
-                    arrival = done + comm if owner[producer] != rank else done
-                    if arrival > ready:
-                        ready = arrival
-                if blocked:
+                    if done > ready:
+                        ready = done  # F(s) and I/B(s) share a rank
+                    if stage == last_stage:
+                        continue
+                    producer, table, key = stage + 1, grad_done, key + m
+                done = table[key]
+                if done is None:
+                    blocked = key + 1 if table is forward_done else -key - 1
                     break
-            if blocked:
+                if owner[producer] != rank:
+                    done += comm
+                if done > ready:
+                    ready = done
+            if blocked is not None:
                 waiting.setdefault(blocked, []).append(rank)
                 break
-            end = ready + (durations(rank, slot) if durations else 0.0)
-            if on_slot:
-                on_slot(rank, pointer[rank], slot, ready, end)
-            for action in slot_actions(slot):
-                stage, kind, mb = action.stage, action.kind, action.microbatch
-                if kind is _F:
-                    key = (0, stage * m + mb)
-                    forward_done[stage * m + mb] = end
-                elif kind is _W:
+            end = ready + slot_duration(slot) if slot_duration else ready
+            flat = first_slot[rank] + pointer[rank]
+            starts[flat] = ready
+            ends[flat] = end
+            for kind, stage, mb in slot:
+                if kind == _W:
                     continue
+                key = stage * m + mb
+                if kind == _F:
+                    forward_done[key] = end
+                    woken = waiting.pop(key + 1, None)
                 else:
-                    key = (1, stage * m + mb)
-                    grad_done[stage * m + mb] = end
-                woken = waiting.pop(key, None)
+                    grad_done[key] = end
+                    woken = waiting.pop(-key - 1, None)
                 if woken:
                     queue.extend(woken)
             free[rank] = end
             pointer[rank] += 1
-    stuck = {r: pointer[r] for r in range(p) if pointer[r] < len(schedule.ranks[r])}
+    stuck = {r: pointer[r] for r in range(p) if pointer[r] < len(compiled.slots[r])}
     if stuck:
         notes = {}
-        for r, step in stuck.items():
-            for (table, index), ranks in waiting.items():
-                if r in ranks:
-                    stage, mb = divmod(index, m)
-                    what = f"{stage}F{mb}" if table == 0 else f"{stage}I{mb}/{stage}B{mb}"
-                    notes[r] = f"waits for {what} (rank {owner[stage]})"
+        for blocked, ranks in waiting.items():
+            stage, mb = divmod(abs(blocked) - 1, m)
+            what = f"{stage}F{mb}" if blocked > 0 else f"{stage}I{mb}/{stage}B{mb}"
+            for r in ranks:
+                notes[r] = f"waits for {what} (rank {owner[stage]})"
         raise ScheduleError(
             f"deadlock: {len(stuck)} rank(s) wait for each other and can never continue\n"
             + schedule.grid(mark=stuck, notes=notes, max_rows=24)
         )
+    return starts, ends
 
 
 def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = True) -> Timeline:
@@ -115,48 +131,47 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
             f"({schedule.num_ranks} ranks × {v} per rank)"
         )
     recompute_extra = costs.forward if costs.recompute else 0.0
-    base = {
-        _F: costs.forward,
-        _B: costs.full_backward + recompute_extra,
-        _I: costs.input_backward + recompute_extra,
-        _W: costs.weight_backward,
-    }
-    per_stage = {kind: [base[kind] * scale[s] / v for s in range(num_stages)] for kind in base}
+    base = [costs.forward, costs.full_backward + recompute_extra, costs.input_backward + recompute_extra,
+            costs.weight_backward]  # indexed by kind code F, B, I, W
+    per_stage = [[base[kind] * scale[s] / v for s in range(num_stages)] for kind in range(4)]
     overlapped = costs.overlapped_pair + recompute_extra
 
-    def durations(rank, slot):
-        if isinstance(slot, Overlap):
-            f, b = slot.forward, slot.backward
-            return overlapped * (scale[f.stage] + scale[b.stage]) / 2 / v
-        return per_stage[slot.kind][slot.stage]
+    def slot_duration(slot):
+        if len(slot) == 1:
+            kind, stage, _ = slot[0]
+            return per_stage[kind][stage]
+        (_, forward_stage, _), (_, backward_stage, _) = slot
+        return overlapped * (scale[forward_stage] + scale[backward_stage]) / 2 / v
 
-    # memory deltas per kind, in units of a micro-batch through one rank's share
+    starts, ends = walk(schedule, slot_duration, costs.comm)
+    compiled = schedule.compiled
+    slot_of_action = compiled.slot_index
+    # memory: each kind's change, in units of a micro-batch through one rank's share; cumulated per rank
     share = 1.0 / v
     keep = costs.recompute_memory_fraction if costs.recompute else 1.0
     w_part = costs.w_memory_fraction
-    delta = {
-        _F: keep * share,
-        _B: -keep * share,
-        _I: (-keep + w_part) * share,
-        _W: -w_part * share,
+    delta = np.array([keep, -keep, -keep + w_part, -w_part]) * share
+    order = np.lexsort((compiled.step, compiled.rank))  # already rank-then-list order; kept explicit
+    memory = np.empty(len(order))
+    memory[order] = _cumsum_by_group(delta[compiled.kind[order]], compiled.rank[order])
+    columns = {
+        "rank": compiled.rank,
+        "stage": compiled.stage,
+        "chunk": compiled.stage // schedule.num_ranks,
+        "microbatch": compiled.microbatch,
+        "kind": np.array(list(KIND_LETTERS))[compiled.kind],
+        "start": np.asarray(starts)[slot_of_action],
+        "end": np.asarray(ends)[slot_of_action],
+        "memory_after": memory,
+        "step": compiled.step,
+        "overlapped": compiled.overlapped,
     }
-    memory = [0.0] * schedule.num_ranks
-    columns: dict[str, list] = {name: [] for name in Timeline.COLUMNS if name != "source"}
-
-    def record(rank, step, slot, start, end):
-        actions = slot_actions(slot)
-        for action in actions:
-            memory[rank] += delta[action.kind]
-            columns["rank"].append(rank)
-            columns["stage"].append(action.stage)
-            columns["chunk"].append(action.stage // schedule.num_ranks)
-            columns["microbatch"].append(action.microbatch)
-            columns["kind"].append(action.kind.value)
-            columns["start"].append(start)
-            columns["end"].append(end)
-            columns["memory_after"].append(memory[rank])
-            columns["step"].append(step)
-            columns["overlapped"].append(len(actions) > 1)
-
-    walk(schedule, durations, costs.comm, record)
     return Timeline.from_columns(columns, schedule.num_ranks, source="simulated", name=schedule.name)
+
+
+def _cumsum_by_group(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Running sum of ``values`` restarting at each new value of the (sorted) ``groups``."""
+    total = np.cumsum(values)
+    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    offsets = np.repeat(np.r_[0.0, total[starts[1:] - 1]], np.diff(np.r_[starts, len(values)]))
+    return total - offsets

@@ -18,6 +18,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 
+def _snap(idle: float, scale: float) -> float:
+    """Sums of float durations leave ±1e-16 crumbs; an idle time that small is zero."""
+    return 0.0 if abs(idle) <= 1e-9 * max(scale, 1.0) else idle
+
+
 @dataclass
 class Timeline:
     """A pandas DataFrame with the columns below, plus how many ranks ran (a rank may have no work)."""
@@ -63,7 +68,8 @@ class Timeline:
         return [float(busy.get(rank, 0.0)) for rank in range(self.num_ranks)]
 
     def idle_per_rank(self) -> list[float]:
-        return [self.makespan - busy for busy in self.busy_per_rank()]
+        makespan = self.makespan
+        return [_snap(makespan - busy, makespan) for busy in self.busy_per_rank()]
 
     @property
     def bubble_fraction(self) -> float:
@@ -83,7 +89,8 @@ class Timeline:
         spans = slots.groupby("rank").agg(first=("start", "min"), last=("end", "max"))
         busy = self.busy_per_rank()
         return [
-            float(spans.loc[r, "last"] - spans.loc[r, "first"]) - busy[r] if r in spans.index else 0.0
+            _snap(float(spans.loc[r, "last"] - spans.loc[r, "first"]) - busy[r], self.makespan)
+            if r in spans.index else 0.0
             for r in range(self.num_ranks)
         ]
 

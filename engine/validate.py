@@ -7,7 +7,9 @@ ranks' orders cannot deadlock (checked by walking the dependencies, which does n
 
 from __future__ import annotations
 
-from .ir import Action, Kind, Schedule, slot_actions
+import numpy as np
+
+from .ir import KIND_LETTERS, Action, Kind, Schedule
 
 
 class ScheduleError(ValueError):
@@ -19,48 +21,79 @@ def _fail(schedule: Schedule, problem: str, places: dict[int, int], notes: dict[
 
 
 def check_structure(schedule: Schedule) -> None:
-    """Everything but deadlock: completeness, uniqueness, placement and per-stage order."""
+    """Everything but deadlock: completeness, uniqueness, placement and per-stage order.
+
+    Vectorised over the compiled arrays (a 100k-action schedule checks in milliseconds); only when a check
+    fails is the first offender looked up to write the message.
+    """
+    c = schedule.compiled
     p, m, num_stages = schedule.num_ranks, schedule.num_microbatches, schedule.num_stages
-    seen: dict[tuple[int, Kind, int], tuple[int, int]] = {}
-    for rank, slots in enumerate(schedule.ranks):
-        for step, slot in enumerate(slots):
-            for action in slot_actions(slot):
-                if not (0 <= action.stage < num_stages and 0 <= action.microbatch < m):
-                    _fail(schedule, f"{action} is outside {num_stages} stages × {m} micro-batches", {rank: step})
-                if schedule.rank_of(action.stage) != rank:
-                    _fail(
-                        schedule,
-                        f"{action} is on rank {rank} but stage {action.stage} lives on rank "
-                        f"{schedule.rank_of(action.stage)} ({schedule.placement} placement, {p} ranks)",
-                        {rank: step},
-                    )
-                key = (action.stage, action.kind, action.microbatch)
-                if key in seen:
-                    _fail(schedule, f"{action} appears twice", {rank: step, seen[key][0]: seen[key][1]})
-                seen[key] = (rank, step)
-    for stage in range(num_stages):
-        rank = schedule.rank_of(stage)
-        for mb in range(m):
-            where = {kind: seen.get((stage, kind, mb)) for kind in Kind}
-            label = f"stage {stage}, micro-batch {mb}"
-            if where[Kind.F] is None:
-                _fail(schedule, f"{label} has no forward {Action(stage, Kind.F, mb)}", {})
-            has_split = where[Kind.I] is not None or where[Kind.W] is not None
-            if where[Kind.B] is not None and has_split:
-                step = (where[Kind.I] or where[Kind.W])[1]
-                _fail(schedule, f"{label} has both a full backward B and a split I/W", {rank: step})
-            if where[Kind.B] is None and not has_split:
-                _fail(schedule, f"{label} has no backward: expected {stage}B{mb} or {stage}I{mb} and {stage}W{mb}", {})
-            if has_split and (where[Kind.I] is None or where[Kind.W] is None):
-                missing = "I" if where[Kind.I] is None else "W"
-                present = where[Kind.W] if missing == "I" else where[Kind.I]
-                _fail(schedule, f"{label} has a split backward without its {missing}", {rank: present[1]})
-            backward = where[Kind.B] or where[Kind.I]
-            if backward[1] <= where[Kind.F][1]:
-                _fail(schedule, f"{label}: the backward comes before (or with) its forward on rank {rank}",
-                      {rank: backward[1]})
-            if where[Kind.W] is not None and where[Kind.W][1] <= where[Kind.I][1]:
-                _fail(schedule, f"{label}: W comes before (or with) its I on rank {rank}", {rank: where[Kind.W][1]})
+
+    def first(mask: np.ndarray) -> int:
+        return int(np.flatnonzero(mask)[0])
+
+    def action(i: int) -> Action:
+        return Action(int(c.stage[i]), Kind(KIND_LETTERS[c.kind[i]]), int(c.microbatch[i]))
+
+    outside = (c.stage < 0) | (c.stage >= num_stages) | (c.microbatch < 0) | (c.microbatch >= m)
+    if outside.any():
+        i = first(outside)
+        _fail(schedule, f"{action(i)} is outside {num_stages} stages × {m} micro-batches", {int(c.rank[i]): int(c.step[i])})
+    owner = np.array([schedule.rank_of(s) for s in range(num_stages)])
+    misplaced = owner[c.stage] != c.rank
+    if misplaced.any():
+        i = first(misplaced)
+        _fail(schedule, f"{action(i)} is on rank {c.rank[i]} but stage {c.stage[i]} lives on rank "
+                        f"{owner[c.stage[i]]} ({schedule.placement} placement, {p} ranks)",
+              {int(c.rank[i]): int(c.step[i])})
+    cell = c.stage * m + c.microbatch  # (stage, micro-batch) pair
+    key = c.kind * (num_stages * m) + cell
+    counts = np.bincount(key, minlength=4 * num_stages * m)
+    if (counts > 1).any():
+        repeated = np.flatnonzero(counts[key] > 1)[:2]
+        _fail(schedule, f"{action(int(repeated[0]))} appears twice",
+              {int(c.rank[i]): int(c.step[i]) for i in repeated})
+    forwards, fulls, inputs, weights = counts.reshape(4, num_stages * m)
+    # list position of each (kind, cell); -1 where absent
+    position = np.full(4 * num_stages * m, -1)
+    position[key] = c.step
+    pos_f, pos_b, pos_i, pos_w = position.reshape(4, num_stages * m)
+
+    def where(index: int) -> str:
+        stage, mb = divmod(index, m)
+        return f"stage {stage}, micro-batch {mb}"
+
+    def mark(index: int, pos: np.ndarray) -> dict[int, int]:
+        return {schedule.rank_of(index // m): int(pos[index])}
+
+    if (forwards == 0).any():
+        i = first(forwards == 0)
+        _fail(schedule, f"{where(i)} has no forward {i // m}F{i % m}", {})
+    both = (fulls > 0) & ((inputs > 0) | (weights > 0))
+    if both.any():
+        i = first(both)
+        _fail(schedule, f"{where(i)} has both a full backward B and a split I/W", mark(i, np.maximum(pos_i, pos_w)))
+    neither = (fulls == 0) & (inputs == 0) & (weights == 0)
+    if neither.any():
+        i = first(neither)
+        _fail(schedule, f"{where(i)} has no backward: expected {i // m}B{i % m} or {i // m}I{i % m} and "
+                        f"{i // m}W{i % m}", {})
+    half = (inputs != weights)
+    if half.any():
+        i = first(half)
+        missing, present = ("I", pos_w) if inputs[i] == 0 else ("W", pos_i)
+        _fail(schedule, f"{where(i)} has a split backward without its {missing}", mark(i, present))
+    pos_grad = np.where(fulls > 0, pos_b, pos_i)
+    early = pos_grad <= pos_f
+    if early.any():
+        i = first(early)
+        _fail(schedule, f"{where(i)}: the backward comes before (or with) its forward on rank "
+                        f"{schedule.rank_of(i // m)}", mark(i, pos_grad))
+    early_w = (weights > 0) & (pos_w <= pos_i)
+    if early_w.any():
+        i = first(early_w)
+        _fail(schedule, f"{where(i)}: W comes before (or with) its I on rank {schedule.rank_of(i // m)}",
+              mark(i, pos_w))
 
 
 def validate(schedule: Schedule) -> Schedule:
@@ -68,5 +101,5 @@ def validate(schedule: Schedule) -> Schedule:
     from .simulate import walk  # the same dependency walk the simulator times
 
     check_structure(schedule)
-    walk(schedule, durations=None)
+    walk(schedule)
     return schedule

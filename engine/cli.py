@@ -1,0 +1,124 @@
+"""Command line: ``python -m engine simulate ...``. Bad input: one line on stderr, exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .costs import Costs
+from .ir import Schedule
+from .schedules import FAMILIES, build_schedule
+from .simulate import simulate
+from .validate import ScheduleError, validate
+
+
+class UsageError(Exception):
+    """A bad command line; printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would print the whole usage block
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m engine", description="The pipeline-parallelism lab's engine.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sim = commands.add_parser("simulate", help="time a schedule with the exact simulator")
+    sim.add_argument("--schedule", choices=list(FAMILIES), help="schedule family")
+    sim.add_argument("--from-csv", metavar="FILE", help="simulate a PyTorch-format per-rank CSV instead")
+    sim.add_argument("--ranks", type=_positive_int, help="pipeline ranks (devices), p")
+    sim.add_argument("--microbatches", type=_positive_int, help="micro-batches per step, m")
+    sim.add_argument("--chunks", type=_positive_int, help="stages per rank, v (interleaved-1f1b, looped-bfs)")
+    sim.add_argument("--costs", default="F=1,B=2", help='durations per rank share: "F=1,B=2" or "F=1,I=1,W=1"')
+    sim.add_argument("--comm", type=_non_negative_float, default=0.0, help="transfer time between ranks")
+    sim.add_argument("--recompute", action="store_true", help="re-run the forward before each backward")
+    sim.add_argument("--grid", action="store_true", help="print the rank × step grid")
+    sim.add_argument("--json", action="store_true", help="print one JSON object")
+    sim.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace")
+    return parser
+
+
+def _schedule_from(args) -> Schedule:
+    if args.from_csv:
+        if args.schedule:
+            raise UsageError("give --schedule or --from-csv, not both")
+        try:
+            with open(args.from_csv) as handle:
+                text = handle.read()
+        except OSError as error:
+            raise UsageError(f"cannot read {args.from_csv}: {error.strerror}") from None
+        return validate(Schedule.from_csv(text, num_microbatches=args.microbatches))
+    missing = [flag for flag, value in (("--schedule", args.schedule), ("--ranks", args.ranks),
+                                        ("--microbatches", args.microbatches)) if value is None]
+    if missing:
+        raise UsageError(f"missing {', '.join(missing)} (or give --from-csv FILE)")
+    return build_schedule(args.schedule, args.ranks, args.microbatches, args.chunks)
+
+
+def simulate_command(args) -> int:
+    schedule = _schedule_from(args)
+    costs = Costs.parse(args.costs, comm=args.comm, recompute=args.recompute)
+    timeline = simulate(schedule, costs)
+    summary = timeline.summary()
+    summary.update(schedule=schedule.name, microbatches=schedule.num_microbatches,
+                   stages_per_rank=schedule.stages_per_rank, placement=schedule.placement)
+    if args.trace:
+        timeline.write_chrome_trace(args.trace)
+    if args.grid and not args.json:
+        print(schedule.grid())
+        print()
+    if args.json:
+        if args.grid:
+            summary["grid"] = schedule.grid()
+        print(json.dumps(summary))
+        return 0
+    p = schedule.num_ranks
+    print(f"{schedule.name}: {p} ranks × {schedule.stages_per_rank} stage(s) each, "
+          f"{schedule.num_microbatches} micro-batches, {summary['num_actions']} actions")
+    print(f"makespan        {summary['makespan']:g}")
+    print(f"bubble_fraction {summary['bubble_fraction']:.4f}  (idle / (ranks × makespan))")
+    print(f"bubble_ratio    {summary['bubble_ratio']:.4f}  (idle / busy)")
+    print("rank  busy      idle      idle-in-span  peak-memory")
+    for r in range(p):
+        print(f"{r:>4}  {summary['busy'][r]:<8g}  {summary['idle'][r]:<8g}  {summary['span_idle'][r]:<12g}  "
+              f"{summary['peak_memory'][r]:g}")
+    if args.trace:
+        print(f"trace written to {args.trace} (open it in ui.perfetto.dev or chrome://tracing)")
+    return 0
+
+
+COMMANDS = {"simulate": simulate_command}
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except ScheduleError as error:  # the grid is the point: print it whole
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except (UsageError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

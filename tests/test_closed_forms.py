@@ -1,0 +1,157 @@
+"""Each family against its closed form, computed here independently of the simulator.
+
+Legend: p ranks, m micro-batches, v stages per rank; F, B, I, W durations of one micro-batch through one
+rank's share of the model.
+"""
+
+import pytest
+
+from engine import UNIT, Costs, build_schedule, simulate
+
+F1_B2 = Costs(forward=1, backward=2)
+SIZES = [(2, 1), (2, 5), (4, 3), (4, 6), (4, 24), (7, 13), (8, 32)]
+
+
+def test_seed_gpipe_forward_staircase():
+    """4 stages, 6 micro-batches, forward only: each rank works 6 of 9 steps → 33 % idle; 24 → 11 %."""
+    forward_only = Costs(forward=1, backward=0)
+    t6 = simulate(build_schedule("gpipe", 4, 6), forward_only)
+    assert t6.makespan == 9 and t6.idle_per_rank() == [3, 3, 3, 3]
+    assert round(t6.bubble_fraction * 100) == 33
+    t24 = simulate(build_schedule("gpipe", 4, 24), forward_only)
+    assert t24.makespan == 27 and round(t24.bubble_fraction * 100) == 11
+
+
+@pytest.mark.parametrize("p, m", SIZES)
+def test_gpipe_and_1f1b_bubble_is_p_minus_1_over_m_plus_p_minus_1(p, m):
+    expected_fraction = (p - 1) / (m + p - 1)  # GPipe §2.3
+    expected_makespan = (m + p - 1) * (1 + 2)
+    for name in ("gpipe", "1f1b"):
+        timeline = simulate(build_schedule(name, p, m), F1_B2)
+        assert timeline.makespan == pytest.approx(expected_makespan), name
+        assert timeline.bubble_fraction == pytest.approx(expected_fraction), name
+        assert timeline.bubble_ratio == pytest.approx((p - 1) / m), name  # Megatron's convention
+
+
+@pytest.mark.parametrize("p, m", SIZES)
+def test_1f1b_holds_at_most_p_minus_s_microbatches_while_gpipe_holds_m(p, m):
+    one_f_one_b = simulate(build_schedule("1f1b", p, m), F1_B2).peak_memory_per_rank()
+    gpipe = simulate(build_schedule("gpipe", p, m), F1_B2).peak_memory_per_rank()
+    assert one_f_one_b == [min(p - s, m) for s in range(p)]
+    assert gpipe == [m] * p
+
+
+@pytest.mark.parametrize("p, m, v", [(2, 2, 2), (4, 4, 2), (4, 8, 2), (4, 12, 3), (3, 9, 4), (8, 16, 2)])
+def test_interleaved_bubble_ratio_is_p_minus_1_over_v_m(p, m, v):
+    timeline = simulate(build_schedule("interleaved-1f1b", p, m, v), F1_B2)
+    assert timeline.bubble_ratio == pytest.approx((p - 1) / (v * m))  # Megatron-LM 2021, §2.2.2
+    assert timeline.makespan == pytest.approx(m * 3 + (p - 1) * 3 / v)
+
+
+def test_interleaved_rejects_microbatches_not_a_multiple_of_ranks_with_the_arithmetic():
+    with pytest.raises(ValueError, match=r"microbatches \(9\) to be a multiple of ranks \(4\): 9 = 2×4 \+ 1"):
+        build_schedule("interleaved-1f1b", 4, 9, 2)
+
+
+@pytest.mark.parametrize("p, m", [(2, 4), (4, 8), (4, 16), (6, 12), (8, 24)])
+def test_zero_bubble_table_2_with_unit_costs(p, m):
+    """Zero Bubble paper Table 2 at F = I = W: 1F1B idles 3(p−1), ZB-H1 p−1, both peak at p."""
+    one_f_one_b = simulate(build_schedule("1f1b", p, m), UNIT)
+    zb_h1 = simulate(build_schedule("zb-h1", p, m), UNIT)
+    assert one_f_one_b.idle_per_rank() == pytest.approx([3 * (p - 1)] * p)
+    assert zb_h1.idle_per_rank() == pytest.approx([p - 1] * p)
+    assert max(one_f_one_b.peak_memory_per_rank()) == p
+    assert max(zb_h1.peak_memory_per_rank()) == p
+
+
+@pytest.mark.parametrize("f, i, w", [(1, 1, 1), (1, 1, 0.5), (2, 2, 1), (1, 1.5, 1), (1, 1, 0.8)])
+@pytest.mark.parametrize("p, m", [(4, 12), (6, 24)])
+def test_zb_h1_and_h2_bubbles_are_the_papers_formulas(f, i, w, p, m):
+    """Table 2: ZB-H1 (p−1)(T_F+T_B−T_W), ZB-H2 (p−1)(T_F+T_B−2T_W), the paper's T_B being our I.
+
+    ZB-H2's count is the idle time inside each rank's span (the next step's warm-up overlaps this tail).
+    """
+    costs = Costs(forward=f, backward_input=i, backward_weight=w)
+    zb_h1 = simulate(build_schedule("zb-h1", p, m), costs)
+    zb_h2 = simulate(build_schedule("zb-h2", p, m), costs)
+    assert max(zb_h1.idle_per_rank()) == pytest.approx((p - 1) * (f + i - w))
+    assert max(zb_h2.span_idle_per_rank()) == pytest.approx((p - 1) * (f + i - 2 * w))
+    assert max(zb_h2.span_idle_per_rank()) < max(zb_h1.span_idle_per_rank())
+
+
+@pytest.mark.parametrize("p, m", [(2, 4), (4, 8), (4, 16), (8, 24)])
+def test_zb_h2_is_zero_bubble_by_the_papers_count_and_peaks_at_2p_minus_1(p, m):
+    zb_h2 = simulate(build_schedule("zb-h2", p, m), UNIT)
+    zb_h1 = simulate(build_schedule("zb-h1", p, m), UNIT)
+    assert zb_h2.span_idle_per_rank() == [0] * p
+    assert sum(zb_h2.idle_per_rank()) <= sum(zb_h1.idle_per_rank())
+    assert max(zb_h2.peak_memory_per_rank()) == 2 * p - 1
+
+
+@pytest.mark.parametrize("p, m", [(2, 3), (4, 7), (4, 16), (8, 32)])
+def test_zb_v_idles_less_than_1f1b_at_1f1b_memory(p, m):
+    zb_v = simulate(build_schedule("zb-v", p, m), UNIT)
+    one_f_one_b = simulate(build_schedule("1f1b", p, m), UNIT)
+    assert zb_v.span_idle_per_rank() == [0] * p  # the paper's zero bubble at F = I = W
+    assert max(zb_v.idle_per_rank()) < max(one_f_one_b.idle_per_rank())
+    assert max(zb_v.peak_memory_per_rank()) == pytest.approx(p)
+
+
+def test_dualpipev_gains_from_overlap_and_holds_about_p():
+    p, m = 4, 16
+    plain = simulate(build_schedule("dualpipev", p, m), UNIT)
+    overlapped = simulate(build_schedule("dualpipev", p, m), Costs(forward=1, backward_input=1,
+                                                                   backward_weight=1, overlapped=2))
+    # rank r runs 2(m − 2p + r + 1) + (p − r − 1) overlapped pairs (the last rank one fewer: its first
+    # F and B run apart); each pair of two half-size stages saves (F + B − F&B)/2 = (1 + 2 − 2)/2
+    pairs = [2 * (m - 2 * p + r + 1) + (p - r - 1) - (r == p - 1) for r in range(p)]
+    saved = [0.5 * n for n in pairs]
+    assert [a - b for a, b in zip(plain.busy_per_rank(), overlapped.busy_per_rank())] == saved
+    assert overlapped.makespan < plain.makespan
+    assert max(plain.peak_memory_per_rank()) == pytest.approx(p + 0.5)
+
+
+def test_looped_bfs_matches_interleaved_bubble_at_gpipe_memory():
+    p, m, v = 4, 8, 2
+    bfs = simulate(build_schedule("looped-bfs", p, m, v), F1_B2)
+    assert bfs.bubble_ratio == pytest.approx((p - 1) / (v * m))
+    assert bfs.peak_memory_per_rank() == [m] * p  # v chunks × m micro-batches × 1/v each
+
+
+def test_chunks_make_stages_cheaper_so_comparisons_are_fair():
+    """Every schedule runs the same model: the total busy time is m·(F+B) per rank for any v."""
+    p, m = 4, 8
+    for name, chunks in [("1f1b", None), ("interleaved-1f1b", 2), ("interleaved-1f1b", 4), ("looped-bfs", 3)]:
+        timeline = simulate(build_schedule(name, p, m, chunks), F1_B2)
+        assert timeline.busy_per_rank() == pytest.approx([m * 3] * p), name
+
+
+def test_comm_delays_each_cross_rank_hop():
+    p, m, comm = 4, 1, 0.25
+    timeline = simulate(build_schedule("gpipe", p, m), Costs(forward=1, backward=2, comm=comm))
+    # one micro-batch: p forwards and p backwards in a chain with 2(p−1) hops
+    assert timeline.makespan == pytest.approx(p * 3 + 2 * (p - 1) * comm)
+
+
+def test_recompute_adds_a_forward_to_each_backward_and_keeps_only_inputs():
+    p, m = 4, 8
+    costs = Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.25)
+    timeline = simulate(build_schedule("1f1b", p, m), costs)
+    assert timeline.busy_per_rank() == pytest.approx([m * 4] * p)
+    assert timeline.peak_memory_per_rank() == pytest.approx([0.25 * min(p - s, m) for s in range(p)])
+
+
+def test_stage_scale_slows_one_stage_and_everyone_waits():
+    p, m = 4, 8
+    scale = (1, 1, 2, 1)
+    timeline = simulate(build_schedule("gpipe", p, m), Costs(forward=1, backward=2, stage_scale=scale))
+    # the slow stage paces the pipeline: its m·3·2 of work plus the others' fill and drain
+    assert timeline.makespan == pytest.approx(m * 3 * 2 + (p - 1) * 3)
+    with pytest.raises(ValueError, match="stage_scale has 3 entries but the schedule has 4 stages"):
+        simulate(build_schedule("gpipe", p, m), Costs(stage_scale=(1, 1, 1)))
+
+
+def test_memory_split_backward_keeps_w_fraction_until_w():
+    timeline = simulate(build_schedule("zb-h1", 1, 1), Costs(forward=1, backward_input=1, backward_weight=1,
+                                                               w_memory_fraction=0.3))
+    assert list(timeline.frame["memory_after"].round(9)) == [1.0, 0.3, 0.0]
