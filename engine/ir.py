@@ -242,6 +242,7 @@ class Schedule:
 
 KIND_CODES = {Kind.F: 0, Kind.B: 1, Kind.I: 2, Kind.W: 3}
 KIND_LETTERS = "FBIW"
+_CODE_OF_LETTER = {letter: code for code, letter in enumerate(KIND_LETTERS)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -270,8 +271,9 @@ class CompiledSchedule:
         for rank, rank_slots in enumerate(schedule.ranks):
             compiled_rank = []
             for step, slot in enumerate(rank_slots):
-                actions = slot_actions(slot)
-                triples = tuple((KIND_CODES[a.kind], a.stage, a.microbatch) for a in actions)
+                actions = slot.actions if type(slot) is Overlap else (slot,)
+                # Enum hashing is slow at 100k actions; the plain _value_ attribute is not
+                triples = tuple((_CODE_OF_LETTER[a.kind._value_], a.stage, a.microbatch) for a in actions)
                 compiled_rank.append(triples)
                 for code, stage, microbatch in triples:
                     ranks.append(rank)

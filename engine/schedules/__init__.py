@@ -32,14 +32,14 @@ class Family:
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
-        Family("gpipe", gpipe, "GPipe: all forwards, then all backwards"),
-        Family("1f1b", one_f_one_b, "1F1B (PipeDream-flush): one forward, one backward"),
-        Family("interleaved-1f1b", interleaved_1f1b, "Interleaved 1F1B (Megatron virtual stages)", takes_chunks=True),
-        Family("looped-bfs", looped_bfs, "Looped BFS: breadth-first over chunks", takes_chunks=True),
-        Family("zb-h1", zb_h1, "ZB-H1: zero bubble, 1F1B memory", splits_backward=True),
-        Family("zb-h2", zb_h2, "ZB-H2: zero bubble, about 2× memory", splits_backward=True),
-        Family("zb-v", zb_v, "ZB-V: zero bubble with V placement, 1F1B memory", splits_backward=True),
-        Family("dualpipev", dualpipev, "DualPipeV: V placement, overlapped F&B pairs", splits_backward=True),
+        Family("gpipe", gpipe, "GPipe"),
+        Family("1f1b", one_f_one_b, "1F1B (PipeDream-flush)"),
+        Family("interleaved-1f1b", interleaved_1f1b, "Interleaved 1F1B (Megatron)", takes_chunks=True),
+        Family("looped-bfs", looped_bfs, "Looped BFS", takes_chunks=True),
+        Family("zb-h1", zb_h1, "ZB-H1 (zero bubble, 1F1B memory)", splits_backward=True),
+        Family("zb-h2", zb_h2, "ZB-H2 (zero bubble, 2p−1 memory)", splits_backward=True),
+        Family("zb-v", zb_v, "ZB-V (V placement)", splits_backward=True),
+        Family("dualpipev", dualpipev, "DualPipeV (overlapped F&B)", splits_backward=True),
     )
 }
 

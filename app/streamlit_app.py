@@ -1,0 +1,17 @@
+"""Entry point: a thin router (Streamlit's st.navigation); every page lives in app/pages/."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `streamlit run app/streamlit_app.py` puts app/ first, not the project
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+st.set_page_config(page_title="Pipeline-parallelism lab", page_icon="⏱", layout="wide")
+
+pages = [
+    st.Page("pages/playground.py", title="Playground", icon="🧪", default=True),
+]
+st.navigation(pages).run()
