@@ -19,7 +19,7 @@ LABEL_LIMIT = 4000  # above this many bars, micro-batch labels are dropped (they
 def gantt(timeline: Timeline, *, title: str = "", time_unit: str = "time units") -> go.Figure:
     """One row per rank, one bar per action coloured by kind and labelled with its micro-batch.
 
-    The two halves of an overlapped F&B pair share the slot: F drawn in the upper half of the row, the
+    A rank's later chunks (interleaved, V placement) are drawn lighter. The two halves of an overlapped F&B pair share the slot: F drawn in the upper half of the row, the
     backward in the lower half. Bars use ``base``/``x`` (start/duration) with ``barmode="overlay"`` so they
     stay on their row (FIELD-NOTES: the default "group" shifts them; px.timeline reads numbers as dates).
     """
@@ -43,7 +43,9 @@ def gantt(timeline: Timeline, *, title: str = "", time_unit: str = "time units")
             x=rows["end"] - rows["start"],
             width=width,
             offset=offset,
-            marker=dict(color=colour, line=dict(width=0.5, color="white")),
+            # later chunks of a rank (interleaved, V placement) in a lighter shade of the same colour
+            marker=dict(color=colour, opacity=(1.0 - 0.4 * (rows["chunk"] > 0)).tolist(),
+                        line=dict(width=0.5, color="white")),
             text=rows["microbatch"].astype(str) if label else None,
             textposition="inside",
             insidetextanchor="middle",
