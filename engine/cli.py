@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--chunks", type=_positive_int, help="stages per rank, v (interleaved-1f1b, looped-bfs)")
     sim.add_argument("--costs", default="F=1,B=2", help='durations per rank share: "F=1,B=2" or "F=1,I=1,W=1"')
     sim.add_argument("--comm", type=_non_negative_float, default=0.0, help="transfer time between ranks")
+    sim.add_argument("--stage-scale", metavar="S0,S1,...", help="cost multiplier per stage, for imbalance")
     sim.add_argument("--recompute", action="store_true", help="re-run the forward before each backward")
     sim.add_argument("--grid", action="store_true", help="print the rank × step grid")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
@@ -77,9 +78,17 @@ def _schedule_from(args) -> Schedule:
     return build_schedule(args.schedule, args.ranks, args.microbatches, args.chunks)
 
 
+def _numbers(text: str, flag: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"{flag} takes numbers separated by commas, got {text!r}") from None
+
+
 def simulate_command(args) -> int:
     schedule = _schedule_from(args)
-    costs = Costs.parse(args.costs, comm=args.comm, recompute=args.recompute)
+    costs = Costs.parse(args.costs, comm=args.comm, recompute=args.recompute,
+                        stage_scale=_numbers(args.stage_scale, "--stage-scale") if args.stage_scale else None)
     timeline = simulate(schedule, costs)
     summary = timeline.summary()
     summary.update(schedule=schedule.name, microbatches=schedule.num_microbatches,

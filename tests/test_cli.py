@@ -35,6 +35,15 @@ def test_split_costs_chunks_comm_and_recompute(capsys):
     assert result["busy"] == [4 * 4, 4 * 4]  # F + (I + W) + recomputed F per micro-batch and rank share
 
 
+def test_stage_scale_makes_one_stage_slow(capsys):
+    code, out, _ = run_cli(capsys, "simulate", "--schedule", "gpipe", "--ranks", "2", "--microbatches", "4",
+                           "--stage-scale", "1,3", "--json")
+    assert code == 0 and json.loads(out)["makespan"] == 4 * 3 * 3 + 3  # slow stage's work + one fill/drain
+    code, _, err = run_cli(capsys, "simulate", "--schedule", "gpipe", "--ranks", "2", "--microbatches", "4",
+                           "--stage-scale", "1,2,3")
+    assert code == 2 and "stage_scale has 3 entries but the schedule has 2 stages" in err
+
+
 def test_grid_and_trace(capsys, tmp_path):
     trace = tmp_path / "run.json"
     code, out, _ = run_cli(capsys, "simulate", "--schedule", "zb-v", "--ranks", "2", "--microbatches", "3",
