@@ -36,6 +36,9 @@ class Costs:
     """Time from the end of an action to the arrival of its output on another rank (same rank: 0)."""
     stage_scale: tuple[float, ...] | None = None
     """Optional multiplier per stage for imbalanced models; length must equal the number of stages."""
+    stage_costs: tuple[tuple[float, float, float, float], ...] | None = None
+    """Optional measured durations (F, B, I, W) per stage, used as they are (no 1/v, no recompute extra);
+    the runtime fills this from what it measured to predict its own timeline."""
     recompute: bool = False
     """Activation recomputation: the forward keeps only its input; I or B first re-runs the forward."""
     w_memory_fraction: float = 0.5
@@ -53,6 +56,12 @@ class Costs:
             value = getattr(self, label)
             if not isinstance(value, (int, float)) or not 0 <= value <= 1:
                 raise ValueError(f"{label} must be between 0 and 1, got {value!r}")
+        if self.stage_costs is not None:
+            for row in self.stage_costs:
+                if len(row) != 4:
+                    raise ValueError(f"stage_costs rows are (F, B, I, W), got {row!r}")
+                for value in row:
+                    _check_number("stage_costs", value, allow_none=False)
         if self.stage_scale is not None:
             for scale in self.stage_scale:
                 _check_number("stage_scale", scale, allow_none=False)

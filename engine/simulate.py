@@ -27,11 +27,12 @@ from .validate import ScheduleError, check_structure
 _F, _B, _I, _W = range(4)  # kind codes, as in ir.KIND_CODES
 
 
-def walk(schedule: Schedule, slot_duration=None, comm: float = 0.0) -> tuple[list[float], list[float]]:
-    """Start and end time of every slot (flat slot order), visiting each once its inputs exist.
+def walk(schedule: Schedule, slot_duration=None, comm: float = 0.0) -> tuple[list[float], list[float], list[int]]:
+    """Start and end time of every slot (flat slot order), visiting each once its inputs exist; and the order
+    of the visits (flat slot indices), which is an order a single process can execute the schedule in.
 
-    ``slot_duration(slot) -> float`` takes a slot's ``(kind, stage, microbatch)`` triples (None: all zero).
-    Raises ScheduleError on deadlock.
+    ``slot_duration(flat_index, slot) -> float`` gets the slot's ``(kind, stage, microbatch)`` triples
+    (None: all zero). Raises ScheduleError on deadlock.
     """
     compiled = schedule.compiled
     p, m = schedule.num_ranks, schedule.num_microbatches
@@ -42,6 +43,7 @@ def walk(schedule: Schedule, slot_duration=None, comm: float = 0.0) -> tuple[lis
     waiting: dict[int, list[int]] = {}  # index (negative for gradients) -> ranks blocked on it
     starts = [0.0] * compiled.num_slots
     ends = [0.0] * compiled.num_slots
+    visits: list[int] = []
     first_slot = np.concatenate([[0], np.cumsum([len(r) for r in compiled.slots])]).tolist()
     pointer = [0] * p
     free = [0.0] * p
@@ -84,8 +86,9 @@ def walk(schedule: Schedule, slot_duration=None, comm: float = 0.0) -> tuple[lis
             if blocked is not None:
                 waiting.setdefault(blocked, []).append(rank)
                 break
-            end = ready + slot_duration(slot) if slot_duration else ready
             flat = first_slot[rank] + pointer[rank]
+            end = ready + slot_duration(flat, slot) if slot_duration else ready
+            visits.append(flat)
             starts[flat] = ready
             ends[flat] = end
             for kind, stage, mb in slot:
@@ -114,7 +117,7 @@ def walk(schedule: Schedule, slot_duration=None, comm: float = 0.0) -> tuple[lis
             f"deadlock: {len(stuck)} rank(s) wait for each other and can never continue\n"
             + schedule.grid(mark=stuck, notes=notes, max_rows=24)
         )
-    return starts, ends
+    return starts, ends, visits
 
 
 def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = True) -> Timeline:
@@ -130,30 +133,44 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
             f"stage_scale has {len(scale)} entries but the schedule has {num_stages} stages "
             f"({schedule.num_ranks} ranks × {v} per rank)"
         )
-    recompute_extra = costs.forward if costs.recompute else 0.0
-    base = [costs.forward, costs.full_backward + recompute_extra, costs.input_backward + recompute_extra,
-            costs.weight_backward]  # indexed by kind code F, B, I, W
-    per_stage = [[base[kind] * scale[s] / v for s in range(num_stages)] for kind in range(4)]
-    overlapped = costs.overlapped_pair + recompute_extra
+    if costs.stage_costs is not None:  # measured per stage (recomputation already inside I and B)
+        if len(costs.stage_costs) != num_stages:
+            raise ValueError(f"stage_costs has {len(costs.stage_costs)} entries but the schedule has {num_stages} "
+                             f"stages ({schedule.num_ranks} ranks × {v} per rank)")
+        per_stage = [[costs.stage_costs[s][kind] for s in range(num_stages)] for kind in range(4)]
 
-    def slot_duration(slot):
-        if len(slot) == 1:
-            kind, stage, _ = slot[0]
-            return per_stage[kind][stage]
-        (_, forward_stage, _), (_, backward_stage, _) = slot
-        return overlapped * (scale[forward_stage] + scale[backward_stage]) / 2 / v
+        def slot_duration(flat, slot):
+            return sum(per_stage[kind][stage] for kind, stage, _ in slot)
+    else:
+        recompute_extra = costs.forward if costs.recompute else 0.0
+        base = [costs.forward, costs.full_backward + recompute_extra, costs.input_backward + recompute_extra,
+                costs.weight_backward]  # indexed by kind code F, B, I, W
+        per_stage = [[base[kind] * scale[s] / v for s in range(num_stages)] for kind in range(4)]
+        overlapped = costs.overlapped_pair + recompute_extra
 
-    starts, ends = walk(schedule, slot_duration, costs.comm)
+        def slot_duration(flat, slot):
+            if len(slot) == 1:
+                kind, stage, _ = slot[0]
+                return per_stage[kind][stage]
+            (_, forward_stage, _), (_, backward_stage, _) = slot
+            return overlapped * (scale[forward_stage] + scale[backward_stage]) / 2 / v
+
+    starts, ends, _ = walk(schedule, slot_duration, costs.comm)
     compiled = schedule.compiled
-    slot_of_action = compiled.slot_index
     # memory: each kind's change, in units of a micro-batch through one rank's share; cumulated per rank
     share = 1.0 / v
     keep = costs.recompute_memory_fraction if costs.recompute else 1.0
     w_part = costs.w_memory_fraction
     delta = np.array([keep, -keep, -keep + w_part, -w_part]) * share
-    order = np.lexsort((compiled.step, compiled.rank))  # already rank-then-list order; kept explicit
-    memory = np.empty(len(order))
-    memory[order] = _cumsum_by_group(delta[compiled.kind[order]], compiled.rank[order])
+    memory = _cumsum_by_group(delta[compiled.kind], compiled.rank)  # actions are in rank-then-list order
+    return timeline_from_slots(schedule, starts, ends, memory, source="simulated")
+
+
+def timeline_from_slots(schedule: Schedule, starts, ends, memory_after, *, source: str, **extra) -> Timeline:
+    """The Timeline of a schedule whose slots ran at ``starts``/``ends`` (flat slot order); ``memory_after``
+    per action in the compiled (rank-then-list) order. Shared by the simulator and the runtime."""
+    compiled = schedule.compiled
+    slot_of_action = compiled.slot_index
     columns = {
         "rank": compiled.rank,
         "stage": compiled.stage,
@@ -162,15 +179,18 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
         "kind": np.array(list(KIND_LETTERS))[compiled.kind],
         "start": np.asarray(starts)[slot_of_action],
         "end": np.asarray(ends)[slot_of_action],
-        "memory_after": memory,
+        "memory_after": np.asarray(memory_after, dtype=float),
         "step": compiled.step,
         "overlapped": compiled.overlapped,
+        **extra,
     }
-    return Timeline.from_columns(columns, schedule.num_ranks, source="simulated", name=schedule.name)
+    return Timeline.from_columns(columns, schedule.num_ranks, source=source, name=schedule.name)
 
 
 def _cumsum_by_group(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Running sum of ``values`` restarting at each new value of the (sorted) ``groups``."""
+    if len(values) == 0:
+        return values
     total = np.cumsum(values)
     starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
     offsets = np.repeat(np.r_[0.0, total[starts[1:] - 1]], np.diff(np.r_[starts, len(values)]))

@@ -30,6 +30,9 @@ class Timeline:
     frame: pd.DataFrame
     num_ranks: int
     name: str = ""
+    waits: pd.DataFrame | None = None
+    """Measured runs on separate processes: time each rank spent blocked on a receive, one row per wait
+    (rank, start, end, waiting_for); kept apart from compute, so busy time is compute only."""
 
     COLUMNS = (
         "rank",  # device index
@@ -49,7 +52,8 @@ class Timeline:
     def from_columns(cls, columns: dict[str, list], num_ranks: int, *, source: str, name: str = "") -> "Timeline":
         frame = pd.DataFrame(columns)
         frame["source"] = source
-        return cls(frame[list(cls.COLUMNS)], num_ranks, name)
+        extras = [c for c in frame.columns if c not in cls.COLUMNS]
+        return cls(frame[list(cls.COLUMNS) + extras], num_ranks, name)
 
     # -- metrics ----------------------------------------------------------------------------------------
     def _slots(self) -> pd.DataFrame:
@@ -136,6 +140,13 @@ class Timeline:
                          "overlapped": bool(row.overlapped), "memory_after": float(row.memory_after),
                          "source": row.source},
             })
+        if self.waits is not None:
+            for row in self.waits.itertuples(index=False):
+                events.append({
+                    "name": f"wait {row.waiting_for}", "cat": "wait", "ph": "X", "pid": 0, "tid": int(row.rank),
+                    "ts": float(row.start) * time_unit_us, "dur": float(row.end - row.start) * time_unit_us,
+                    "args": {"waiting_for": row.waiting_for},
+                })
         return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"schedule": self.name}}
 
     def write_chrome_trace(self, path: str, time_unit_us: float = 1000.0) -> None:
