@@ -8,6 +8,8 @@ import sys
 
 from .costs import Costs
 from .ir import Schedule
+from .models import MODEL_KINDS, ModelConfig
+from .runtime.setup import BACKENDS, DEVICES, RunConfig
 from .schedules import FAMILIES, build_schedule
 from .simulate import simulate
 from .validate import ScheduleError, validate
@@ -58,6 +60,31 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--grid", action="store_true", help="print the rank × step grid")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace")
+    run = commands.add_parser("run", help="execute a schedule on a toy model, measure it, compare with the simulator")
+    run.add_argument("--schedule", choices=list(FAMILIES), default="1f1b", help="schedule family")
+    run.add_argument("--ranks", type=_positive_int, default=4, help="pipeline ranks (devices), p")
+    run.add_argument("--microbatches", type=_positive_int, default=8, help="micro-batches per step, m")
+    run.add_argument("--chunks", type=_positive_int, help="stages per rank, v (interleaved-1f1b, looped-bfs)")
+    run.add_argument("--model", choices=MODEL_KINDS, default="mlp", help="toy model")
+    run.add_argument("--layers", type=_positive_int, help="blocks (default: 8)")
+    run.add_argument("--hidden", type=_positive_int, help="width (default: mlp 512, gpt 128)")
+    run.add_argument("--batch", type=_positive_int, help="samples per step (default: mlp 128, gpt 32)")
+    run.add_argument("--seq-len", type=_positive_int, default=32, help="tokens per sample (gpt)")
+    run.add_argument("--vocab", type=_positive_int, default=128, help="vocabulary (gpt)")
+    run.add_argument("--heads", type=_positive_int, default=4, help="attention heads (gpt)")
+    run.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--partition", default="balanced", help="balanced, llama3, or blocks per stage like 4,5,5,4")
+    run.add_argument("--backend", choices=BACKENDS, default="emulated")
+    run.add_argument("--device", choices=DEVICES, default="auto")
+    run.add_argument("--recompute", action="store_true", help="keep only stage inputs; re-run forwards")
+    run.add_argument("--steps", type=_positive_int, default=2, help="steps to run; the last one is reported")
+    run.add_argument("--transfer-ms", type=_non_negative_float, help="emulated: set the transfer time (default: measured)")
+    run.add_argument("--timeout", type=_non_negative_float, default=30.0, help="distributed: seconds a rank may wait")
+    run.add_argument("--fail-at", metavar="RANK:ACTION", help=argparse.SUPPRESS)  # failure injection (tests)
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
@@ -118,7 +145,53 @@ def simulate_command(args) -> int:
     return 0
 
 
-COMMANDS = {"simulate": simulate_command}
+MODEL_DEFAULTS = {"mlp": {"hidden": 512, "batch": 128}, "gpt": {"hidden": 128, "batch": 32}}
+
+
+def run_command(args) -> int:
+    from .runtime import run
+
+    defaults = MODEL_DEFAULTS[args.model]
+    model = ModelConfig(kind=args.model, layers=args.layers or 8, hidden=args.hidden or defaults["hidden"],
+                        batch=args.batch or defaults["batch"], seq_len=args.seq_len, vocab=args.vocab,
+                        heads=args.heads, seed=args.seed, dtype=args.dtype)
+    config = RunConfig(schedule=args.schedule, ranks=args.ranks, microbatches=args.microbatches, chunks=args.chunks,
+                       model=model, partition=args.partition, backend=args.backend, device=args.device,
+                       recompute=args.recompute, steps=args.steps, transfer_ms=args.transfer_ms,
+                       timeout_s=args.timeout or 30.0, fail_at=args.fail_at)
+    config.stage_layers(config.build_schedule())  # a bad split fails here, before any work
+    result = run(config, progress=not args.quiet and not args.json)
+    if result is None:  # a torchrun rank other than 0
+        return 0
+    if args.trace:
+        result.measured.write_chrome_trace(args.trace)
+    summary = result.summary()
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    p = config.ranks
+    print(f"{summary['schedule']} on the {model.kind} ({model.layers} blocks, hidden {model.hidden}), "
+          f"{p} ranks, {config.microbatches} micro-batches, {summary['backend']} on {summary['device']}")
+    for note in summary["notes"]:
+        print(f"  {note}")
+    print(f"makespan          {summary['makespan']:.3f} ms measured, {summary['predicted_makespan']:.3f} ms "
+          f"predicted from the measured costs (error {summary['prediction_error']:+.1%})")
+    print(f"bubble_fraction   {summary['bubble_fraction']:.4f} measured, "
+          f"{summary['predicted_bubble_fraction']:.4f} predicted")
+    print(f"loss              {summary['loss']:.6f} (unsplit model: {summary['reference_loss']:.6f})")
+    print(f"max_grad_error    {summary['max_grad_error']:.2e} (largest relative gradient difference from the "
+          f"unsplit model)")
+    if summary["overhead_fraction"] is not None:
+        print(f"bookkeeping       {summary['overhead_fraction']:.1%} of the step's wall time outside timed actions")
+    print("rank  peak activation bytes  modelled peak (micro-batches of a rank's share)")
+    for r in range(p):
+        print(f"{r:>4}  {summary['peak_memory_bytes'][r]:>21,}  {summary['peak_memory_model'][r]:g}")
+    if args.trace:
+        print(f"trace written to {args.trace} (open it in ui.perfetto.dev)")
+    return 0
+
+
+COMMANDS = {"simulate": simulate_command, "run": run_command}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,3 +204,6 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except RuntimeError as error:  # a run that failed (ActionFailed, RunFailed): say where, exit 1
+        print(f"error: {error}", file=sys.stderr)
+        return 1

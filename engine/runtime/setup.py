@@ -40,8 +40,9 @@ class RunConfig:
     """"auto" (one GPU per rank when there are enough, else CPU), "cpu" or "cuda"."""
     recompute: bool = False
     """Keep only stage inputs in the forward; re-run it before the backward."""
-    steps: int = 1
-    """Training steps to run; the timeline is the last one's (the first warms caches up). Weights are not
+    steps: int = 2
+    """Training steps to run; the timeline is the last one's (the first pays one-off costs such as autograd's
+    start-up, ~0.5 s in a fresh process). Weights are not
     updated between steps, so every step is checked against the same unsplit reference."""
     transfer_ms: float | None = None
     """Emulated: time for an activation to reach another device; None = measured (the copy's own time)."""

@@ -1,0 +1,321 @@
+"""The distributed backend: one process per rank with torch.distributed — gloo on CPU, NCCL when every rank
+has its own GPU — started here with ``torch.multiprocessing`` or by ``torchrun`` across nodes.
+
+Each rank runs its own list in order. Before an action it receives what it needs from the rank that made
+it (the time blocked in ``recv`` is recorded as a wait, apart from compute); after it, it sends its output
+with ``isend`` (never blocking). Because the schedule is validated deadlock-free, this cannot hang; a rank
+that raises ends the run: the others see the connection close, the launcher terminates what is left.
+
+Timestamps are ``perf_counter`` milliseconds from each rank's exit from a common barrier; events are
+gathered to rank 0, which builds the Timeline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import tempfile
+import time
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from ..ir import Kind, Schedule, slot_actions
+from .result import RunResult, assemble
+from .setup import RunConfig, activation_shape, build_worker, choose_devices, gradient_errors, reference
+from .stage import ActionFailed
+from .timing import Progress
+
+LAUNCH_GRACE_S = 120.0  # spawning p processes that each import torch, on a busy machine
+
+
+class RunFailed(RuntimeError):
+    """A distributed run ended early; the message names the rank and the action."""
+
+
+def under_torchrun() -> bool:
+    return "TORCHELASTIC_RUN_ID" in os.environ or ("RANK" in os.environ and "WORLD_SIZE" in os.environ
+                                                    and "MASTER_ADDR" in os.environ)
+
+
+# -- the launcher (this machine) -------------------------------------------------------------------------------
+def run_distributed(config: RunConfig, *, progress: bool = False) -> RunResult:
+    schedule = config.build_schedule()  # fail on bad input before starting any process
+    notes = []
+    cores = os.cpu_count() or 1
+    if config.ranks > cores and choose_devices(config)[0].type == "cpu":
+        notes.append(f"warning: {config.ranks} ranks on {cores} CPU cores — time-slicing distorts wall-clock "
+                     f"timelines; the emulated backend shows the one-device-per-rank picture")
+    if under_torchrun():
+        return _torchrun_main(config, notes)
+    _check_message_order(config, schedule)
+    workdir = tempfile.mkdtemp(prefix="pplab-run-")
+    bar = Progress(config.ranks, f"{schedule.name} distributed: ranks finished", progress)
+    context = None
+    try:
+        # file:// rendezvous in a fresh folder: two runs at once never share a port or a store
+        context = mp.start_processes(_rank_entry, args=(config, workdir, f"file://{workdir}/store"),
+                                     nprocs=config.ranks, join=False, start_method="spawn")
+        deadline = time.monotonic() + LAUNCH_GRACE_S + config.timeout_s * (config.steps + 1)
+        while True:
+            try:
+                if context.join(timeout=0.2):
+                    break
+            except (mp.ProcessRaisedException, mp.ProcessExitedException) as error:
+                raise RunFailed(_first_failure(workdir) or f"a rank process failed: {error}") from None
+            bar.update(sum(not p.is_alive() for p in context.processes))
+            if time.monotonic() > deadline:
+                raise RunFailed(f"the run did not finish within {deadline - time.monotonic() + 0:.0f} s "
+                                f"of its limit; ended it")
+        bar.update(config.ranks)
+        with open(os.path.join(workdir, "result.pkl"), "rb") as handle:
+            result = pickle.load(handle)
+        result.notes = notes + result.notes
+        return result
+    finally:
+        if context is not None:
+            for process in context.processes:
+                if process.is_alive():
+                    process.terminate()
+            for process in context.processes:
+                process.join(timeout=5)
+                if process.is_alive():
+                    process.kill()
+                    process.join(timeout=5)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _first_failure(workdir: str) -> str | None:
+    """The earliest error a rank wrote: the root cause, not the others' "connection closed"."""
+    reports = []
+    for name in os.listdir(workdir):
+        if name.startswith("error-"):
+            with open(os.path.join(workdir, name)) as handle:
+                reports.append(json.load(handle))
+    if not reports:
+        return None
+    reports.sort(key=lambda r: (not r["own"], r["time"]))
+    first = reports[0]
+    where = f"during {first['action']}" if first["action"] else "before its first action"
+    return f"rank {first['rank']} failed {where}: {first['error']}"
+
+
+def _check_message_order(config: RunConfig, schedule: Schedule) -> None:
+    """NCCL ignores tags: each pair of ranks must receive in the order it sends. Gloo matches by tag."""
+    devices = choose_devices(config)
+    if devices[0].type != "cuda":
+        return
+    sent, received = {}, {}
+    for rank, slots in enumerate(schedule.ranks):
+        for slot in slots:
+            for action in slot_actions(slot):
+                need = _input_of(action, schedule)
+                if need and schedule.rank_of(need[1]) != rank:
+                    received.setdefault((schedule.rank_of(need[1]), rank), []).append(need)
+                out = _output_of(action, schedule)
+                if out and schedule.rank_of(out[1]) != rank:
+                    sent.setdefault((rank, schedule.rank_of(out[1])), []).append((out[0], action.stage, action.microbatch))
+    for pair, messages in sent.items():
+        if [m for m in messages] != [(k, s, mb) for k, s, mb in received.get(pair, [])]:
+            raise ValueError(f"{schedule.name}: ranks {pair[0]}→{pair[1]} send and receive in different orders; "
+                             f"NCCL cannot match them (gloo can): use --device cpu")
+
+
+# -- one rank -------------------------------------------------------------------------------------------------
+def _input_of(action, schedule: Schedule):
+    """(table, producer stage, micro-batch) of what the action needs from a neighbour stage, or None."""
+    if action.kind is Kind.F:
+        return ("act", action.stage - 1, action.microbatch) if action.stage > 0 else None
+    if action.kind in (Kind.B, Kind.I) and action.stage < schedule.num_stages - 1:
+        return ("grad", action.stage + 1, action.microbatch)
+    return None
+
+
+def _output_of(action, schedule: Schedule):
+    """(table, consumer stage) of what the action hands on, or None."""
+    if action.kind is Kind.F and action.stage < schedule.num_stages - 1:
+        return ("act", action.stage + 1)
+    if action.kind in (Kind.B, Kind.I) and action.stage > 0:
+        return ("grad", action.stage - 1)
+    return None
+
+
+def _tag(table: str, stage: int, microbatch: int, schedule: Schedule) -> int:
+    """Gloo matches point-to-point messages by (source, tag): one tag per message of a step."""
+    return ((table == "grad") * schedule.num_stages + stage) * schedule.num_microbatches + microbatch
+
+
+def _rank_entry(rank: int, config: RunConfig, workdir: str, init_method: str) -> None:
+    torch.set_num_threads(1)  # FIELD-NOTES: more threads than cores made each rank 15-20× slower
+    current = {"action": None}
+    try:
+        device = choose_devices(config)[rank]
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method=init_method, rank=rank,
+                                world_size=config.ranks, timeout=timedelta(seconds=config.timeout_s))
+        result = _rank_loop(config, rank, device, current)
+        if rank == 0:
+            with open(os.path.join(workdir, "result.pkl"), "wb") as handle:
+                pickle.dump(result, handle)
+    except BaseException as error:
+        cause = error.cause if isinstance(error, ActionFailed) else error
+        report = {"rank": rank, "action": current["action"], "error": f"{type(cause).__name__}: {cause}",
+                  "own": isinstance(error, ActionFailed), "time": time.time()}
+        with open(os.path.join(workdir, f"error-{rank}.json"), "w") as handle:
+            json.dump(report, handle)
+        raise
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _torchrun_main(config: RunConfig, notes: list[str]) -> RunResult | None:
+    """Under torchrun: this process is one rank; rank 0 returns the result, the others None."""
+    torch.set_num_threads(1)
+    rank = int(os.environ["RANK"])
+    if int(os.environ["WORLD_SIZE"]) != config.ranks:
+        raise ValueError(f"torchrun started {os.environ['WORLD_SIZE']} processes for --ranks {config.ranks}")
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    use_cuda = config.device != "cpu" and torch.cuda.is_available() and torch.cuda.device_count() > local
+    device = torch.device(f"cuda:{local}") if use_cuda else torch.device("cpu")
+    dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timedelta(seconds=config.timeout_s))
+    try:
+        result = _rank_loop(config, rank, device, {"action": None})
+    finally:
+        dist.destroy_process_group()
+    if result is not None:
+        result.notes = notes + result.notes
+    return result
+
+
+def _rank_loop(config: RunConfig, rank: int, device: torch.device, current: dict) -> RunResult | None:
+    schedule = config.build_schedule()
+    worker = build_worker(config, schedule, rank, device)
+    shape, dtype = activation_shape(config), config.model.torch_dtype
+    slots = schedule.ranks[rank]
+    synchronise = torch.cuda.synchronize if device.type == "cuda" else (lambda *args: None)
+    for step in range(config.steps):
+        worker.zero_grad()
+        local: dict = {}
+        pending = []
+        events, waits = [], []
+        dist.barrier()
+        origin = time.perf_counter()
+        for index, slot in enumerate(slots):
+            for action in slot_actions(slot):
+                current["action"] = str(action)
+                need = _input_of(action, schedule)
+                incoming = None
+                if need is not None:
+                    producer_rank = schedule.rank_of(need[1])
+                    if producer_rank == rank:
+                        incoming = local.pop(need)
+                    else:
+                        incoming = torch.empty(shape, dtype=dtype, device=device)
+                        began = time.perf_counter()
+                        dist.recv(incoming, src=producer_rank, tag=_tag(*need, schedule))
+                        waits.append((began - origin, time.perf_counter() - origin, f"{need[1]}"
+                                      f"{'F' if need[0] == 'act' else 'I/B'}{need[2]}", str(action)))
+                began = time.perf_counter()
+                try:
+                    output = worker.perform(action, incoming)
+                    synchronise()
+                except Exception as error:
+                    raise ActionFailed(rank, action, error) from error
+                ended = time.perf_counter()
+                memory = (torch.cuda.memory_allocated(device) if device.type == "cuda" else worker.activation_bytes())
+                events.append((index, str(action), began - origin, ended - origin, memory))
+                out = _output_of(action, schedule)
+                if out is not None and output is not None:
+                    key = (out[0], action.stage, action.microbatch)
+                    consumer_rank = schedule.rank_of(out[1])
+                    if consumer_rank == rank:
+                        local[key] = output
+                    else:
+                        tensor = output.contiguous()
+                        pending.append((dist.isend(tensor, dst=consumer_rank, tag=_tag(*key, schedule)), tensor))
+        current["action"] = None
+        for work, _ in pending:
+            work.wait()
+    # gather to rank 0: events, gradient errors, losses
+    _, reference_grads = reference(config) if rank == 0 or True else (None, None)
+    payload = {"rank": rank, "events": events, "waits": waits,
+               "errors": gradient_errors(config, schedule, worker, reference_grads),
+               "loss": sum(worker.losses.values())}
+    gathered = [None] * config.ranks if rank == 0 else None
+    dist.gather_object(payload, gathered, dst=0)
+    if rank != 0:
+        return None
+    return _assemble(config, schedule, gathered, device)
+
+
+def _assemble(config: RunConfig, schedule: Schedule, gathered: list[dict], device: torch.device) -> RunResult:
+    compiled = schedule.compiled
+    first_slot = np.concatenate([[0], np.cumsum([len(r) for r in compiled.slots])])
+    starts = np.zeros(compiled.num_slots)
+    ends = np.zeros(compiled.num_slots)
+    compute_ms = np.zeros(len(compiled.stage))
+    memory = np.zeros(len(compiled.stage))
+    action_index = {}
+    for i in range(len(compiled.stage)):
+        action_index[(int(compiled.rank[i]), int(compiled.step[i]), int(compiled.stage[i]), int(compiled.kind[i]),
+                      int(compiled.microbatch[i]))] = i
+    ends_by_action = {}
+    wait_rows = []
+    for payload in gathered:
+        rank = payload["rank"]
+        slot_seen = set()
+        for step_index, text, began, ended, mem in payload["events"]:
+            from ..ir import Action, KIND_LETTERS
+
+            action = Action.parse(text)
+            i = action_index[(rank, step_index, action.stage, KIND_LETTERS.index(action.kind.value), action.microbatch)]
+            flat = first_slot[rank] + step_index
+            if flat not in slot_seen:
+                starts[flat] = began * 1e3
+                slot_seen.add(flat)
+            ends[flat] = ended * 1e3
+            compute_ms[i] = (ended - began) * 1e3
+            memory[i] = mem
+            ends_by_action[text] = ended * 1e3
+        for began, ended, waiting_for, action in payload["waits"]:
+            wait_rows.append({"rank": rank, "start": began * 1e3, "end": ended * 1e3, "waiting_for": waiting_for,
+                              "action": action})
+    waits = pd.DataFrame(wait_rows, columns=["rank", "start", "end", "waiting_for", "action"])
+    transfer_ms = _transfer_estimate(waits, ends_by_action)
+    origin = min(starts.min(), waits["start"].min() if len(waits) else np.inf)
+    starts, ends = starts - origin, ends - origin
+    if len(waits):
+        waits["start"] -= origin
+        waits["end"] -= origin
+    reference_loss, _ = reference(config)
+    errors = {}
+    for payload in gathered:
+        errors.update(payload["errors"])
+    return assemble(config, schedule, starts=starts, ends=ends, compute_ms=compute_ms, memory_bytes=memory,
+                    transfer_ms=transfer_ms, waits=waits, loss=float(sum(p["loss"] for p in gathered)),
+                    reference_loss=reference_loss, max_grad_error=max(errors.values()),
+                    device=str(device) if device.type == "cuda" else "cpu",
+                    wall_ms_per_step=float(ends.max()),
+                    notes=[f"distributed: wall-clock timestamps; transfer estimated at {transfer_ms:.4f} ms "
+                           f"(median wait past the producer's end, when the receiver was already waiting)"])
+
+
+def _transfer_estimate(waits: pd.DataFrame, ends_by_action: dict[str, float]) -> float:
+    """Median of (receive done − producer done) over receives that were posted before the producer finished."""
+    latencies = []
+    for row in waits.itertuples(index=False):
+        stage_mb = row.waiting_for
+        if "I/B" in stage_mb:
+            stage, mb = stage_mb.split("I/B")
+            produced = ends_by_action.get(f"{stage}I{mb}", ends_by_action.get(f"{stage}B{mb}"))
+        else:
+            produced = ends_by_action.get(stage_mb)
+        if produced is not None and row.start <= produced:
+            latencies.append(row.end - produced)
+    return float(np.median(latencies)) if latencies else 0.0
