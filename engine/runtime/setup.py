@@ -104,8 +104,9 @@ def build_worker(config: RunConfig, schedule: Schedule, rank: int, device: torch
     mine = {s.index: s.to(device) for s in stages if schedule.rank_of(s.index) == rank}
     x, target = make_batch(config.model)
     m = config.microbatches
-    inputs = [chunk.to(device) for chunk in x.chunk(m)]
-    targets = [chunk.to(device) for chunk in target.chunk(m)]
+    # clones: a view would share the whole batch's storage, and memory is counted per storage
+    inputs = [chunk.to(device).clone() for chunk in x.chunk(m)]
+    targets = [chunk.to(device).clone() for chunk in target.chunk(m)]
     split = {(a.stage, a.microbatch) for _, a in all_actions(schedule) if a.kind is Kind.I}
     return RankWorker(rank, mine, inputs, targets, num_stages=schedule.num_stages, split=split,
                       recompute=config.recompute, device=device, fail_at=config.failure_for(rank))

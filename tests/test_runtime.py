@@ -1,0 +1,188 @@
+"""The real runtime: gradients against the unsplit model, measured memory, prediction, failures."""
+
+import os
+import threading
+import time
+
+import pytest
+import torch
+
+from engine.models import ModelConfig
+from engine.runtime import ActionFailed, RunConfig, run
+from engine.runtime.distributed import RunFailed
+from engine.schedules import FAMILIES
+
+TOLERANCE = 1e-5  # relative, per parameter: ‖g − g_ref‖ / ‖g_ref‖
+
+
+def small(kind: str, layers: int = 8, **extra) -> ModelConfig:
+    return ModelConfig(kind=kind, layers=layers, hidden=32, batch=16, seq_len=8, vocab=32, **extra)
+
+
+def sizes(name: str) -> dict:
+    """Accepted sizes for each family (ZB-V needs m ≥ 2p−1, DualPipeV m ≥ 2p)."""
+    return {"ranks": 2, "microbatches": 4, "chunks": 2 if FAMILIES[name].takes_chunks else None}
+
+
+def check(result):
+    summary = result.summary()
+    assert summary["loss"] == pytest.approx(summary["reference_loss"], rel=1e-6)
+    assert summary["max_grad_error"] < TOLERANCE
+    measured = result.measured.frame
+    assert len(measured) == result.schedule.num_actions
+    assert (measured["end"] >= measured["start"]).all()
+    return summary
+
+
+@pytest.mark.parametrize("recompute", [False, True], ids=["plain", "recompute"])
+@pytest.mark.parametrize("kind", ["mlp", "gpt"])
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_emulated_matches_the_unsplit_model(name, kind, recompute):
+    check(run(RunConfig(schedule=name, model=small(kind), recompute=recompute, steps=1, **sizes(name))))
+
+
+@pytest.mark.parametrize("name, ranks, partition", [("1f1b", 4, "1,4,2,1"), ("zb-h1", 4, "llama3"),
+                                                    ("zb-v", 2, "0,4,4,0"), ("interleaved-1f1b", 2, "2,1,3,2")])
+def test_uneven_partitions(name, ranks, partition):
+    config = RunConfig(schedule=name, model=small("gpt"), partition=partition, steps=1,
+                       **{**sizes(name), "ranks": ranks})
+    check(run(config))
+
+
+# every family once on the distributed backend; the features spread over the launches so every one
+# (recomputation, both models, uneven splits, 3 and 4 ranks) is covered without a launch per combination
+DISTRIBUTED_CASES = [
+    ("gpipe", "gpt", True, "balanced", 2, 4),
+    ("1f1b", "mlp", False, "1,3,3,1", 4, 4),
+    ("interleaved-1f1b", "gpt", False, "balanced", 2, 2),
+    ("looped-bfs", "mlp", True, "balanced", 2, 4),
+    ("zb-h1", "mlp", True, "llama3", 3, 8),
+    ("zb-h2", "gpt", False, "balanced", 2, 4),
+    ("zb-v", "gpt", True, "0,4,4,0", 2, 4),
+    ("dualpipev", "mlp", False, "balanced", 2, 4),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, kind, recompute, partition, ranks, microbatches", DISTRIBUTED_CASES)
+def test_distributed_matches_the_unsplit_model(name, kind, recompute, partition, ranks, microbatches):
+    config = RunConfig(schedule=name, ranks=ranks, microbatches=microbatches,
+                       chunks=2 if FAMILIES[name].takes_chunks else None, model=small(kind),
+                       recompute=recompute, partition=partition, backend="distributed", steps=1)
+    result = run(config)
+    summary = check(result)
+    waits = result.measured.waits
+    assert waits is not None and len(waits) > 0 and (waits["end"] >= waits["start"]).all()
+    assert summary["backend"] == "distributed" and summary["device"] == "cpu"
+
+
+def test_distributed_cases_cover_every_family_and_feature():
+    assert {case[0] for case in DISTRIBUTED_CASES} == set(FAMILIES)
+    assert {case[1] for case in DISTRIBUTED_CASES} == {"mlp", "gpt"}
+    assert {case[2] for case in DISTRIBUTED_CASES} == {True, False}
+    assert any("," in case[3] for case in DISTRIBUTED_CASES) and any(case[3] == "llama3" for case in DISTRIBUTED_CASES)
+
+
+def test_measured_memory_follows_the_theory():
+    """GPipe's peak on rank 0 grows with micro-batches; 1F1B's stays bounded by the ranks; recomputation lowers it."""
+    def peak(name, m, recompute=False):
+        config = RunConfig(schedule=name, ranks=4, microbatches=m, steps=1, recompute=recompute,
+                           model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=32))
+        return run(config).summary()["peak_memory_bytes"][0]
+
+    gpipe_4, gpipe_8 = peak("gpipe", 4), peak("gpipe", 8)
+    one_f_one_b_4, one_f_one_b_8 = peak("1f1b", 4), peak("1f1b", 8)
+    # micro-batches of 32/m rows: GPipe holds all m of them, 1F1B at most p = 4 on rank 0
+    assert gpipe_8 > 1.5 * one_f_one_b_8
+    assert gpipe_8 == pytest.approx(gpipe_4, rel=0.05)  # same total activations: m × (32/m rows)
+    assert one_f_one_b_8 == pytest.approx(one_f_one_b_4 / 2, rel=0.05)  # p micro-batches, each half the size
+    gpipe_16 = peak("gpipe", 16)
+    assert peak("gpipe", 16) > peak("1f1b", 16) * 3  # 16 in flight against 4
+    assert gpipe_16 == pytest.approx(gpipe_8, rel=0.05)
+    assert peak("1f1b", 8, recompute=True) < 0.5 * one_f_one_b_8
+
+
+def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
+    def peak(name, m):
+        config = RunConfig(schedule=name, ranks=4, microbatches=m, steps=1,
+                           model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=4 * m))
+        return run(config).summary()["peak_memory_bytes"][0]
+
+    assert peak("gpipe", 8) > 1.8 * peak("gpipe", 4)
+    assert peak("1f1b", 8) == pytest.approx(peak("1f1b", 4), rel=0.05)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "gpt"])
+def test_emulated_prediction_is_close_to_the_measurement(kind):
+    """The simulator, fed the run's own measured per-stage costs, predicts its makespan. The issue's target
+    is 5 % on a quiet machine (see benchmarks/runtime.py); 20 % here keeps the test robust to noise."""
+    model = ModelConfig(kind=kind, layers=8, hidden=256 if kind == "mlp" else 64, batch=64 if kind == "mlp" else 16,
+                        seq_len=16)
+    summary = run(RunConfig(schedule="1f1b", ranks=4, microbatches=8, model=model, steps=2)).summary()
+    assert abs(summary["prediction_error"]) < 0.20, summary
+
+
+def test_emulated_failure_names_rank_and_action():
+    with pytest.raises(ActionFailed, match=r"rank 1 failed during 1F2: RuntimeError: injected failure at 1F2"):
+        run(RunConfig(schedule="1f1b", ranks=2, microbatches=4, model=small("mlp"), fail_at="1:1F2"))
+
+
+def _children() -> set[int]:
+    """Live child processes of this test process (excluding multiprocessing's resource tracker)."""
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                command = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and "resource_tracker" not in command:
+            pids.add(int(entry))
+    return pids
+
+
+@pytest.mark.slow
+def test_distributed_failure_ends_the_run_names_the_rank_and_leaves_no_process():
+    before = _children()
+    started = time.monotonic()
+    with pytest.raises(RunFailed, match=r"rank 2 failed during 2B1: RuntimeError: injected failure at 2B1"):
+        run(RunConfig(schedule="1f1b", ranks=3, microbatches=4, model=small("mlp", layers=3),
+                      backend="distributed", fail_at="2:2B1", steps=1))
+    assert time.monotonic() - started < 30
+    deadline = time.monotonic() + 5
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children() - before == set()
+
+
+@pytest.mark.slow
+def test_two_distributed_runs_at_once_do_not_collide():
+    results, errors = [], []
+
+    def one(name):
+        try:
+            results.append(run(RunConfig(schedule=name, ranks=2, microbatches=4, model=small("mlp", layers=4),
+                                         backend="distributed", steps=1)))
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=one, args=(name,)) for name in ("1f1b", "zb-h1")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors and len(results) == 2
+    for result in results:
+        check(result)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CI and this machine have none)")
+@pytest.mark.parametrize("name", ["1f1b", "zb-h1"])
+def test_emulated_on_cuda(name):
+    result = run(RunConfig(schedule=name, ranks=2, microbatches=4, model=small("gpt"), device="cuda"))
+    summary = check(result)
+    assert summary["device"].startswith("cuda")
