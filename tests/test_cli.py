@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,75 @@ def test_module_entry_point_runs():
     result = subprocess.run([sys.executable, "-m", "engine", "simulate", "--schedule", "gpipe", "--ranks", "4",
                              "--microbatches", "6", "--costs", "F=1,B=0", "--json"], capture_output=True, text=True)
     assert result.returncode == 0 and json.loads(result.stdout)["bubble_fraction"] == pytest.approx(1 / 3)
+
+
+def test_run_json_has_the_promised_fields(capsys):
+    code, out, err = run_cli(capsys, "run", "--schedule", "zb-h1", "--ranks", "2", "--microbatches", "4",
+                             "--model", "gpt", "--layers", "4", "--hidden", "32", "--batch", "8", "--seq-len", "8",
+                             "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    for field in ("makespan", "bubble_fraction", "predicted_makespan", "prediction_error", "loss", "reference_loss",
+                  "max_grad_error", "peak_memory_bytes", "backend", "device"):
+        assert field in result
+    assert result["backend"] == "emulated" and result["device"] == "cpu"
+    assert result["loss"] == pytest.approx(result["reference_loss"], rel=1e-6)
+    assert result["max_grad_error"] < 1e-5
+    assert len(result["peak_memory_bytes"]) == 2 and min(result["peak_memory_bytes"]) > 0
+
+
+def test_run_text_output_says_clocks_are_virtual_and_shows_progress(capsys, tmp_path):
+    trace = tmp_path / "run.json"
+    code, out, err = run_cli(capsys, "run", "--schedule", "1f1b", "--ranks", "2", "--microbatches", "2",
+                             "--layers", "2", "--hidden", "16", "--batch", "4", "--trace", str(trace))
+    assert code == 0
+    assert "the durations are measured, the device clocks are virtual" in out
+    assert "predicted from the measured costs" in out and "100%" in err
+    assert sum(e["ph"] == "X" for e in json.loads(trace.read_text())["traceEvents"]) == 2 * 2 * 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--microbatches", "3", "--batch", "8"], "batch (8) must split into 3 equal micro-batches: 8 = 2×3 + 2"),
+    (["--layers", "3"], "3 layers cannot fill 4 stages"),
+    (["--partition", "1,2"], "partition 1,2 has 2 entries for 4 stages"),
+    (["--model", "gpt", "--hidden", "30"], "hidden (30) must be a multiple of heads (4)"),
+    (["--schedule", "dualpipev", "--microbatches", "4"], "2×4 = 8"),
+])
+def test_run_bad_arguments_exit_2_with_the_arithmetic(capsys, args, message):
+    code, out, err = run_cli(capsys, "run", *args)
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_run_failure_exits_1_naming_rank_and_action(capsys):
+    code, _, err = run_cli(capsys, "run", "--ranks", "2", "--microbatches", "2", "--layers", "2", "--hidden", "16",
+                           "--batch", "4", "--fail-at", "0:0F1", "--quiet")
+    assert code == 1 and "rank 0 failed during 0F1" in err
+
+
+@pytest.mark.slow
+def test_run_distributed_trace_separates_compute_and_waits(tmp_path):
+    trace = tmp_path / "dist.json"
+    result = subprocess.run([sys.executable, "-m", "engine", "run", "--backend", "distributed", "--ranks", "2",
+                             "--microbatches", "4", "--layers", "2", "--hidden", "16", "--batch", "8", "--steps", "1",
+                             "--json", "--trace", str(trace)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["backend"] == "distributed" and summary["max_grad_error"] < 1e-5
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert {e["cat"] for e in events if e["ph"] == "X"} == {"F", "B", "wait"}
+    assert {e["tid"] for e in events if e.get("cat") == "wait"} == {0, 1}
+
+
+@pytest.mark.slow
+def test_run_under_torchrun():
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not next to this Python")
+    result = subprocess.run([str(torchrun), "--nproc-per-node", "2", "-m", "engine", "run", "--backend", "distributed",
+                             "--ranks", "2", "--microbatches", "4", "--layers", "2", "--hidden", "16", "--batch", "8",
+                             "--steps", "1", "--json"], capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 1  # only rank 0 prints
+    summary = json.loads(lines[0])
+    assert summary["backend"] == "distributed" and summary["max_grad_error"] < 1e-5
