@@ -56,6 +56,16 @@ def gantt(timeline: Timeline, *, title: str = "", time_unit: str = "time units")
                            "start %{customdata[2]:.3g}, end %{customdata[3]:.3g}<br>"
                            "memory after %{customdata[4]}<extra>rank %{y}</extra>"),
         ))
+    waits = timeline.waits
+    if waits is not None and len(waits):
+        figure.add_trace(go.Bar(
+            name="waiting for a receive", orientation="h", y=waits["rank"], base=waits["start"],
+            x=waits["end"] - waits["start"], width=0.3, offset=-0.15,
+            marker=dict(color="rgba(120,120,120,0.55)"),
+            customdata=list(zip(waits["waiting_for"], waits["action"])),
+            hovertemplate="%{customdata[1]} waits for %{customdata[0]}<br>%{x:.3g} " + time_unit
+                          + "<extra>rank %{y}</extra>",
+        ))
     figure.update_layout(
         title=title or None,
         barmode="overlay",

@@ -13,5 +13,6 @@ st.set_page_config(page_title="Pipeline-parallelism lab", page_icon="⏱", layou
 
 pages = [
     st.Page("pages/playground.py", title="Playground", icon="🧪", default=True),
+    st.Page("pages/measure.py", title="Real run", icon="⚙️"),
 ]
 st.navigation(pages).run()

@@ -76,3 +76,34 @@ def test_dualpipev_draws_overlapped_pairs_as_half_bars(app):
     assert not app.exception
     widths = [w for trace in _figure(app)["data"] for w in values(trace["width"])]
     assert 0.4 in widths and 0.8 in widths
+
+
+def test_real_run_page_measures_and_predicts(app):
+    app.switch_page("pages/measure.py")
+    app.run()
+    assert not app.exception
+    assert any("press Run" in i.value for i in app.info)
+    app.selectbox(key="rr_schedule").set_value("zb-h1")
+    app.slider(key="rr_ranks").set_value(2)
+    app.select_slider(key="rr_microbatches").set_value(4)
+    app.slider(key="rr_layers").set_value(4)
+    app.select_slider(key="rr_hidden").set_value(32)
+    app.button(key="rr_run").click()
+    app.run()
+    assert not app.exception and not app.error
+    metrics = {m.label: m for m in app.metric}
+    assert float(metrics["Gradient check"].value) < 1e-5
+    assert metrics["Makespan, measured"].value.endswith(" ms")
+    charts = app.get("plotly_chart")
+    measured_kinds = {trace["name"][0] for trace in json.loads(charts[0].proto.spec)["data"]}
+    assert measured_kinds == {"F", "I", "W"}
+    assert sum(len(values(t["y"])) for t in json.loads(charts[1].proto.spec)["data"]) == 2 * 4 * 3
+
+
+def test_real_run_page_reports_bad_sizes(app):
+    app.switch_page("pages/measure.py")
+    app.run()
+    app.slider(key="rr_layers").set_value(2)
+    app.run()
+    assert not app.exception
+    assert any("2 layers cannot fill 4 stages" in e.value for e in app.error)

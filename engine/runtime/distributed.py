@@ -6,8 +6,9 @@ it (the time blocked in ``recv`` is recorded as a wait, apart from compute); aft
 with ``isend`` (never blocking). Because the schedule is validated deadlock-free, this cannot hang; a rank
 that raises ends the run: the others see the connection close, the launcher terminates what is left.
 
-Timestamps are ``perf_counter`` milliseconds from each rank's exit from a common barrier; events are
-gathered to rank 0, which builds the Timeline.
+Timestamps are ``perf_counter`` readings. On one host every process reads the same monotonic clock, so
+they are compared as they are; across hosts (torchrun) each rank's times count from its own exit from a
+common barrier. Events are gathered to rank 0, which builds the Timeline.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import pickle
 import shutil
+import socket
 import tempfile
 import time
 from datetime import timedelta
@@ -26,7 +28,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from ..ir import Kind, Schedule, slot_actions
+from ..ir import KIND_LETTERS, Action, Kind, Schedule, slot_actions
 from .result import RunResult, assemble
 from .setup import RunConfig, activation_shape, build_worker, choose_devices, gradient_errors, reference
 from .stage import ActionFailed
@@ -244,7 +246,7 @@ def _rank_loop(config: RunConfig, rank: int, device: torch.device, current: dict
             work.wait()
     # gather to rank 0: events, gradient errors, losses
     _, reference_grads = reference(config) if rank == 0 or True else (None, None)
-    payload = {"rank": rank, "events": events, "waits": waits,
+    payload = {"rank": rank, "events": events, "waits": waits, "origin": origin, "host": socket.gethostname(),
                "errors": gradient_errors(config, schedule, worker, reference_grads),
                "loss": sum(worker.losses.values())}
     gathered = [None] * config.ranks if rank == 0 else None
@@ -267,12 +269,13 @@ def _assemble(config: RunConfig, schedule: Schedule, gathered: list[dict], devic
                       int(compiled.microbatch[i]))] = i
     ends_by_action = {}
     wait_rows = []
+    same_host = len({payload["host"] for payload in gathered}) == 1
     for payload in gathered:
         rank = payload["rank"]
+        shift = payload["origin"] if same_host else 0.0  # back to the shared clock, see the module docstring
         slot_seen = set()
         for step_index, text, began, ended, mem in payload["events"]:
-            from ..ir import Action, KIND_LETTERS
-
+            began, ended = began + shift, ended + shift
             action = Action.parse(text)
             i = action_index[(rank, step_index, action.stage, KIND_LETTERS.index(action.kind.value), action.microbatch)]
             flat = first_slot[rank] + step_index
@@ -284,6 +287,7 @@ def _assemble(config: RunConfig, schedule: Schedule, gathered: list[dict], devic
             memory[i] = mem
             ends_by_action[text] = ended * 1e3
         for began, ended, waiting_for, action in payload["waits"]:
+            began, ended = began + shift, ended + shift
             wait_rows.append({"rank": rank, "start": began * 1e3, "end": ended * 1e3, "waiting_for": waiting_for,
                               "action": action})
     waits = pd.DataFrame(wait_rows, columns=["rank", "start", "end", "waiting_for", "action"])
@@ -318,4 +322,4 @@ def _transfer_estimate(waits: pd.DataFrame, ends_by_action: dict[str, float]) ->
             produced = ends_by_action.get(stage_mb)
         if produced is not None and row.start <= produced:
             latencies.append(row.end - produced)
-    return float(np.median(latencies)) if latencies else 0.0
+    return max(0.0, float(np.median(latencies))) if latencies else 0.0
