@@ -1,4 +1,7 @@
-"""Entry point: a thin router (Streamlit's st.navigation); every page lives in app/pages/."""
+"""Entry point: a thin router (Streamlit's st.navigation); every page lives in app/views/.
+
+Not app/pages/: Streamlit treats a pages/ folder beside the entry script as its older automatic multipage
+layout, and a direct link such as /measure then runs the page without this router (seen on 1.67)."""
 
 import sys
 from pathlib import Path
@@ -12,7 +15,7 @@ import streamlit as st  # noqa: E402
 st.set_page_config(page_title="Pipeline-parallelism lab", page_icon="⏱", layout="wide")
 
 pages = [
-    st.Page("pages/playground.py", title="Playground", icon="🧪", default=True),
-    st.Page("pages/measure.py", title="Real run", icon="⚙️"),
+    st.Page("views/playground.py", title="Playground", icon="🧪", default=True),
+    st.Page("views/measure.py", title="Real run", icon="⚙️"),
 ]
 st.navigation(pages).run()

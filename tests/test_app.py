@@ -79,7 +79,7 @@ def test_dualpipev_draws_overlapped_pairs_as_half_bars(app):
 
 
 def test_real_run_page_measures_and_predicts(app):
-    app.switch_page("pages/measure.py")
+    app.switch_page("views/measure.py")
     app.run()
     assert not app.exception
     assert any("press Run" in i.value for i in app.info)
@@ -101,7 +101,7 @@ def test_real_run_page_measures_and_predicts(app):
 
 
 def test_real_run_page_reports_bad_sizes(app):
-    app.switch_page("pages/measure.py")
+    app.switch_page("views/measure.py")
     app.run()
     app.slider(key="rr_layers").set_value(2)
     app.run()
