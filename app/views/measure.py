@@ -4,9 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from app.charts import gantt, memory_chart
+from app.widgets import chunks_slider, schedule_picker
 from engine.models import ModelConfig
 from engine.runtime import RunConfig, run
-from engine.schedules import FAMILIES
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -20,14 +20,11 @@ st.caption("The same schedule executed on a real model: every action runs on rea
            "gradients are checked against the unsplit model; the simulator predicts the timeline from the "
            "costs this run measured.")
 
-names = list(FAMILIES)
 with st.sidebar:
-    name = st.selectbox("Schedule", names, index=names.index("zb-h1"), key="rr_schedule",
-                        format_func=lambda n: FAMILIES[n].title)
-    family = FAMILIES[name]
+    name, family = schedule_picker("rr", "zb-h1")
     ranks = st.slider("Ranks, p", 1, 8, 4, key="rr_ranks")
     microbatches = st.select_slider("Micro-batches, m", [1, 2, 4, 8, 16, 32], 8, key="rr_microbatches")
-    chunks = st.slider("Stages per rank, v", 2, 4, 2, key="rr_chunks") if family.takes_chunks else None
+    chunks = chunks_slider("rr", family, 4)
     kind = st.radio("Model", ["mlp", "gpt"], horizontal=True, key="rr_model",
                     format_func={"mlp": "MLP", "gpt": "tiny GPT"}.get)
     layers = st.slider("Blocks", 1, 32, 8, key="rr_layers")

@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from app.charts import gantt, memory_chart
+from app.widgets import chunks_slider, schedule_picker
 from engine import Costs, build_schedule, simulate
-from engine.schedules import FAMILIES
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -21,14 +21,11 @@ st.title("Playground")
 st.caption("Choose a schedule and the sizes; the exact simulator times every action. "
            "Costs are per micro-batch through one rank's share of the model.")
 
-names = list(FAMILIES)
 with st.sidebar:
-    name = st.selectbox("Schedule", names, index=names.index("1f1b"), key="pg_schedule",
-                        format_func=lambda n: FAMILIES[n].title)
-    family = FAMILIES[name]
+    name, family = schedule_picker("pg", "1f1b")
     ranks = st.slider("Ranks (devices), p", 1, 32, 4, key="pg_ranks")
     microbatches = st.slider("Micro-batches, m", 1, 256, 8, key="pg_microbatches")
-    chunks = st.slider("Stages per rank, v", 2, 8, 2, key="pg_chunks") if family.takes_chunks else None
+    chunks = chunks_slider("pg", family, 8)
     st.markdown("**Costs**")
     forward = st.number_input("F forward", 0.0, 100.0, 1.0, 0.25, key="pg_forward")
     if family.splits_backward:
