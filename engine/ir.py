@@ -24,7 +24,7 @@ import enum
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable, Union
+from typing import Iterable, NamedTuple, Union
 
 import numpy as np
 
@@ -36,9 +36,8 @@ class Kind(str, enum.Enum):
     W = "W"
 
 
-@dataclass(frozen=True, order=True)
-class Action:
-    """One unit of work of one stage on one micro-batch."""
+class Action(NamedTuple):
+    """One unit of work of one stage on one micro-batch (a named tuple: generators make 100k of them)."""
 
     stage: int
     """Index of the model stage (0 = first layers)."""
@@ -48,9 +47,10 @@ class Action:
     """Index of the micro-batch."""
 
     def __str__(self) -> str:
-        return f"{self.stage}{self.kind.value}{self.microbatch}"
+        return f"{self.stage}{self.kind._value_}{self.microbatch}"
 
-    __repr__ = __str__
+    def __repr__(self) -> str:
+        return str(self)
 
     @classmethod
     def parse(cls, text: str) -> "Action":
@@ -58,6 +58,8 @@ class Action:
         if not match:
             raise ValueError(f"cannot read action {text!r}: expected stage, kind, micro-batch like '2F0' or '5I3'")
         stage, kind, microbatch = match.groups()
+        if len(stage) > 6 or len(microbatch) > 6:
+            raise ValueError(f"cannot read action {text!r}: stage and micro-batch indices above 999999 are not supported")
         return cls(int(stage), Kind(kind), int(microbatch))
 
 
@@ -273,7 +275,7 @@ class CompiledSchedule:
             for step, slot in enumerate(rank_slots):
                 actions = slot.actions if type(slot) is Overlap else (slot,)
                 # Enum hashing is slow at 100k actions; the plain _value_ attribute is not
-                triples = tuple((_CODE_OF_LETTER[a.kind._value_], a.stage, a.microbatch) for a in actions)
+                triples = tuple((_CODE_OF_LETTER[kind._value_], stage, mb) for stage, kind, mb in actions)
                 compiled_rank.append(triples)
                 for code, stage, microbatch in triples:
                     ranks.append(rank)

@@ -7,6 +7,7 @@ rank's share of the model.
 import pytest
 
 from engine import UNIT, Costs, build_schedule, simulate
+from engine.ir import all_actions, slot_actions
 
 F1_B2 = Costs(forward=1, backward=2)
 SIZES = [(2, 1), (2, 5), (4, 3), (4, 6), (4, 24), (7, 13), (8, 32)]
@@ -48,9 +49,19 @@ def test_interleaved_bubble_ratio_is_p_minus_1_over_v_m(p, m, v):
     assert timeline.makespan == pytest.approx(m * 3 + (p - 1) * 3 / v)
 
 
-def test_interleaved_rejects_microbatches_not_a_multiple_of_ranks_with_the_arithmetic():
-    with pytest.raises(ValueError, match=r"microbatches \(9\) to be a multiple of ranks \(4\): 9 = 2×4 \+ 1"):
-        build_schedule("interleaved-1f1b", 4, 9, 2)
+@pytest.mark.parametrize("name, p, m, built_for, chunks", [
+    ("interleaved-1f1b", 4, 9, 12, 2), ("interleaved-1f1b", 4, 1, 4, 3),
+    ("zb-v", 4, 3, 7, None), ("dualpipev", 3, 5, 6, None),
+])
+def test_families_with_a_minimum_are_built_larger_and_trimmed(name, p, m, built_for, chunks):
+    """PyTorch's ZB-V pads to max(2p−1, m) and drops the extra micro-batches; the lab does so everywhere."""
+    schedule = build_schedule(name, p, m, chunks)
+    larger = build_schedule(name, p, built_for, chunks)
+    assert schedule.num_microbatches == m
+    assert schedule.num_actions == sum(a.microbatch < m for _, a in all_actions(larger))
+    kept = [[str(a) for slot in slots for a in slot_actions(slot)] for slots in schedule.ranks]
+    expected = [[str(a) for slot in slots for a in slot_actions(slot) if a.microbatch < m] for slots in larger.ranks]
+    assert kept == expected
 
 
 @pytest.mark.parametrize("p, m", [(2, 4), (4, 8), (4, 16), (6, 12), (8, 24)])

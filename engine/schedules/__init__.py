@@ -51,7 +51,11 @@ def build_schedule(name: str, num_ranks: int, num_microbatches: int, chunks: int
         raise ValueError(f"unknown schedule {name!r}; choose one of: {', '.join(FAMILIES)}")
     if family.takes_chunks:
         return family.build(num_ranks, num_microbatches, 2 if chunks is None else chunks)
-    if chunks not in (None, 1) and not (name in ("zb-v", "dualpipev") and chunks == 2):
-        raise ValueError(f"{name} has no chunks option (it got chunks={chunks}); "
+    fixed = 2 if name in V_SHAPED else 1  # stages per rank the family always has
+    if chunks is not None and chunks != fixed:
+        raise ValueError(f"{name} always has {fixed} stage(s) per rank, so it takes no chunks option (got {chunks}); "
                          f"only {', '.join(n for n, f in FAMILIES.items() if f.takes_chunks)} take chunks")
     return family.build(num_ranks, num_microbatches)
+
+
+V_SHAPED = ("zb-v", "dualpipev")

@@ -38,3 +38,29 @@ def backward_input(stage: int, microbatch: int) -> Action:
 
 def backward_weight(stage: int, microbatch: int) -> Action:
     return Action(stage, Kind.W, microbatch)
+
+
+def keep_microbatches(schedule, num_microbatches: int):
+    """The same schedule with every action of micro-batch ≥ ``num_microbatches`` removed.
+
+    Families whose pattern needs more micro-batches (a multiple of p, or at least 2p−1) are built for the
+    next accepted count and trimmed, as PyTorch's ScheduleZBVZeroBubble does. Trimming keeps the schedule
+    valid: the remaining dependencies are a subset, and each rank's order is a subsequence of an order that
+    had no cycle, so it has none either.
+    """
+    from ..ir import Schedule, slot_actions
+
+    if num_microbatches == schedule.num_microbatches:
+        return schedule
+    ranks = []
+    for slots in schedule.ranks:
+        kept = []
+        for slot in slots:
+            actions = [a for a in slot_actions(slot) if a.microbatch < num_microbatches]
+            if len(actions) == 2:
+                kept.append(slot)
+            elif actions:  # half of an overlapped pair: it runs alone
+                kept.append(actions[0])
+        ranks.append(tuple(kept))
+    return Schedule(schedule.name, schedule.num_ranks, num_microbatches, schedule.stages_per_rank,
+                    schedule.placement, tuple(ranks))

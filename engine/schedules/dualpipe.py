@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..ir import Action, Kind, Overlap, Schedule
-from .common import check_sizes
+from .common import check_sizes, keep_microbatches
 
 
 def dualpipev(num_ranks: int, num_microbatches: int) -> Schedule:
@@ -26,13 +26,14 @@ def dualpipev(num_ranks: int, num_microbatches: int) -> Schedule:
     7. nWB0:    p−r−1 rounds (a queued W, then I c0 with its W queued)
     8. nW:      the remaining queued W's, oldest first
 
-    Needs m ≥ 2p (DualPipeV's own requirement: phase 4 runs m−2p+r+1 ≥ 1 rounds on rank 0).
+    DualPipeV itself needs m ≥ 2p (phase 4 runs m−2p+r+1 ≥ 1 rounds on rank 0); for fewer, the schedule is
+    built for 2p and the extra micro-batches are dropped (an overlapped pair that loses one half runs the
+    other alone). Accepts any m ≥ 1.
     """
     family = "dualpipev"
     check_sizes(family, num_ranks, num_microbatches)
     p, m = num_ranks, num_microbatches
-    if m < 2 * p:
-        raise ValueError(f"{family} needs microbatches ≥ 2×ranks = 2×{p} = {2 * p}, got {m}")
+    requested, m = m, max(m, 2 * p)
     ranks = []
     for rank in range(p):
         stage_of_chunk = (rank, 2 * p - 1 - rank)
@@ -90,4 +91,4 @@ def dualpipev(num_ranks: int, num_microbatches: int) -> Schedule:
             slots.append(weight())
         assert next_forward == [m, m] and next_backward == [m, m], (rank, next_forward, next_backward)
         ranks.append(tuple(slots))
-    return Schedule(family, p, m, 2, "v", tuple(ranks))
+    return keep_microbatches(Schedule(family, p, m, 2, "v", tuple(ranks)), requested)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..ir import Schedule
-from .common import backward_input, backward_weight, check_sizes, forward
+from .common import backward_input, backward_weight, check_sizes, forward, keep_microbatches
 
 
 def _split_backward_rank(stage: int, num_microbatches: int, warmup: int, weight_lag: int) -> list:
@@ -84,16 +84,13 @@ def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:
 
     Peak memory about p micro-batches of a rank's share on every rank — 1F1B's — and, when F = I = W, no
     idle time inside a rank's span (the paper's zero-bubble count, same caveat as ZB-H2).
-    Needs m ≥ 2p−1: the warm-up alone starts 2p−1 micro-batches on chunk 0.
+    The warm-up alone starts 2p−1 micro-batches on chunk 0; for fewer, the schedule is built for 2p−1 and
+    the extra micro-batches are dropped, as PyTorch's ScheduleZBVZeroBubble does. Accepts any m ≥ 1.
     """
     family = "zb-v"
     check_sizes(family, num_ranks, num_microbatches)
     p, m = num_ranks, num_microbatches
-    if m < 2 * p - 1:
-        raise ValueError(
-            f"{family} needs microbatches ≥ 2×ranks−1 = 2×{p}−1 = {2 * p - 1} (its warm-up starts that many), "
-            f"got {m}"
-        )
+    requested, m = m, max(m, 2 * p - 1)
     ranks = []
     for rank in range(p):
         down, up = rank, 2 * p - 1 - rank  # chunk 0 and chunk 1 stages of this rank
@@ -135,4 +132,4 @@ def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:
         while next_w[down] < m:
             run("W", down)
         ranks.append(tuple(slots))
-    return Schedule(family, p, m, 2, "v", tuple(ranks))
+    return keep_microbatches(Schedule(family, p, m, 2, "v", tuple(ranks)), requested)
