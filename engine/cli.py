@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .costs import Costs
@@ -44,6 +45,27 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = _non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a number > 0, got 0")
+    return value
+
+
+def _check_writable(path: str | None) -> None:
+    """Fail before the work, not after it, when the trace cannot be written."""
+    if path is None:
+        return
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as error:
+        raise UsageError(f"cannot write the trace to {path}: {error.strerror}") from None
+    if not existed:
+        os.remove(path)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m engine", description="The pipeline-parallelism lab's engine.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -80,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--recompute", action="store_true", help="keep only stage inputs; re-run forwards")
     run.add_argument("--steps", type=_positive_int, default=2, help="steps to run; the last one is reported")
     run.add_argument("--transfer-ms", type=_non_negative_float, help="emulated: set the transfer time (default: measured)")
-    run.add_argument("--timeout", type=_non_negative_float, default=30.0, help="distributed: seconds a rank may wait")
+    run.add_argument("--timeout", type=_positive_float, default=30.0, help="distributed: seconds a rank may wait")
     run.add_argument("--fail-at", metavar="RANK:ACTION", help=argparse.SUPPRESS)  # failure injection (tests)
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
@@ -97,7 +119,12 @@ def _schedule_from(args) -> Schedule:
                 text = handle.read()
         except OSError as error:
             raise UsageError(f"cannot read {args.from_csv}: {error.strerror}") from None
-        return validate(Schedule.from_csv(text, num_microbatches=args.microbatches))
+        schedule = validate(Schedule.from_csv(text, num_microbatches=args.microbatches))
+        for flag, given, found in (("--ranks", args.ranks, schedule.num_ranks),
+                                   ("--chunks", args.chunks, schedule.stages_per_rank)):
+            if given is not None and given != found:
+                raise UsageError(f"{flag} {given} does not match {args.from_csv}, which has {found}")
+        return schedule
     missing = [flag for flag, value in (("--schedule", args.schedule), ("--ranks", args.ranks),
                                         ("--microbatches", args.microbatches)) if value is None]
     if missing:
@@ -113,6 +140,7 @@ def _numbers(text: str, flag: str) -> tuple[float, ...]:
 
 
 def simulate_command(args) -> int:
+    _check_writable(args.trace)
     schedule = _schedule_from(args)
     costs = Costs.parse(args.costs, comm=args.comm, recompute=args.recompute,
                         stage_scale=_numbers(args.stage_scale, "--stage-scale") if args.stage_scale else None)
@@ -158,7 +186,8 @@ def run_command(args) -> int:
     config = RunConfig(schedule=args.schedule, ranks=args.ranks, microbatches=args.microbatches, chunks=args.chunks,
                        model=model, partition=args.partition, backend=args.backend, device=args.device,
                        recompute=args.recompute, steps=args.steps, transfer_ms=args.transfer_ms,
-                       timeout_s=args.timeout or 30.0, fail_at=args.fail_at)
+                       timeout_s=args.timeout, fail_at=args.fail_at)
+    _check_writable(args.trace)
     config.stage_layers(config.build_schedule())  # a bad split fails here, before any work
     result = run(config, progress=not args.quiet and not args.json)
     if result is None:  # a torchrun rank other than 0

@@ -109,6 +109,8 @@ class Costs:
             key = key.strip().upper()
             if not sep or key not in names:
                 raise ValueError(f"cannot read cost {part!r}: expected KIND=NUMBER with KIND one of F, B, I, W, F&B")
+            if names[key] in values:
+                raise ValueError(f"cost {key} is given twice in {text!r}")
             try:
                 values[names[key]] = float(value)
             except ValueError:

@@ -107,6 +107,8 @@ def parse_slot(text: str) -> Slot:
 
 
 PLACEMENTS = ("loop", "v")
+MAX_CSV_STAGES = 4096
+MAX_CSV_MICROBATCHES = 16384
 
 
 @dataclass(frozen=True)
@@ -187,17 +189,24 @@ class Schedule:
         if not actions:
             raise ValueError("the schedule CSV has no actions")
         num_stages = max(a.stage for a in actions) + 1
+        largest_microbatch = max(a.microbatch for a in actions)
+        if num_stages > MAX_CSV_STAGES or largest_microbatch >= MAX_CSV_MICROBATCHES:
+            raise ValueError(f"the CSV uses stage {num_stages - 1} and micro-batch {largest_microbatch}; the lab reads up "
+                             f"to {MAX_CSV_STAGES} stages and {MAX_CSV_MICROBATCHES} micro-batches")
         if num_stages % num_ranks:
             raise ValueError(
                 f"the CSV uses {num_stages} stages on {num_ranks} ranks; stages must be a multiple of ranks"
             )
         if placement is None:
-            placement = "loop"
-            for rank, slots in enumerate(ranks):
-                for slot in slots:
-                    for action in slot_actions(slot):
-                        if rank_of_stage(action.stage, num_ranks, "loop") != rank:
-                            placement = "v"
+            # V only when every action sits where V placement (2 stages per rank) puts it; otherwise loop,
+            # and the validator marks any action on the wrong rank
+            fits_v = num_stages == 2 * num_ranks and all(
+                rank_of_stage(action.stage, num_ranks, "v") == rank
+                for rank, slots in enumerate(ranks) for slot in slots for action in slot_actions(slot))
+            fits_loop = all(
+                rank_of_stage(action.stage, num_ranks, "loop") == rank
+                for rank, slots in enumerate(ranks) for slot in slots for action in slot_actions(slot))
+            placement = "v" if fits_v and not fits_loop else "loop"
         if num_microbatches is None:
             num_microbatches = max(a.microbatch for a in actions) + 1
         return cls(name, num_ranks, num_microbatches, num_stages // num_ranks, placement, ranks)

@@ -66,9 +66,15 @@ def check_structure(schedule: Schedule) -> None:
     def mark(index: int, pos: np.ndarray) -> dict[int, int]:
         return {schedule.rank_of(index // m): int(pos[index])}
 
+    def owner_end(index: int) -> dict[int, int]:
+        """Where a missing action should have been: the end of its stage's rank list."""
+        rank = schedule.rank_of(index // m)
+        return {rank: max(len(schedule.ranks[rank]) - 1, 0)} if schedule.ranks[rank] else {}
+
     if (forwards == 0).any():
         i = first(forwards == 0)
-        _fail(schedule, f"{where(i)} has no forward {i // m}F{i % m}", {})
+        _fail(schedule, f"{where(i)} has no forward {i // m}F{i % m} (rank {schedule.rank_of(i // m)} never runs it)",
+              owner_end(i))
     both = (fulls > 0) & ((inputs > 0) | (weights > 0))
     if both.any():
         i = first(both)
@@ -77,7 +83,7 @@ def check_structure(schedule: Schedule) -> None:
     if neither.any():
         i = first(neither)
         _fail(schedule, f"{where(i)} has no backward: expected {i // m}B{i % m} or {i // m}I{i % m} and "
-                        f"{i // m}W{i % m}", {})
+                        f"{i // m}W{i % m} on rank {schedule.rank_of(i // m)}", owner_end(i))
     half = (inputs != weights)
     if half.any():
         i = first(half)

@@ -116,6 +116,10 @@ def test_run_text_output_says_clocks_are_virtual_and_shows_progress(capsys, tmp_
     (["--partition", "1,2"], "partition 1,2 has 2 entries for 4 stages"),
     (["--model", "gpt", "--hidden", "30"], "hidden (30) must be a multiple of heads (4)"),
     (["--schedule", "dualpipev", "--chunks", "3"], "dualpipev always has 2 stage(s) per rank"),
+    (["--fail-at", "9:0F0"], "there is no rank 9 (ranks 0..3)"),
+    (["--fail-at", "1:0F0"], "rank 1 never runs 0F0"),
+    (["--timeout", "0"], "--timeout: expected a number > 0"),
+    (["--trace", "/nonexistent-folder/t.json"], "cannot write the trace"),
 ])
 def test_run_bad_arguments_exit_2_with_the_arithmetic(capsys, args, message):
     code, out, err = run_cli(capsys, "run", *args)
@@ -155,3 +159,30 @@ def test_run_under_torchrun():
     assert len(lines) == 1  # only rank 0 prints
     summary = json.loads(lines[0])
     assert summary["backend"] == "distributed" and summary["max_grad_error"] < 1e-5
+
+
+@pytest.mark.parametrize("csv, message", [
+    ("0F99999999999999999999\n", "indices above 999999 are not supported"),
+    ("1F999999,1B999999\n", "the lab reads up to 4096 stages and 16384 micro-batches"),
+    ("0F0,0B0,1F0\n1B0\n", "1F0 is on rank 0 but stage 1 lives on rank 1"),
+])
+def test_bad_csv_gives_a_clear_error(capsys, tmp_path, csv, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(csv)
+    code, _, err = run_cli(capsys, "simulate", "--from-csv", str(path))
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--trace", "/nonexistent-folder/x.json"], "cannot write the trace to /nonexistent-folder/x.json"),
+    (["--costs", "F=1,F=2"], "cost F is given twice"),
+])
+def test_simulate_checks_before_working(capsys, args, message):
+    code, _, err = run_cli(capsys, "simulate", "--schedule", "1f1b", "--ranks", "2", "--microbatches", "2", *args)
+    assert code == 2 and message in err
+
+
+def test_from_csv_with_contradicting_sizes(capsys):
+    code, _, err = run_cli(capsys, "simulate", "--from-csv", "tests/fixtures/pytorch_1f1b_2ranks_3mb.csv",
+                           "--ranks", "4")
+    assert code == 2 and "--ranks 4 does not match" in err and "which has 2" in err

@@ -59,3 +59,16 @@ def test_error_grid_is_cut_around_the_mark_for_long_schedules():
     message = str(caught.value)
     assert "<-- here" in message and "..." in message
     assert len(message.splitlines()) < 40
+
+
+def test_missing_actions_are_marked_on_the_rank_that_should_run_them():
+    with pytest.raises(ScheduleError) as caught:
+        validate(_from_rows("0F0,0B0", "1F0", placement="loop"))
+    message = str(caught.value)
+    assert "stage 1, micro-batch 0 has no backward" in message and "on rank 1" in message
+    assert "Step 0: 0F0     1F0  <-- here: rank 1 1F0" in message
+
+
+def test_one_misplaced_action_in_a_loop_csv_is_marked_not_read_as_v():
+    with pytest.raises(ScheduleError, match="1F0 is on rank 0 but stage 1 lives on rank 1"):
+        validate(_from_rows("0F0,0B0,1F0", "1B0"))

@@ -76,6 +76,8 @@ def run_emulated(config: RunConfig, *, progress: bool = False) -> RunResult:
     loss = sum(sum(worker.losses.values()) for worker in workers)
     overhead = max(0.0, wall_ms - float(compute_ms.sum()) - float(np.sum(copy_ms))) / wall_ms if wall_ms else 0.0
     notes = ["emulated: the durations are measured, the device clocks are virtual (one device per rank)"]
+    if len(set(devices)) < len(devices) and devices[0].type == "cuda":
+        notes.append("several ranks share a GPU: memory is torch.cuda.memory_allocated of the shared device")
     if config.transfer_ms is None:
         notes.append(f"transfer: mean measured activation copy, {transfer_ms:.4f} ms over {len(copy_ms)} copies")
     return assemble(config, schedule, starts=starts, ends=ends, compute_ms=compute_ms, memory_bytes=memory,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..ir import Kind, Schedule, all_actions
+from ..ir import Kind, Schedule, all_actions, slot_actions
 from ..models import (ModelConfig, ToyModel, make_batch, partition, reference_gradients, split_model,
                       stage_parameter_names, to_reference_name)
 from ..schedules import build_schedule
@@ -72,7 +72,14 @@ class RunConfig:
                 raise ValueError(f"fail_at must look like RANK:ACTION, e.g. 1:1F3; got {self.fail_at!r}")
 
     def build_schedule(self) -> Schedule:
-        return validate(build_schedule(self.schedule, self.ranks, self.microbatches, self.chunks))
+        schedule = validate(build_schedule(self.schedule, self.ranks, self.microbatches, self.chunks))
+        if self.fail_at is not None:
+            rank, _, action = self.fail_at.partition(":")
+            if int(rank) >= self.ranks:
+                raise ValueError(f"fail_at {self.fail_at}: there is no rank {rank} (ranks 0..{self.ranks - 1})")
+            if action not in {str(a) for slot in schedule.ranks[int(rank)] for a in slot_actions(slot)}:
+                raise ValueError(f"fail_at {self.fail_at}: rank {rank} never runs {action}")
+        return schedule
 
     def stage_layers(self, schedule: Schedule) -> list[int]:
         return partition(self.model.layers, schedule.num_stages, self.partition)
