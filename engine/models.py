@@ -216,12 +216,19 @@ def partition(num_layers: int, num_stages: int, rule: str | list[int] | tuple[in
     if rule == "llama3":
         if num_stages == 1:
             return [num_layers]
-        counts = partition(num_layers + 2, num_stages, "balanced") if num_layers + 2 >= num_stages else None
-        if counts is None or any(c < 1 for c in counts[1:-1]) or counts[0] < 1 or counts[-1] < 1:
-            raise ValueError(f"llama3 split of {num_layers} layers over {num_stages} stages leaves a middle stage "
-                             f"empty: needs layers + 2 ≥ stages ({num_layers} + 2 < {num_stages})")
+        # balance L + 2 "layers" (the embedding and the head count as one each); the remainder goes to the
+        # middle stages first, so the end stages really hold one block fewer
+        total = num_layers + 2
+        base, extra = divmod(total, num_stages)
+        order = list(range(1, num_stages - 1)) + [0, num_stages - 1]
+        counts = [base] * num_stages
+        for stage in order[:extra]:
+            counts[stage] += 1
         counts[0] -= 1
         counts[-1] -= 1
+        if min(counts[1:-1], default=1) < 1 or min(counts[0], counts[-1]) < 0:
+            raise ValueError(f"llama3 split of {num_layers} layers over {num_stages} stages leaves a middle stage "
+                             f"empty: needs layers + 2 ≥ stages ({num_layers} + 2 < {num_stages})")
         return counts
     counts = list(rule)
     if len(counts) != num_stages:

@@ -14,6 +14,7 @@ from engine.runtime.stage import accumulate_weight_gradient
     (10, 4, "balanced", [3, 3, 2, 2]),
     (14, 4, "llama3", [3, 4, 4, 3]),  # 16 "layers" with embedding and head, one fewer block at each end
     (6, 2, "llama3", [3, 3]),
+    (7, 4, "llama3", [1, 3, 2, 1]),  # the remainder goes to the middle: the ends stay one block fewer
     (5, 1, "llama3", [5]),
     (18, 4, "4,5,5,4", [4, 5, 5, 4]),
     (9, 3, [0, 9, 0], [0, 9, 0]),

@@ -186,3 +186,15 @@ def test_emulated_on_cuda(name):
     result = run(RunConfig(schedule=name, ranks=2, microbatches=4, model=small("gpt"), device="cuda"))
     summary = check(result)
     assert summary["device"].startswith("cuda")
+
+
+@pytest.mark.parametrize("name, chunks", [("1f1b", None), ("interleaved-1f1b", 2), ("zb-h1", None), ("zb-h2", None)])
+def test_measured_memory_of_identical_stages_follows_the_memory_model(name, chunks):
+    """Ranks 1 and 2 of 4 hold identical blocks (rank 0 also has the embedding, rank 3 the head): the ratio of
+    their measured peak bytes must be the ratio of the simulator's modelled peaks."""
+    result = run(RunConfig(schedule=name, ranks=4, microbatches=8, chunks=chunks, steps=1,
+                           model=ModelConfig(kind="mlp", layers=8 * (chunks or 1), hidden=64, batch=32)))
+    measured, modelled = result.summary()["peak_memory_bytes"], result.summary()["peak_memory_model"]
+    assert measured[2] / measured[1] == pytest.approx(modelled[2] / modelled[1], rel=0.04)
+    if FAMILIES[name].splits_backward:
+        assert 0.5 < result.w_memory_fraction <= 1.0  # measured, not the 0.5 default

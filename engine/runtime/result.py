@@ -29,6 +29,9 @@ class RunResult:
     transfer_ms: float
     device: str
     wall_ms_per_step: float
+    w_memory_fraction: float = 0.5
+    """Share of a micro-batch's activation bytes still held between I and W: measured when the schedule
+    splits the backward, else the model's default."""
     overhead_fraction: float | None = None
     """Emulated: share of the step's wall time spent outside the timed actions and copies (bookkeeping)."""
     notes: list[str] = field(default_factory=list)
@@ -62,6 +65,7 @@ class RunResult:
             "max_grad_error": self.max_grad_error,
             "peak_memory_bytes": [int(v) for v in measured.peak_memory_per_rank()],
             "peak_memory_model": self.predicted.peak_memory_per_rank(),
+            "w_memory_fraction": self.w_memory_fraction,
             "transfer_ms": self.transfer_ms,
             "wall_ms_per_step": self.wall_ms_per_step,
             "overhead_fraction": self.overhead_fraction,
@@ -81,15 +85,39 @@ def measured_stage_costs(schedule: Schedule, compute_ms: np.ndarray) -> tuple[tu
     )
 
 
+def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> float | None:
+    """What share of a micro-batch's bytes is still held after I (W's inputs), from the measured changes:
+    1 + Σ(change at I) / Σ(change at the forwards of split micro-batches). None when nothing is split."""
+    compiled = schedule.compiled
+    memory = np.asarray(memory_bytes, dtype=float)
+    before = np.r_[0.0, memory[:-1]]
+    before[np.r_[True, compiled.rank[1:] != compiled.rank[:-1]]] = 0.0  # each rank starts empty
+    change = memory - before
+    kind = compiled.kind
+    is_input = kind == 2
+    if not is_input.any():
+        return None
+    split = set(zip(compiled.stage[is_input].tolist(), compiled.microbatch[is_input].tolist()))
+    forwards = [i for i in np.flatnonzero(kind == 0) if (compiled.stage[i], compiled.microbatch[i]) in split]
+    added = change[forwards].sum()
+    if added <= 0:
+        return None
+    return float(np.clip(1.0 + change[is_input].sum() / added, 0.0, 1.0))
+
+
 def assemble(config: RunConfig, schedule: Schedule, *, starts, ends, compute_ms, memory_bytes, transfer_ms: float,
              waits: pd.DataFrame | None = None, **fields) -> RunResult:
-    """Build the measured Timeline and the prediction from the measured costs, side by side."""
+    """Build the measured Timeline and the prediction from the measured costs, side by side.
+
+    The prediction's memory model uses the share of bytes W still needs after I as measured in this run
+    (for these small models nearly all of it: W keeps each layer's input and output gradient)."""
+    w_fraction = None if config.recompute else measured_w_memory_fraction(schedule, memory_bytes)
     costs = Costs(stage_costs=measured_stage_costs(schedule, np.asarray(compute_ms)), comm=transfer_ms,
-                  recompute=config.recompute)
+                  recompute=config.recompute, **({} if w_fraction is None else {"w_memory_fraction": w_fraction}))
     predicted = simulate(schedule, costs)
     measured = timeline_from_slots(schedule, starts, ends, memory_bytes, source="measured",
                                    compute_ms=np.asarray(compute_ms),
                                    memory_model=predicted.frame["memory_after"].to_numpy())
     measured.waits = waits
     return RunResult(config=config, schedule=schedule, measured=measured, predicted=predicted,
-                     transfer_ms=transfer_ms, **fields)
+                     transfer_ms=transfer_ms, w_memory_fraction=costs.w_memory_fraction, **fields)
