@@ -72,6 +72,7 @@ class TorchPipeline:
         self.step_ms()  # warm-up step (also infers the shapes)
 
     def step_ms(self) -> float:
+        """Barrier exit to the last rank's return from step() (its sends are complete by then)."""
         for stage in self.stages:
             stage.zero_grad(set_to_none=True)
         dist.barrier()
@@ -89,9 +90,10 @@ def ours_step_times(rank: int, config: RunConfig, repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
         result = _rank_loop(config, rank, torch.device("cpu"), {"action": None})  # 2 steps, the last is kept
-        makespan = [result.measured.makespan if result is not None else 0.0]
-        dist.broadcast_object_list(makespan, src=0)
-        times.append(makespan[0])
+        # barrier exit to the last rank's last completed send: the same span as PyTorch's step below
+        wall = [result.wall_ms_per_step if result is not None else 0.0]
+        dist.broadcast_object_list(wall, src=0)
+        times.append(wall[0])
     return times
 
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from engine import Costs, build_schedule, simulate
 from engine.schedules import FAMILIES
+from timeline_checks import check_timeline
 
 durations = st.floats(min_value=0.05, max_value=5, allow_nan=False)
 
@@ -32,51 +33,12 @@ def configs(draw):
     )
 
 
-def _check_timeline(schedule, costs, timeline):
-    frame = timeline.frame
-    p, m, num_stages = schedule.num_ranks, schedule.num_microbatches, schedule.num_stages
-    # every action exactly once
-    keys = list(zip(frame["stage"], frame["kind"], frame["microbatch"]))
-    assert len(keys) == len(set(keys)) == schedule.num_actions
-    by_key = {key: row for key, row in zip(keys, frame.itertuples(index=False))}
-    for stage in range(num_stages):
-        for mb in range(m):
-            assert (stage, "F", mb) in by_key
-            assert ((stage, "B", mb) in by_key) != ((stage, "I", mb) in by_key and (stage, "W", mb) in by_key)
-
-    # dependencies: consumer starts no earlier than producer end (+ comm across ranks)
-    def after(consumer, producer_key):
-        producer = by_key[producer_key]
-        hop = costs.comm if producer.rank != consumer.rank else 0.0
-        assert consumer.start >= producer.end + hop - 1e-9, (consumer, producer)
-
-    def grad(stage, mb):
-        return (stage, "B", mb) if (stage, "B", mb) in by_key else (stage, "I", mb)
-
-    for (stage, kind, mb), row in by_key.items():
-        if kind == "F" and stage > 0:
-            after(row, (stage - 1, "F", mb))
-        if kind in ("B", "I"):
-            after(row, (stage, "F", mb))
-            if stage < num_stages - 1:
-                after(row, grad(stage + 1, mb))
-        if kind == "W":
-            after(row, (stage, "I", mb))
-    # no two slots overlap on a rank, and each rank keeps its list order
-    slots = frame.drop_duplicates(["rank", "step"]).sort_values(["rank", "step"])
-    for _, rank_slots in slots.groupby("rank"):
-        starts, ends = rank_slots["start"].to_numpy(), rank_slots["end"].to_numpy()
-        assert (starts[1:] >= ends[:-1] - 1e-9).all()
-    assert 0 <= timeline.bubble_fraction < 1
-    assert all(busy > 0 for busy in timeline.busy_per_rank())
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs())
 def test_every_accepted_config_simulates_correctly(config):
     schedule = build_schedule(config["name"], config["p"], config["m"], config["chunks"])  # all accepted
     timeline = simulate(schedule, config["costs"])
-    _check_timeline(schedule, config["costs"], timeline)
+    check_timeline(schedule, config["costs"].comm, timeline)
 
 
 anything = st.one_of(st.integers(-3, 70), st.floats(allow_nan=True), st.text(max_size=3), st.none(), st.booleans())
@@ -100,7 +62,7 @@ def test_every_family_accepts_fewer_microbatches_than_ranks(name):
         for m in (1, 2, p - 1, p, p + 1):
             if m >= 1:
                 schedule = build_schedule(name, p, m, chunks)
-                _check_timeline(schedule, Costs(), simulate(schedule, Costs()))
+                check_timeline(schedule, 0.0, simulate(schedule, Costs()))
     assert math.isfinite(simulate(build_schedule(name, 3, 12, chunks)).makespan)
 
 

@@ -18,4 +18,13 @@ def run(config: RunConfig, *, progress: bool = False) -> RunResult:
     return run_distributed(config, progress=progress)
 
 
-__all__ = ["ActionFailed", "RunConfig", "RunResult", "run"]
+def run_many(configs: list[RunConfig], *, progress: bool = False) -> list[RunResult]:
+    """Several runs; distributed ones share one set of processes (they must have the same number of ranks)."""
+    if all(config.backend == "distributed" for config in configs):
+        from .distributed import run_distributed_many
+
+        return run_distributed_many(configs, progress=progress)
+    return [run(config, progress=progress) for config in configs]
+
+
+__all__ = ["ActionFailed", "RunConfig", "RunResult", "run", "run_many"]

@@ -48,23 +48,36 @@ def under_torchrun() -> bool:
 
 # -- the launcher (this machine) -------------------------------------------------------------------------------
 def run_distributed(config: RunConfig, *, progress: bool = False) -> RunResult:
-    schedule = config.build_schedule()  # fail on bad input before starting any process
-    notes = []
+    if under_torchrun():
+        return _torchrun_main(config, _notes(config))
+    return run_distributed_many([config], progress=progress)[0]
+
+
+def _notes(config: RunConfig) -> list[str]:
     cores = os.cpu_count() or 1
     if config.ranks > cores and choose_devices(config)[0].type == "cpu":
-        notes.append(f"warning: {config.ranks} ranks on {cores} CPU cores — time-slicing distorts wall-clock "
-                     f"timelines; the emulated backend shows the one-device-per-rank picture")
-    if under_torchrun():
-        return _torchrun_main(config, notes)
-    _check_message_order(config, schedule)
+        return [f"warning: {config.ranks} ranks on {cores} CPU cores — time-slicing distorts wall-clock "
+                f"timelines; the emulated backend shows the one-device-per-rank picture"]
+    return []
+
+
+def run_distributed_many(configs: list[RunConfig], *, progress: bool = False) -> list[RunResult]:
+    """Several runs with the same number of ranks in one set of processes (starting processes that import
+    torch costs seconds; the runs themselves, milliseconds)."""
+    ranks = {config.ranks for config in configs}
+    if len(ranks) != 1:
+        raise ValueError(f"runs sharing processes need the same number of ranks, got {sorted(ranks)}")
+    for config in configs:  # fail on bad input before starting any process
+        _check_message_order(config, config.build_schedule())
+    config = configs[0]
     workdir = tempfile.mkdtemp(prefix="pplab-run-")
-    bar = Progress(config.ranks, f"{schedule.name} distributed: ranks finished", progress)
+    bar = Progress(config.ranks, f"{config.schedule} distributed: ranks finished", progress)
     context = None
     try:
         # file:// rendezvous in a fresh folder: two runs at once never share a port or a store
-        context = mp.start_processes(_rank_entry, args=(config, workdir, f"file://{workdir}/store"),
+        context = mp.start_processes(_rank_entry, args=(configs, workdir, f"file://{workdir}/store"),
                                      nprocs=config.ranks, join=False, start_method="spawn")
-        limit_s = LAUNCH_GRACE_S + config.timeout_s * (config.steps + 1)
+        limit_s = LAUNCH_GRACE_S + sum(c.timeout_s * (c.steps + 1) for c in configs)
         deadline = time.monotonic() + limit_s
         while True:
             try:
@@ -75,12 +88,13 @@ def run_distributed(config: RunConfig, *, progress: bool = False) -> RunResult:
             bar.update(sum(not p.is_alive() for p in context.processes))
             if time.monotonic() > deadline:
                 raise RunFailed(f"the run did not finish within its limit of {limit_s:.0f} s "
-                                f"({LAUNCH_GRACE_S:.0f} s to start + {config.timeout_s:g} s per step); ended it")
+                                f"({LAUNCH_GRACE_S:.0f} s to start + the time-out for each step); ended it")
         bar.update(config.ranks)
         with open(os.path.join(workdir, "result.pkl"), "rb") as handle:
-            result = pickle.load(handle)
-        result.notes = notes + result.notes
-        return result
+            results = pickle.load(handle)
+        for result in results:
+            result.notes = _notes(result.config) + result.notes
+        return results
     finally:
         if context is not None:
             for process in context.processes:
@@ -154,17 +168,17 @@ def _tag(table: str, stage: int, microbatch: int, schedule: Schedule) -> int:
     return ((table == "grad") * schedule.num_stages + stage) * schedule.num_microbatches + microbatch
 
 
-def _rank_entry(rank: int, config: RunConfig, workdir: str, init_method: str) -> None:
+def _rank_entry(rank: int, configs: list[RunConfig], workdir: str, init_method: str) -> None:
     torch.set_num_threads(1)  # FIELD-NOTES: more threads than cores made each rank 15-20× slower
     current = {"action": None}
     try:
-        device = choose_devices(config)[rank]
+        device = choose_devices(configs[0])[rank]
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method=init_method, rank=rank,
-                                world_size=config.ranks, timeout=timedelta(seconds=config.timeout_s))
-        result = _rank_loop(config, rank, device, current)
+                                world_size=configs[0].ranks, timeout=timedelta(seconds=configs[0].timeout_s))
+        results = [_rank_loop(config, rank, device, current) for config in configs]
         if rank == 0:
             with open(os.path.join(workdir, "result.pkl"), "wb") as handle:
-                pickle.dump(result, handle)
+                pickle.dump(results, handle)
     except BaseException as error:
         cause = error.cause if isinstance(error, ActionFailed) else error
         report = {"rank": rank, "action": current["action"], "error": f"{type(cause).__name__}: {cause}",
@@ -245,9 +259,11 @@ def _rank_loop(config: RunConfig, rank: int, device: torch.device, current: dict
         current["action"] = None
         for work, _ in pending:
             work.wait()
+        finished = time.perf_counter()  # this rank's step is over: computed, and everything it sent arrived
     # gather to rank 0: events, gradient errors, losses
     _, reference_grads = reference(config)  # every rank checks its own parameters
-    payload = {"rank": rank, "events": events, "waits": waits, "origin": origin, "host": socket.gethostname(),
+    payload = {"rank": rank, "events": events, "waits": waits, "origin": origin, "finished": finished,
+               "host": socket.gethostname(),
                "errors": gradient_errors(config, schedule, worker, reference_grads),
                "loss": sum(worker.losses.values())}
     gathered = [None] * config.ranks if rank == 0 else None
@@ -306,9 +322,17 @@ def _assemble(config: RunConfig, schedule: Schedule, gathered: list[dict], devic
                     transfer_ms=transfer_ms, waits=waits, loss=float(sum(p["loss"] for p in gathered)),
                     reference_loss=reference_loss, max_grad_error=max(errors.values()),
                     device=str(device) if device.type == "cuda" else "cpu",
-                    wall_ms_per_step=float(ends.max()),
+                    wall_ms_per_step=_step_wall_ms(gathered, same_host),
                     notes=[f"distributed: wall-clock timestamps; transfer estimated at {transfer_ms:.4f} ms "
                            f"(median wait past the producer's end, when the receiver was already waiting)"])
+
+
+def _step_wall_ms(gathered: list[dict], same_host: bool) -> float:
+    """From the barrier that starts the step to the last rank's last completed send (what a training loop
+    waits for). Across hosts, the longest rank's own span."""
+    if same_host:
+        return (max(p["finished"] for p in gathered) - min(p["origin"] for p in gathered)) * 1e3
+    return max(p["finished"] - p["origin"] for p in gathered) * 1e3
 
 
 def _transfer_estimate(waits: pd.DataFrame, ends_by_action: dict[str, float]) -> float:
