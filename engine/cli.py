@@ -13,7 +13,7 @@ from .models import MODEL_KINDS, ModelConfig
 from .runtime.setup import BACKENDS, DEVICES, RunConfig
 from .schedules import FAMILIES, build_schedule
 from .simulate import simulate
-from .validate import ScheduleError, validate
+from .validate import validate
 
 
 class UsageError(Exception):
@@ -188,7 +188,6 @@ def run_command(args) -> int:
                        recompute=args.recompute, steps=args.steps, transfer_ms=args.transfer_ms,
                        timeout_s=args.timeout, fail_at=args.fail_at)
     _check_writable(args.trace)
-    config.stage_layers(config.build_schedule())  # a bad split fails here, before any work
     result = run(config, progress=not args.quiet and not args.json)
     if result is None:  # a torchrun rank other than 0
         return 0
@@ -227,10 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
-    except ScheduleError as error:  # the grid is the point: print it whole
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except (UsageError, ValueError) as error:
+    except (UsageError, ValueError) as error:  # a ScheduleError is a ValueError whose grid prints whole
         print(f"error: {error}", file=sys.stderr)
         return 2
     except RuntimeError as error:  # a run that failed (ActionFailed, RunFailed): say where, exit 1

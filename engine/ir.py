@@ -302,6 +302,16 @@ class CompiledSchedule:
         arrays["overlapped"] = np.asarray(overlapped, dtype=bool)
         return cls(tuple(slots), num_slots=flat, **arrays)
 
+    @cached_property
+    def rank_first_slot(self) -> list[int]:
+        """Flat index of each rank's first slot (and the total at the end)."""
+        return np.concatenate([[0], np.cumsum([len(r) for r in self.slots])]).astype(int).tolist()
+
+    @cached_property
+    def slot_first_action(self) -> list[int]:
+        """Index of each slot's first action in the action arrays (the actions of a slot are contiguous)."""
+        return np.searchsorted(self.slot_index, np.arange(self.num_slots)).tolist()
+
 
 def rank_of_stage(stage: int, num_ranks: int, placement: str) -> int:
     """[Note: placement] loop: s mod p. V: stages 0..p-1 go down ranks 0..p-1, stages p..2p-1 come back up."""

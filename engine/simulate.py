@@ -44,7 +44,7 @@ def walk(schedule: Schedule, slot_duration=None, comm: float = 0.0) -> tuple[lis
     starts = [0.0] * compiled.num_slots
     ends = [0.0] * compiled.num_slots
     visits: list[int] = []
-    first_slot = np.concatenate([[0], np.cumsum([len(r) for r in compiled.slots])]).tolist()
+    first_slot = compiled.rank_first_slot
     pointer = [0] * p
     free = [0.0] * p
     queue = deque(range(p))

@@ -10,7 +10,7 @@ import torch
 from engine.models import ModelConfig
 from engine.runtime import ActionFailed, RunConfig, run, run_many
 from engine.runtime.distributed import RunFailed
-from engine.schedules import FAMILIES
+from engine.schedules import FAMILIES, build_schedule
 from timeline_checks import check_timeline
 
 TOLERANCE = 1e-5  # relative, per parameter: ‖g − g_ref‖ / ‖g_ref‖
@@ -72,7 +72,7 @@ def uneven(num_stages: int, layers: int = 8) -> str:
 def test_distributed_matches_the_unsplit_model(name):
     ranks = DISTRIBUTED_RANKS[name]
     chunks = 2 if FAMILIES[name].takes_chunks else None
-    stages = ranks * (1 if chunks is None and name not in ("zb-v", "dualpipev") else 2)
+    stages = build_schedule(name, ranks, 4, chunks).num_stages
     variants = [("mlp", False, "balanced"), ("mlp", True, "balanced"), ("gpt", False, "balanced"),
                 ("gpt", True, "balanced"), ("gpt", False, uneven(stages))]
     configs = [RunConfig(schedule=name, ranks=ranks, microbatches=4, chunks=chunks, model=small(kind),

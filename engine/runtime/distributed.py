@@ -28,9 +28,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from ..ir import KIND_LETTERS, Action, Kind, Schedule, slot_actions
+from ..ir import Schedule, slot_actions
 from .result import RunResult, assemble
-from .setup import RunConfig, activation_shape, build_worker, choose_devices, gradient_errors, reference
+from .setup import (Handoff, RunConfig, activation_shape, build_worker, choose_devices, gradient_errors, input_of,
+                    output_of, reference)
 from .stage import ActionFailed
 from .timing import Progress
 
@@ -132,39 +133,22 @@ def _check_message_order(config: RunConfig, schedule: Schedule) -> None:
     for rank, slots in enumerate(schedule.ranks):
         for slot in slots:
             for action in slot_actions(slot):
-                need = _input_of(action, schedule)
+                need = input_of(action, schedule.num_stages)
                 if need and schedule.rank_of(need[1]) != rank:
                     received.setdefault((schedule.rank_of(need[1]), rank), []).append(need)
-                out = _output_of(action, schedule)
-                if out and schedule.rank_of(out[1]) != rank:
-                    sent.setdefault((rank, schedule.rank_of(out[1])), []).append((out[0], action.stage, action.microbatch))
+                handoff = output_of(action, schedule.num_stages)
+                if handoff and schedule.rank_of(handoff[1]) != rank:
+                    sent.setdefault((rank, schedule.rank_of(handoff[1])), []).append(handoff[0])
     for pair, messages in sent.items():
-        if [m for m in messages] != [(k, s, mb) for k, s, mb in received.get(pair, [])]:
+        if messages != received.get(pair, []):
             raise ValueError(f"{schedule.name}: ranks {pair[0]}→{pair[1]} send and receive in different orders; "
                              f"NCCL cannot match them (gloo can): use --device cpu")
 
 
 # -- one rank -------------------------------------------------------------------------------------------------
-def _input_of(action, schedule: Schedule):
-    """(table, producer stage, micro-batch) of what the action needs from a neighbour stage, or None."""
-    if action.kind is Kind.F:
-        return ("act", action.stage - 1, action.microbatch) if action.stage > 0 else None
-    if action.kind in (Kind.B, Kind.I) and action.stage < schedule.num_stages - 1:
-        return ("grad", action.stage + 1, action.microbatch)
-    return None
-
-
-def _output_of(action, schedule: Schedule):
-    """(table, consumer stage) of what the action hands on, or None."""
-    if action.kind is Kind.F and action.stage < schedule.num_stages - 1:
-        return ("act", action.stage + 1)
-    if action.kind in (Kind.B, Kind.I) and action.stage > 0:
-        return ("grad", action.stage - 1)
-    return None
-
-
-def _tag(table: str, stage: int, microbatch: int, schedule: Schedule) -> int:
+def _tag(key: Handoff, schedule: Schedule) -> int:
     """Gloo matches point-to-point messages by (source, tag): one tag per message of a step."""
+    table, stage, microbatch = key
     return ((table == "grad") * schedule.num_stages + stage) * schedule.num_microbatches + microbatch
 
 
@@ -216,6 +200,7 @@ def _rank_loop(config: RunConfig, rank: int, device: torch.device, current: dict
     shape, dtype = activation_shape(config), config.model.torch_dtype
     slots = schedule.ranks[rank]
     synchronise = torch.cuda.synchronize if device.type == "cuda" else (lambda *args: None)
+    reference_loss, reference_grads = reference(config)  # every rank checks its own parameters
     for step in range(config.steps):
         worker.zero_grad()
         local: dict = {}
@@ -223,10 +208,10 @@ def _rank_loop(config: RunConfig, rank: int, device: torch.device, current: dict
         events, waits = [], []
         dist.barrier()
         origin = time.perf_counter()
-        for index, slot in enumerate(slots):
+        for slot in slots:
             for action in slot_actions(slot):
                 current["action"] = str(action)
-                need = _input_of(action, schedule)
+                need = input_of(action, schedule.num_stages)
                 incoming = None
                 if need is not None:
                     producer_rank = schedule.rank_of(need[1])
@@ -235,9 +220,8 @@ def _rank_loop(config: RunConfig, rank: int, device: torch.device, current: dict
                     else:
                         incoming = torch.empty(shape, dtype=dtype, device=device)
                         began = time.perf_counter()
-                        dist.recv(incoming, src=producer_rank, tag=_tag(*need, schedule))
-                        waits.append((began - origin, time.perf_counter() - origin, f"{need[1]}"
-                                      f"{'F' if need[0] == 'act' else 'I/B'}{need[2]}", str(action)))
+                        dist.recv(incoming, src=producer_rank, tag=_tag(need, schedule))
+                        waits.append((began - origin, time.perf_counter() - origin, need, str(action)))
                 began = time.perf_counter()
                 try:
                     output = worker.perform(action, incoming)
@@ -245,23 +229,21 @@ def _rank_loop(config: RunConfig, rank: int, device: torch.device, current: dict
                 except Exception as error:
                     raise ActionFailed(rank, action, error) from error
                 ended = time.perf_counter()
-                memory = (torch.cuda.memory_allocated(device) if device.type == "cuda" else worker.activation_bytes())
-                events.append((index, str(action), began - origin, ended - origin, memory))
-                out = _output_of(action, schedule)
-                if out is not None and output is not None:
-                    key = (out[0], action.stage, action.microbatch)
-                    consumer_rank = schedule.rank_of(out[1])
+                events.append((began - origin, ended - origin, worker.memory_bytes()))  # in list order
+                handoff = output_of(action, schedule.num_stages)
+                if handoff is not None and output is not None:
+                    key, consumer = handoff
+                    consumer_rank = schedule.rank_of(consumer)
                     if consumer_rank == rank:
                         local[key] = output
                     else:
                         tensor = output.contiguous()
-                        pending.append((dist.isend(tensor, dst=consumer_rank, tag=_tag(*key, schedule)), tensor))
+                        pending.append((dist.isend(tensor, dst=consumer_rank, tag=_tag(key, schedule)), tensor))
         current["action"] = None
         for work, _ in pending:
             work.wait()
         finished = time.perf_counter()  # this rank's step is over: computed, and everything it sent arrived
     # gather to rank 0: events, gradient errors, losses
-    _, reference_grads = reference(config)  # every rank checks its own parameters
     payload = {"rank": rank, "events": events, "waits": waits, "origin": origin, "finished": finished,
                "host": socket.gethostname(),
                "errors": gradient_errors(config, schedule, worker, reference_grads),
@@ -270,51 +252,43 @@ def _rank_loop(config: RunConfig, rank: int, device: torch.device, current: dict
     dist.gather_object(payload, gathered, dst=0)
     if rank != 0:
         return None
-    return _assemble(config, schedule, gathered, device)
+    return _assemble(config, schedule, gathered, device, reference_loss)
 
 
-def _assemble(config: RunConfig, schedule: Schedule, gathered: list[dict], device: torch.device) -> RunResult:
+def _assemble(config: RunConfig, schedule: Schedule, gathered: list[dict], device: torch.device,
+              reference_loss: float) -> RunResult:
     compiled = schedule.compiled
-    first_slot = np.concatenate([[0], np.cumsum([len(r) for r in compiled.slots])])
-    starts = np.zeros(compiled.num_slots)
-    ends = np.zeros(compiled.num_slots)
-    compute_ms = np.zeros(len(compiled.stage))
-    memory = np.zeros(len(compiled.stage))
-    action_index = {}
-    for i in range(len(compiled.stage)):
-        action_index[(int(compiled.rank[i]), int(compiled.step[i]), int(compiled.stage[i]), int(compiled.kind[i]),
-                      int(compiled.microbatch[i]))] = i
-    ends_by_action = {}
+    num_actions = len(compiled.stage)
+    began_ms, ended_ms, memory = np.zeros(num_actions), np.zeros(num_actions), np.zeros(num_actions)
     wait_rows = []
     same_host = len({payload["host"] for payload in gathered}) == 1
+    rank_first_action = np.searchsorted(compiled.rank, np.arange(config.ranks))
     for payload in gathered:
         rank = payload["rank"]
         shift = payload["origin"] if same_host else 0.0  # back to the shared clock, see the module docstring
-        slot_seen = set()
-        for step_index, text, began, ended, mem in payload["events"]:
-            began, ended = began + shift, ended + shift
-            action = Action.parse(text)
-            i = action_index[(rank, step_index, action.stage, KIND_LETTERS.index(action.kind.value), action.microbatch)]
-            flat = first_slot[rank] + step_index
-            if flat not in slot_seen:
-                starts[flat] = began * 1e3
-                slot_seen.add(flat)
-            ends[flat] = ended * 1e3
-            compute_ms[i] = (ended - began) * 1e3
-            memory[i] = mem
-            ends_by_action[text] = ended * 1e3
-        for began, ended, waiting_for, action in payload["waits"]:
-            began, ended = began + shift, ended + shift
-            wait_rows.append({"rank": rank, "start": began * 1e3, "end": ended * 1e3, "waiting_for": waiting_for,
-                              "action": action})
-    waits = pd.DataFrame(wait_rows, columns=["rank", "start", "end", "waiting_for", "action"])
-    transfer_ms = _transfer_estimate(waits, ends_by_action)
+        # a rank runs its actions in list order, which is the compiled order of its actions
+        first = rank_first_action[rank]
+        for offset, (began, ended, mem) in enumerate(payload["events"]):
+            began_ms[first + offset], ended_ms[first + offset] = (began + shift) * 1e3, (ended + shift) * 1e3
+            memory[first + offset] = mem
+        for began, ended, need, action in payload["waits"]:
+            table, stage, mb = need
+            wait_rows.append({"rank": rank, "start": (began + shift) * 1e3, "end": (ended + shift) * 1e3,
+                              "waiting_for": f"{stage}{'F' if table == 'act' else 'I/B'}{mb}", "action": action,
+                              "need": need})
+    # a slot spans from its first action's start to its last action's end
+    starts = np.asarray(began_ms)[compiled.slot_first_action]
+    ends = np.zeros(compiled.num_slots)
+    np.maximum.at(ends, compiled.slot_index, ended_ms)
+    waits = pd.DataFrame(wait_rows, columns=["rank", "start", "end", "waiting_for", "action", "need"])
+    transfer_ms = _transfer_estimate(schedule, waits, ended_ms)
+    waits = waits.drop(columns="need")
+    compute_ms = ended_ms - began_ms
     origin = min(starts.min(), waits["start"].min() if len(waits) else np.inf)
     starts, ends = starts - origin, ends - origin
     if len(waits):
         waits["start"] -= origin
         waits["end"] -= origin
-    reference_loss, _ = reference(config)
     errors = {}
     for payload in gathered:
         errors.update(payload["errors"])
@@ -335,16 +309,17 @@ def _step_wall_ms(gathered: list[dict], same_host: bool) -> float:
     return max(p["finished"] - p["origin"] for p in gathered) * 1e3
 
 
-def _transfer_estimate(waits: pd.DataFrame, ends_by_action: dict[str, float]) -> float:
+def _transfer_estimate(schedule: Schedule, waits: pd.DataFrame, ended_ms: np.ndarray) -> float:
     """Median of (receive done − producer done) over receives that were posted before the producer finished."""
+    compiled = schedule.compiled
+    produced_at = {}  # hand-off key -> when its producer ended
+    for i, (kind, stage, mb) in enumerate(zip(compiled.kind.tolist(), compiled.stage.tolist(),
+                                              compiled.microbatch.tolist())):
+        if kind != 3:  # every F makes an "act", every B or I a "grad"; W hands nothing on
+            produced_at[("act" if kind == 0 else "grad", stage, mb)] = ended_ms[i]
     latencies = []
     for row in waits.itertuples(index=False):
-        stage_mb = row.waiting_for
-        if "I/B" in stage_mb:
-            stage, mb = stage_mb.split("I/B")
-            produced = ends_by_action.get(f"{stage}I{mb}", ends_by_action.get(f"{stage}B{mb}"))
-        else:
-            produced = ends_by_action.get(stage_mb)
+        produced = produced_at.get(row.need)
         if produced is not None and row.start <= produced:
             latencies.append(row.end - produced)
     return max(0.0, float(np.median(latencies))) if latencies else 0.0

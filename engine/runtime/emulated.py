@@ -12,7 +12,7 @@ import torch
 from ..ir import KIND_LETTERS, Action, Kind
 from ..simulate import walk
 from .result import RunResult, assemble
-from .setup import RunConfig, build_worker, choose_devices, gradient_errors, reference
+from .setup import Handoff, RunConfig, build_worker, choose_devices, gradient_errors, input_of, output_of, reference
 from .stage import ActionFailed
 from .timing import ActionClock, Progress
 
@@ -26,16 +26,15 @@ def run_emulated(config: RunConfig, *, progress: bool = False) -> RunResult:
     clocks = [ActionClock(device) for device in devices]
     owner = [schedule.rank_of(s) for s in range(schedule.num_stages)]
     compiled = schedule.compiled
-    slot_rank = np.repeat(np.arange(config.ranks), [len(r) for r in compiled.slots]).tolist()
-    slot_step = [step for r in compiled.slots for step in range(len(r))]
-    first_action = np.searchsorted(compiled.slot_index, np.arange(compiled.num_slots)).tolist()
+    first_slot, first_action = compiled.rank_first_slot, compiled.slot_first_action
+    slot_rank = np.repeat(np.arange(config.ranks), np.diff(first_slot)).tolist()
     _, _, order = walk(schedule)  # an order in which one process can run every slot
     bar = Progress(config.steps * compiled.num_slots, f"{schedule.name} emulated", progress)
 
     for step in range(config.steps):
         for worker in workers:
             worker.zero_grad()
-        inbox: dict[tuple[str, int, int], torch.Tensor] = {}
+        inbox: dict[Handoff, torch.Tensor] = {}
         handles: list = [None] * len(compiled.stage)
         copy_ms: list[float] = []
         memory = np.zeros(len(compiled.stage))
@@ -43,20 +42,21 @@ def run_emulated(config: RunConfig, *, progress: bool = False) -> RunResult:
         for done, flat in enumerate(order):
             rank = slot_rank[flat]
             worker, clock = workers[rank], clocks[rank]
-            for offset, (kind, stage, mb) in enumerate(compiled.slots[rank][slot_step[flat]]):
+            for offset, (kind, stage, mb) in enumerate(compiled.slots[rank][flat - first_slot[rank]]):
                 action = Action(stage, _KINDS[kind], mb)
-                incoming = inbox.pop(("act", stage, mb) if kind == 0 else ("grad", stage, mb), None)
+                need = input_of(action, schedule.num_stages)
+                incoming = inbox.pop(need) if need is not None else None
                 token = clock.start()
                 try:
                     output = worker.perform(action, incoming)
                 except Exception as error:
                     raise ActionFailed(rank, action, error) from error
                 handles[first_action[flat] + offset] = clock.stop(token)
-                if output is not None:
-                    consumer = stage + 1 if kind == 0 else stage - 1
-                    output = _transfer(output, devices[owner[consumer]], owner[consumer] != rank, copy_ms)
-                    inbox[("act", consumer, mb) if kind == 0 else ("grad", consumer, mb)] = output
-                memory[first_action[flat] + offset] = _memory(worker, devices[rank])
+                handoff = output_of(action, schedule.num_stages)
+                if handoff is not None and output is not None:
+                    key, consumer = handoff
+                    inbox[key] = _transfer(output, devices[owner[consumer]], owner[consumer] != rank, copy_ms)
+                memory[first_action[flat] + offset] = worker.memory_bytes()
             bar.update(step * compiled.num_slots + done + 1, f"step {step + 1}/{config.steps}")
         for clock in clocks:
             clock.finish()
@@ -96,12 +96,6 @@ def _transfer(tensor: torch.Tensor, device: torch.device, crosses: bool, copy_ms
         torch.cuda.synchronize(device)
     copy_ms.append((time.perf_counter() - start) * 1e3)
     return copied
-
-
-def _memory(worker, device: torch.device) -> float:
-    if device.type == "cuda":
-        return float(torch.cuda.memory_allocated(device))
-    return float(worker.activation_bytes())
 
 
 def _device_label(devices: list[torch.device]) -> str:

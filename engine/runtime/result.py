@@ -14,6 +14,10 @@ from ..timeline import Timeline
 from .setup import RunConfig
 
 
+GRADIENT_TOLERANCE = 1e-5
+"""A run's gradients "match" the unsplit model when every parameter's relative difference is below this."""
+
+
 @dataclass
 class RunResult:
     config: RunConfig
@@ -63,6 +67,7 @@ class RunResult:
             "loss": self.loss,
             "reference_loss": self.reference_loss,
             "max_grad_error": self.max_grad_error,
+            "gradients_match": self.max_grad_error < GRADIENT_TOLERANCE,
             "peak_memory_bytes": [int(v) for v in measured.peak_memory_per_rank()],
             "peak_memory_model": self.predicted.peak_memory_per_rank(),
             "w_memory_fraction": self.w_memory_fraction,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..ir import Kind, Schedule, all_actions, slot_actions
+from ..ir import Action, Kind, Schedule, all_actions, slot_actions
 from ..models import (ModelConfig, ToyModel, make_batch, partition, reference_gradients, split_model,
                       stage_parameter_names, to_reference_name)
 from ..schedules import build_schedule
@@ -70,6 +70,7 @@ class RunConfig:
             rank, sep, action = self.fail_at.partition(":")
             if not sep or not rank.isdigit() or not action:
                 raise ValueError(f"fail_at must look like RANK:ACTION, e.g. 1:1F3; got {self.fail_at!r}")
+        self.stage_layers(self.build_schedule())  # a bad schedule or split fails here, before any work
 
     def build_schedule(self) -> Schedule:
         schedule = validate(build_schedule(self.schedule, self.ranks, self.microbatches, self.chunks))
@@ -139,6 +140,30 @@ def gradient_errors(config: RunConfig, schedule: Schedule, worker: RankWorker,
 
 def reference(config: RunConfig) -> tuple[float, dict[str, torch.Tensor]]:
     return reference_gradients(config.model)
+
+
+Handoff = tuple[str, int, int]
+"""(table, producing stage, micro-batch): "act" for a forward's output, "grad" for an input gradient."""
+
+
+def input_of(action: Action, num_stages: int) -> Handoff | None:
+    """What the action needs from a neighbour stage (DESIGN.md's dependencies), or None.
+
+    F(s) needs F(s−1)'s output; I/B(s) needs I/B(s+1)'s input gradient. W and the ends need nothing."""
+    if action.kind is Kind.F:
+        return ("act", action.stage - 1, action.microbatch) if action.stage > 0 else None
+    if action.kind in (Kind.B, Kind.I) and action.stage < num_stages - 1:
+        return ("grad", action.stage + 1, action.microbatch)
+    return None
+
+
+def output_of(action: Action, num_stages: int) -> tuple[Handoff, int] | None:
+    """What the action hands on, and the stage that consumes it, or None."""
+    if action.kind is Kind.F and action.stage < num_stages - 1:
+        return ("act", action.stage, action.microbatch), action.stage + 1
+    if action.kind in (Kind.B, Kind.I) and action.stage > 0:
+        return ("grad", action.stage, action.microbatch), action.stage - 1
+    return None
 
 
 def activation_shape(config: RunConfig) -> tuple[int, ...]:

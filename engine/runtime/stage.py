@@ -191,6 +191,12 @@ class RankWorker:
                 total += storage.nbytes()
         return total
 
+    def memory_bytes(self) -> int:
+        """What the run reports after each action: activation bytes on CPU, allocated bytes on a GPU."""
+        if self.device.type == "cuda":
+            return int(torch.cuda.memory_allocated(self.device))
+        return self.activation_bytes()
+
     def zero_grad(self) -> None:
         for stage in self.stages.values():
             stage.zero_grad(set_to_none=True)

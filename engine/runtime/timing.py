@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import torch
@@ -54,8 +55,6 @@ class Progress:
             return
         self.shown = percent
         bar = "#" * (percent // 5)
-        import sys
-
         sys.stderr.write(f"\r{self.label} [{bar:<20}] {percent:3d}% {note}")
         if done >= self.total:
             sys.stderr.write("\n")

@@ -27,6 +27,8 @@ class Family:
     """True when the family has a stages-per-rank parameter (v ≥ 2)."""
     splits_backward: bool = False
     """True when the family uses I and W instead of B."""
+    fixed_stages_per_rank: int = 1
+    """Stages per rank of a family without a chunks option (2 for the V-shaped ones)."""
 
 
 FAMILIES: dict[str, Family] = {
@@ -38,8 +40,8 @@ FAMILIES: dict[str, Family] = {
         Family("looped-bfs", looped_bfs, "Looped BFS", takes_chunks=True),
         Family("zb-h1", zb_h1, "ZB-H1 (zero bubble, 1F1B memory)", splits_backward=True),
         Family("zb-h2", zb_h2, "ZB-H2 (zero bubble, 2p−1 memory)", splits_backward=True),
-        Family("zb-v", zb_v, "ZB-V (V placement)", splits_backward=True),
-        Family("dualpipev", dualpipev, "DualPipeV (overlapped F&B)", splits_backward=True),
+        Family("zb-v", zb_v, "ZB-V (V placement)", splits_backward=True, fixed_stages_per_rank=2),
+        Family("dualpipev", dualpipev, "DualPipeV (overlapped F&B)", splits_backward=True, fixed_stages_per_rank=2),
     )
 }
 
@@ -51,11 +53,8 @@ def build_schedule(name: str, num_ranks: int, num_microbatches: int, chunks: int
         raise ValueError(f"unknown schedule {name!r}; choose one of: {', '.join(FAMILIES)}")
     if family.takes_chunks:
         return family.build(num_ranks, num_microbatches, 2 if chunks is None else chunks)
-    fixed = 2 if name in V_SHAPED else 1  # stages per rank the family always has
+    fixed = family.fixed_stages_per_rank
     if chunks is not None and chunks != fixed:
         raise ValueError(f"{name} always has {fixed} stage(s) per rank, so it takes no chunks option (got {chunks}); "
                          f"only {', '.join(n for n, f in FAMILIES.items() if f.takes_chunks)} take chunks")
     return family.build(num_ranks, num_microbatches)
-
-
-V_SHAPED = ("zb-v", "dualpipev")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ir import Action, Kind
+from ..ir import Action, Kind, Schedule, slot_actions
 
 MAX_RANKS = 256
 MAX_MICROBATCHES = 16384
@@ -48,8 +48,6 @@ def keep_microbatches(schedule, num_microbatches: int):
     valid: the remaining dependencies are a subset, and each rank's order is a subsequence of an order that
     had no cycle, so it has none either.
     """
-    from ..ir import Schedule, slot_actions
-
     if num_microbatches == schedule.num_microbatches:
         return schedule
     ranks = []
