@@ -28,9 +28,10 @@ import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from engine.models import ModelConfig, ToyModel, make_batch, split_model  # noqa: E402
+from engine.model_config import ModelConfig  # noqa: E402
+from engine.models import ToyModel, make_batch, split_model  # noqa: E402
 from engine.runtime import RunConfig, run  # noqa: E402
-from engine.runtime.distributed import _rank_loop  # noqa: E402
+from engine.runtime.distributed import run_rank  # noqa: E402
 
 FAMILIES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B", "interleaved-1f1b": "ScheduleInterleaved1F1B"}
 
@@ -58,14 +59,14 @@ class TorchPipeline:
     def __init__(self, rank: int, config: RunConfig, schedule_name: str):
         from torch.distributed import pipelining
 
-        p, v = config.ranks, (2 if schedule_name == "interleaved-1f1b" else 1)
+        p, v = config.num_ranks, (2 if schedule_name == "interleaved-1f1b" else 1)
         num_stages = p * v
         self.rank, self.p = rank, p
-        self.stages = split_model(ToyModel(config.model), config.stage_layers(config.build_schedule()))
+        self.stages = split_model(ToyModel(config.model), list(config.plan.stage_layers))
         mine = [pipelining.PipelineStage(TorchStage(self.stages[s]), s, num_stages, torch.device("cpu"))
                 for s in range(rank, num_stages, p)]
         schedule_class = getattr(pipelining, FAMILIES[schedule_name])
-        self.schedule = schedule_class(mine if v > 1 else mine[0], n_microbatches=config.microbatches,
+        self.schedule = schedule_class(mine if v > 1 else mine[0], n_microbatches=config.num_microbatches,
                                        loss_fn=lambda output, target: F.mse_loss(output, target))
         self.x, self.target = make_batch(config.model)
         self.last_rank = (num_stages - 1) % p
@@ -89,7 +90,7 @@ class TorchPipeline:
 def ours_step_times(rank: int, config: RunConfig, repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
-        result = _rank_loop(config, rank, torch.device("cpu"), {"action": None})  # 2 steps, the last is kept
+        result = run_rank(config, rank, torch.device("cpu"))  # 2 steps, the last is kept
         # barrier exit to the last rank's last completed send: the same span as PyTorch's step below
         wall = [result.wall_ms_per_step if result is not None else 0.0]
         dist.broadcast_object_list(wall, src=0)
@@ -103,8 +104,8 @@ def worker(rank: int, args, store: str, out: str) -> None:
                             timeout=timedelta(seconds=120))
     rows = []
     for name in FAMILIES:
-        config = RunConfig(schedule=name, ranks=args.ranks, microbatches=args.microbatches,
-                           chunks=2 if name == "interleaved-1f1b" else None, backend="distributed",
+        config = RunConfig(family=name, num_ranks=args.ranks, num_microbatches=args.microbatches,
+                           num_chunks=2 if name == "interleaved-1f1b" else None, backend="distributed",
                            model=ModelConfig(kind="mlp", layers=args.layers, hidden=args.hidden, batch=args.batch))
         theirs_pipeline = TorchPipeline(rank, config, name)
         ours, theirs = [], []
@@ -147,7 +148,7 @@ def main() -> None:
                          ("gpt 8×128, batch 32, T 32", ModelConfig(kind="gpt", layers=8, hidden=128, batch=32))):
         errors, overheads, walls, measured, predicted = [], [], [], [], []
         for _ in range(args.repeats):
-            summary = run(RunConfig(schedule="1f1b", ranks=4, microbatches=8, model=model, steps=2)).summary()
+            summary = run(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=model, steps=2)).summary()
             errors.append(summary["prediction_error"])
             overheads.append(summary["overhead_fraction"])
             walls.append(summary["wall_ms_per_step"])

@@ -1,19 +1,28 @@
-"""Command line: ``python -m engine simulate ...``. Bad input: one line on stderr, exit status 2."""
+"""Command line: ``python -m engine simulate|run ...``.
+
+Bad input: one line on stderr, exit status 2. A run that fails: one line, exit 1. Ctrl-C: one line, 130.
+A closed pipe (``… | head``): quiet, 141. ``simulate`` never imports PyTorch; ``run`` imports it when it runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
 from .costs import Costs
-from .ir import Schedule
-from .models import MODEL_KINDS, ModelConfig
-from .runtime.setup import BACKENDS, DEVICES, RunConfig
+from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
+from .model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
+from .pytorch_csv import read_csv_file
+from .runtime.config import BACKENDS, DEVICES, RunConfig
 from .schedules import FAMILIES, build_schedule
 from .simulate import simulate
-from .validate import validate
+from .validate import ScheduleError, validate
+
+JSON_DIGITS = 12
+"""Significant digits of the floats --json prints: sums of durations leave crumbs like 22.000000000000007."""
 
 
 class UsageError(Exception):
@@ -25,31 +34,47 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {value}")
-    return value
+def _whole(low: int, high: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {value}")
+        return value
+    return parse
 
 
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got {text}")
-    return value
+def _number(*, positive: bool):
+    def parse(text: str) -> float:
+        accepted = "a finite number > 0" if positive else "a finite number ≥ 0"
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {accepted}, got {text!r}") from None
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"expected {accepted}, got {text}")
+        return value
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    value = _non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a number > 0, got 0")
-    return value
+OPTIONS_TAKING_DASHED_VALUES = ("--partition", "--costs", "--stage-scale")
+"""Values like "-1,3,3,3" look like options to argparse; they are joined to their flag before parsing so
+the user hears what is wrong with the value, not "expected one argument"."""
+
+
+def _join_dashed_values(argv: list[str]) -> list[str]:
+    joined, index = [], 0
+    while index < len(argv):
+        if argv[index] in OPTIONS_TAKING_DASHED_VALUES and index + 1 < len(argv) and argv[index + 1].startswith("-") \
+                and not argv[index + 1].startswith("--"):
+            joined.append(f"{argv[index]}={argv[index + 1]}")
+            index += 2
+        else:
+            joined.append(argv[index])
+            index += 1
+    return joined
 
 
 def _check_writable(path: str | None) -> None:
@@ -66,43 +91,61 @@ def _check_writable(path: str | None) -> None:
         os.remove(path)
 
 
+def _write_trace(timeline, path: str) -> None:
+    try:
+        timeline.write_chrome_trace(path)
+    except OSError as error:  # e.g. /dev/full: the open worked, the write did not
+        raise UsageError(f"cannot write the trace to {path}: {error.strerror}") from None
+
+
+LIMITS = (f"limits: ranks ≤ {MAX_RANKS}, micro-batches ≤ {MAX_MICROBATCHES}, chunks ≤ {MAX_CHUNKS},\n"
+          f"        ranks × micro-batches × chunks ≤ {MAX_PAIRS:,} (a few seconds and < 1 GB at the limit),\n"
+          f"        a schedule CSV of at most {MAX_CSV_BYTES // 2**20} MiB.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m engine", description="The pipeline-parallelism lab's engine.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sim = commands.add_parser("simulate", help="time a schedule with the exact simulator")
+    sim = commands.add_parser("simulate", help="time a schedule with the exact simulator", epilog=LIMITS,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     sim.add_argument("--schedule", choices=list(FAMILIES), help="schedule family")
-    sim.add_argument("--from-csv", metavar="FILE", help="simulate a PyTorch-format per-rank CSV instead")
-    sim.add_argument("--ranks", type=_positive_int, help="pipeline ranks (devices), p")
-    sim.add_argument("--microbatches", type=_positive_int, help="micro-batches per step, m")
-    sim.add_argument("--chunks", type=_positive_int, help="stages per rank, v (interleaved-1f1b, looped-bfs)")
+    sim.add_argument("--from-csv", metavar="FILE", help="simulate a PyTorch-format per-rank CSV instead "
+                                                        "(compute-only or lowered with SEND/RECV actions)")
+    sim.add_argument("--ranks", type=_whole(1, MAX_RANKS), help="pipeline ranks (devices), p")
+    sim.add_argument("--microbatches", type=_whole(1, MAX_MICROBATCHES), help="micro-batches per step, m")
+    sim.add_argument("--chunks", type=_whole(1, MAX_CHUNKS),
+                     help="model chunks per rank, v (interleaved-1f1b, interleaved-zb, looped-bfs)")
     sim.add_argument("--costs", default="F=1,B=2", help='durations per rank share: "F=1,B=2" or "F=1,I=1,W=1"')
-    sim.add_argument("--comm", type=_non_negative_float, default=0.0, help="transfer time between ranks")
+    sim.add_argument("--comm", type=_number(positive=False), default=0.0, help="transfer time between ranks")
     sim.add_argument("--stage-scale", metavar="S0,S1,...", help="cost multiplier per stage, for imbalance")
     sim.add_argument("--recompute", action="store_true", help="re-run the forward before each backward")
     sim.add_argument("--grid", action="store_true", help="print the rank × step grid")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace")
+    mlp, gpt = MODEL_DEFAULTS["mlp"], MODEL_DEFAULTS["gpt"]
     run = commands.add_parser("run", help="execute a schedule on a toy model, measure it, compare with the simulator")
     run.add_argument("--schedule", choices=list(FAMILIES), default="1f1b", help="schedule family")
-    run.add_argument("--ranks", type=_positive_int, default=4, help="pipeline ranks (devices), p")
-    run.add_argument("--microbatches", type=_positive_int, default=8, help="micro-batches per step, m")
-    run.add_argument("--chunks", type=_positive_int, help="stages per rank, v (interleaved-1f1b, looped-bfs)")
+    run.add_argument("--ranks", type=_whole(1, MAX_RANKS), default=4, help="pipeline ranks (devices), p")
+    run.add_argument("--microbatches", type=_whole(1, MAX_MICROBATCHES), default=8, help="micro-batches per step, m")
+    run.add_argument("--chunks", type=_whole(1, MAX_CHUNKS), help="model chunks per rank, v")
     run.add_argument("--model", choices=MODEL_KINDS, default="mlp", help="toy model")
-    run.add_argument("--layers", type=_positive_int, help="blocks (default: 8)")
-    run.add_argument("--hidden", type=_positive_int, help="width (default: mlp 512, gpt 128)")
-    run.add_argument("--batch", type=_positive_int, help="samples per step (default: mlp 128, gpt 32)")
-    run.add_argument("--seq-len", type=_positive_int, default=32, help="tokens per sample (gpt)")
-    run.add_argument("--vocab", type=_positive_int, default=128, help="vocabulary (gpt)")
-    run.add_argument("--heads", type=_positive_int, default=4, help="attention heads (gpt)")
+    run.add_argument("--layers", type=_whole(1, 10**9), help=f"blocks (default: {mlp['layers']})")
+    run.add_argument("--hidden", type=_whole(1, 10**9), help=f"width (default: mlp {mlp['hidden']}, gpt {gpt['hidden']})")
+    run.add_argument("--batch", type=_whole(1, 10**9), help=f"samples per step (default: mlp {mlp['batch']}, "
+                                                            f"gpt {gpt['batch']})")
+    run.add_argument("--seq-len", type=_whole(1, 10**9), help=f"tokens per sample (gpt; default {gpt['seq_len']})")
+    run.add_argument("--vocab", type=_whole(1, 10**9), help=f"vocabulary (gpt; default {gpt['vocab']})")
+    run.add_argument("--heads", type=_whole(1, 10**9), help=f"attention heads (gpt; default {gpt['heads']})")
     run.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=_whole(0, MAX_SEED), default=0, help="seeds the weights and the data")
     run.add_argument("--partition", default="balanced", help="balanced, llama3, or blocks per stage like 4,5,5,4")
     run.add_argument("--backend", choices=BACKENDS, default="emulated")
     run.add_argument("--device", choices=DEVICES, default="auto")
     run.add_argument("--recompute", action="store_true", help="keep only stage inputs; re-run forwards")
-    run.add_argument("--steps", type=_positive_int, default=2, help="steps to run; the last one is reported")
-    run.add_argument("--transfer-ms", type=_non_negative_float, help="emulated: set the transfer time (default: measured)")
-    run.add_argument("--timeout", type=_positive_float, default=30.0, help="distributed: seconds a rank may wait")
+    run.add_argument("--steps", type=_whole(1, 100), default=2, help="steps to run; the last one is reported")
+    run.add_argument("--transfer-ms", type=_number(positive=False), help="emulated: set the transfer time "
+                                                                         "(default: measured)")
+    run.add_argument("--timeout", type=_number(positive=True), default=30.0, help="distributed: seconds a rank may wait")
     run.add_argument("--fail-at", metavar="RANK:ACTION", help=argparse.SUPPRESS)  # failure injection (tests)
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
@@ -110,26 +153,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _schedule_from(args) -> Schedule:
+def _schedule_from(args) -> tuple:
+    """The schedule to simulate, and the CSV reading it came from (None for a family)."""
     if args.from_csv:
         if args.schedule:
             raise UsageError("give --schedule or --from-csv, not both")
+        reading = read_csv_file(args.from_csv, num_microbatches=args.microbatches)
+        schedule = reading.schedule
         try:
-            with open(args.from_csv) as handle:
-                text = handle.read()
-        except OSError as error:
-            raise UsageError(f"cannot read {args.from_csv}: {error.strerror}") from None
-        schedule = validate(Schedule.from_csv(text, num_microbatches=args.microbatches))
+            validate(schedule)
+        except ScheduleError as error:
+            if reading.microbatches_inferred:
+                raise ScheduleError(f"{args.from_csv}: {error}\n(micro-batches: {schedule.num_microbatches}, "
+                                    f"inferred as the most forwards any stage runs; --microbatches sets it)") from None
+            raise ScheduleError(f"{args.from_csv}: {error}") from None
         for flag, given, found in (("--ranks", args.ranks, schedule.num_ranks),
-                                   ("--chunks", args.chunks, schedule.stages_per_rank)):
+                                   ("--chunks", args.chunks, schedule.num_chunks)):
             if given is not None and given != found:
                 raise UsageError(f"{flag} {given} does not match {args.from_csv}, which has {found}")
-        return schedule
+        return schedule, reading
     missing = [flag for flag, value in (("--schedule", args.schedule), ("--ranks", args.ranks),
                                         ("--microbatches", args.microbatches)) if value is None]
     if missing:
         raise UsageError(f"missing {', '.join(missing)} (or give --from-csv FILE)")
-    return build_schedule(args.schedule, args.ranks, args.microbatches, args.chunks)
+    return build_schedule(args.schedule, args.ranks, args.microbatches, args.chunks), None
 
 
 def _numbers(text: str, flag: str) -> tuple[float, ...]:
@@ -139,27 +186,49 @@ def _numbers(text: str, flag: str) -> tuple[float, ...]:
         raise UsageError(f"{flag} takes numbers separated by commas, got {text!r}") from None
 
 
+def rounded(value):
+    """``value`` with every float cut to ``JSON_DIGITS`` significant digits (lists and dicts walked)."""
+    if isinstance(value, float):
+        return float(f"{value:.{JSON_DIGITS}g}")
+    if isinstance(value, dict):
+        return {key: rounded(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(item) for item in value]
+    return value
+
+
+def _print_json(summary: dict) -> None:
+    try:
+        print(json.dumps(rounded(summary), allow_nan=False))
+    except ValueError:
+        raise UsageError("a result is not a finite number; nothing printed (use smaller costs)") from None
+
+
 def simulate_command(args) -> int:
     _check_writable(args.trace)
-    schedule = _schedule_from(args)
+    schedule, reading = _schedule_from(args)
     costs = Costs.parse(args.costs, comm=args.comm, recompute=args.recompute,
                         stage_scale=_numbers(args.stage_scale, "--stage-scale") if args.stage_scale else None)
-    timeline = simulate(schedule, costs)
+    timeline = simulate(schedule, costs, check=False)  # validated above
     summary = timeline.summary()
     summary.update(schedule=schedule.name, microbatches=schedule.num_microbatches,
-                   stages_per_rank=schedule.stages_per_rank, placement=schedule.placement)
+                   chunks=schedule.num_chunks, placement=schedule.placement)
+    if reading is not None:
+        summary.update(read=reading.describe(), set_aside=reading.set_aside)
     if args.trace:
-        timeline.write_chrome_trace(args.trace)
-    if args.grid and not args.json:
-        print(schedule.grid())
-        print()
+        _write_trace(timeline, args.trace)
     if args.json:
         if args.grid:
             summary["grid"] = schedule.grid()
-        print(json.dumps(summary))
+        _print_json(summary)
         return 0
+    if reading is not None:
+        print(f"{args.from_csv}: {reading.describe()}")
+    if args.grid:
+        print(schedule.grid())
+        print()
     p = schedule.num_ranks
-    print(f"{schedule.name}: {p} ranks × {schedule.stages_per_rank} stage(s) each, "
+    print(f"{schedule.name}: {p} ranks × {schedule.num_chunks} chunk(s) each, "
           f"{schedule.num_microbatches} micro-batches, {summary['num_actions']} actions")
     print(f"makespan        {summary['makespan']:g}")
     print(f"bubble_fraction {summary['bubble_fraction']:.4f}  (idle / (ranks × makespan))")
@@ -173,33 +242,56 @@ def simulate_command(args) -> int:
     return 0
 
 
-MODEL_DEFAULTS = {"mlp": {"hidden": 512, "batch": 128}, "gpt": {"hidden": 128, "batch": 32}}
+def _tqdm_progress(enabled: bool):
+    """A progress callback drawn by tqdm on stderr, and the function that closes the bar."""
+    if not enabled:
+        return (lambda done, total, note: None), (lambda: None)
+    from tqdm import tqdm
+
+    bars = []
+
+    def progress(done: int, total: int, note: str) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, file=sys.stderr, unit="action", dynamic_ncols=True))
+        bar = bars[0]
+        if bar.total != total:
+            bar.reset(total=total)
+        bar.set_description(note, refresh=False)
+        bar.update(done - bar.n)
+
+    def close() -> None:
+        for bar in bars:
+            bar.close()
+
+    return progress, close
 
 
 def run_command(args) -> int:
-    from .runtime import run
-
-    defaults = MODEL_DEFAULTS[args.model]
-    model = ModelConfig(kind=args.model, layers=args.layers or 8, hidden=args.hidden or defaults["hidden"],
-                        batch=args.batch or defaults["batch"], seq_len=args.seq_len, vocab=args.vocab,
-                        heads=args.heads, seed=args.seed, dtype=args.dtype)
-    config = RunConfig(schedule=args.schedule, ranks=args.ranks, microbatches=args.microbatches, chunks=args.chunks,
-                       model=model, partition=args.partition, backend=args.backend, device=args.device,
-                       recompute=args.recompute, steps=args.steps, transfer_ms=args.transfer_ms,
+    model = ModelConfig(kind=args.model, layers=args.layers, hidden=args.hidden, batch=args.batch,
+                        seq_len=args.seq_len, vocab=args.vocab, heads=args.heads, seed=args.seed, dtype=args.dtype)
+    config = RunConfig(family=args.schedule, num_ranks=args.ranks, num_microbatches=args.microbatches,
+                       num_chunks=args.chunks, model=model, partition=args.partition, backend=args.backend,
+                       device=args.device, recompute=args.recompute, steps=args.steps, transfer_ms=args.transfer_ms,
                        timeout_s=args.timeout, fail_at=args.fail_at)
     _check_writable(args.trace)
-    result = run(config, progress=not args.quiet and not args.json)
+    from .runtime import run
+
+    progress, close = _tqdm_progress(not args.quiet and not args.json)
+    try:
+        result = run(config, progress=progress)
+    finally:
+        close()
     if result is None:  # a torchrun rank other than 0
         return 0
     if args.trace:
-        result.measured.write_chrome_trace(args.trace)
+        _write_trace(result.measured, args.trace)
     summary = result.summary()
     if args.json:
-        print(json.dumps(summary))
+        _print_json(summary)
         return 0
-    p = config.ranks
+    p = config.num_ranks
     print(f"{summary['schedule']} on the {model.kind} ({model.layers} blocks, hidden {model.hidden}), "
-          f"{p} ranks, {config.microbatches} micro-batches, {summary['backend']} on {summary['device']}")
+          f"{p} ranks, {config.num_microbatches} micro-batches, {summary['backend']} on {summary['device']}")
     for note in summary["notes"]:
         print(f"  {note}")
     print(f"makespan          {summary['makespan']:.3f} ms measured, {summary['predicted_makespan']:.3f} ms "
@@ -224,7 +316,7 @@ COMMANDS = {"simulate": simulate_command, "run": run_command}
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(_join_dashed_values(sys.argv[1:] if argv is None else list(argv)))
         return COMMANDS[args.command](args)
     except (UsageError, ValueError) as error:  # a ScheduleError is a ValueError whose grid prints whole
         print(f"error: {error}", file=sys.stderr)
@@ -232,3 +324,11 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as error:  # a run that failed (ActionFailed, RunFailed): say where, exit 1
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (… | head): stop quietly, as a SIGPIPE'd tool would
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 def _check_number(label: str, value: float | None, *, allow_none: bool = True) -> None:
@@ -31,7 +31,10 @@ class Costs:
     backward_weight: float | None = None
     """W: weight-gradient backward. Defaults to B − I if both are given, else B/2."""
     overlapped: float | None = None
-    """One overlapped F&B pair (DualPipeV). Defaults to F + B (no gain from overlapping)."""
+    """One overlapped F&B pair (DualPipeV). Defaults to F + B (no gain from overlapping).
+
+    After construction ``backward``, ``backward_input``, ``backward_weight`` and ``overlapped`` hold the
+    resolved values (the defaults filled in), so every reader uses the same names."""
     comm: float = 0.0
     """Time from the end of an action to the arrival of its output on another rank (same rank: 0)."""
     stage_scale: tuple[float, ...] | None = None
@@ -45,7 +48,6 @@ class Costs:
     """Fraction of a micro-batch's activations that W still needs after I has run."""
     recompute_memory_fraction: float = 0.1
     """With recomputation, the fraction of the activations a forward keeps (the stage input)."""
-    _resolved: tuple[float, float, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for label in ("forward", "backward", "backward_input", "backward_weight", "overlapped", "comm"):
@@ -81,23 +83,13 @@ class Costs:
             w = b - i
         if not math.isclose(i + w, b, rel_tol=1e-9, abs_tol=1e-12) or i < 0 or w < 0:
             raise ValueError(f"B must equal I + W: B={b:g}, I={i:g}, W={w:g}, I+W={i + w:g}")
-        object.__setattr__(self, "_resolved", (float(b), float(i), float(w)))
-
-    @property
-    def full_backward(self) -> float:
-        return self._resolved[0]
-
-    @property
-    def input_backward(self) -> float:
-        return self._resolved[1]
-
-    @property
-    def weight_backward(self) -> float:
-        return self._resolved[2]
-
-    @property
-    def overlapped_pair(self) -> float:
-        return self.overlapped if self.overlapped is not None else self.forward + self.full_backward
+        overlapped = self.overlapped if self.overlapped is not None else self.forward + b
+        for label, value in (("B", b), ("I", i), ("W", w), ("F&B", overlapped)):
+            if not math.isfinite(value):
+                raise ValueError(f"cost {label} works out to {value:g} from F={self.forward:g}: durations must be "
+                                 f"finite; use smaller numbers")
+        for name, value in (("backward", b), ("backward_input", i), ("backward_weight", w), ("overlapped", overlapped)):
+            object.__setattr__(self, name, float(value))
 
     @classmethod
     def parse(cls, text: str, **extra) -> "Costs":

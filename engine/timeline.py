@@ -15,7 +15,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
+
+from .dependencies import compiled
+from .ir import Kind, Schedule
 
 
 def _snap(idle: float, scale: float) -> float:
@@ -23,9 +27,11 @@ def _snap(idle: float, scale: float) -> float:
     return 0.0 if abs(idle) <= 1e-9 * max(scale, 1.0) else idle
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Timeline:
-    """A pandas DataFrame with the columns below, plus how many ranks ran (a rank may have no work)."""
+    """A pandas DataFrame with the columns below, plus how many ranks ran (a rank may have no work).
+
+    Frozen: build a new one rather than change one (``from_slots`` builds it from a schedule's slot times)."""
 
     frame: pd.DataFrame
     num_ranks: int
@@ -49,11 +55,34 @@ class Timeline:
     )
 
     @classmethod
-    def from_columns(cls, columns: dict[str, list], num_ranks: int, *, source: str, name: str = "") -> "Timeline":
+    def from_columns(cls, columns: dict, num_ranks: int, *, source: str, name: str = "",
+                     waits: pd.DataFrame | None = None) -> "Timeline":
         frame = pd.DataFrame(columns)
         frame["source"] = source
         extras = [c for c in frame.columns if c not in cls.COLUMNS]
-        return cls(frame[list(cls.COLUMNS) + extras], num_ranks, name)
+        return cls(frame[list(cls.COLUMNS) + extras], num_ranks, name, waits)
+
+    @classmethod
+    def from_slots(cls, schedule: Schedule, starts, ends, memory_after, *, source: str,
+                   waits: pd.DataFrame | None = None, **extra) -> "Timeline":
+        """The Timeline of a schedule whose slots ran at ``starts``/``ends`` (flat slot order); ``memory_after``
+        per action in the compiled (rank-then-list) order. The simulator and the runtime both build theirs here;
+        ``extra`` adds per-action columns."""
+        c = compiled(schedule)
+        columns = {
+            "rank": c.rank,
+            "stage": c.stage,
+            "chunk": c.stage // schedule.num_ranks,
+            "microbatch": c.microbatch,
+            "kind": np.array([kind.name for kind in Kind])[c.kind],
+            "start": np.asarray(starts, dtype=float)[c.slot],
+            "end": np.asarray(ends, dtype=float)[c.slot],
+            "memory_after": np.asarray(memory_after, dtype=float),
+            "step": c.step,
+            "overlapped": c.overlapped,
+            **extra,
+        }
+        return cls.from_columns(columns, schedule.num_ranks, source=source, name=schedule.name, waits=waits)
 
     # -- metrics ----------------------------------------------------------------------------------------
     def _slots(self) -> pd.DataFrame:

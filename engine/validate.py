@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import KIND_LETTERS, Action, Kind, Schedule
+from .dependencies import ScheduleError, compiled, execution_order
+from .ir import Action, Kind, Schedule
 
-
-class ScheduleError(ValueError):
-    """A schedule that cannot run; the message shows the grid with ``<-- here``."""
+__all__ = ["ScheduleError", "check_structure", "validate"]
 
 
 def _fail(schedule: Schedule, problem: str, places: dict[int, int], notes: dict[int, str] | None = None) -> None:
@@ -26,86 +25,90 @@ def check_structure(schedule: Schedule) -> None:
     Vectorised over the compiled arrays (a 100k-action schedule checks in milliseconds); only when a check
     fails is the first offender looked up to write the message.
     """
-    c = schedule.compiled
+    c = compiled(schedule)
     p, m, num_stages = schedule.num_ranks, schedule.num_microbatches, schedule.num_stages
 
     def first(mask: np.ndarray) -> int:
         return int(np.flatnonzero(mask)[0])
 
     def action(i: int) -> Action:
-        return Action(int(c.stage[i]), Kind(KIND_LETTERS[c.kind[i]]), int(c.microbatch[i]))
+        return Action(int(c.stage[i]), Kind(int(c.kind[i])), int(c.microbatch[i]))
+
+    def at(i: int) -> dict[int, int]:
+        return {int(c.rank[i]): int(c.step[i])}
 
     outside = (c.stage < 0) | (c.stage >= num_stages) | (c.microbatch < 0) | (c.microbatch >= m)
     if outside.any():
         i = first(outside)
-        _fail(schedule, f"{action(i)} is outside {num_stages} stages × {m} micro-batches", {int(c.rank[i]): int(c.step[i])})
-    owner = np.array([schedule.rank_of(s) for s in range(num_stages)])
-    misplaced = owner[c.stage] != c.rank
+        _fail(schedule, f"{action(i)} is outside {num_stages} stages × {m} micro-batches (stages 0..{num_stages - 1}, "
+                        f"micro-batches 0..{m - 1})", at(i))
+    misplaced = c.owner[c.stage] != c.rank
     if misplaced.any():
         i = first(misplaced)
         _fail(schedule, f"{action(i)} is on rank {c.rank[i]} but stage {c.stage[i]} lives on rank "
-                        f"{owner[c.stage[i]]} ({schedule.placement} placement, {p} ranks)",
-              {int(c.rank[i]): int(c.step[i])})
+                        f"{c.owner[c.stage[i]]} ({schedule.placement} placement, {p} ranks)", at(i))
+    pairs = num_stages * m
     cell = c.stage * m + c.microbatch  # (stage, micro-batch) pair
-    key = c.kind * (num_stages * m) + cell
-    counts = np.bincount(key, minlength=4 * num_stages * m)
+    key = c.kind * pairs + cell
+    counts = np.bincount(key, minlength=len(Kind) * pairs)
     if (counts > 1).any():
         repeated = np.flatnonzero(counts[key] > 1)[:2]
         _fail(schedule, f"{action(int(repeated[0]))} appears twice",
               {int(c.rank[i]): int(c.step[i]) for i in repeated})
-    forwards, fulls, inputs, weights = counts.reshape(4, num_stages * m)
-    # list position of each (kind, cell); -1 where absent
-    position = np.full(4 * num_stages * m, -1)
+    count = {kind: counts[kind * pairs:(kind + 1) * pairs] for kind in Kind}
+    position = np.full(len(Kind) * pairs, -1)  # list position of each (kind, pair); -1 where absent
     position[key] = c.step
-    pos_f, pos_b, pos_i, pos_w = position.reshape(4, num_stages * m)
+    place = {kind: position[kind * pairs:(kind + 1) * pairs] for kind in Kind}
 
     def where(index: int) -> str:
         stage, mb = divmod(index, m)
         return f"stage {stage}, micro-batch {mb}"
 
-    def mark(index: int, pos: np.ndarray) -> dict[int, int]:
-        return {schedule.rank_of(index // m): int(pos[index])}
+    def mark(index: int, positions: np.ndarray) -> dict[int, int]:
+        return {schedule.rank_of(index // m): int(positions[index])}
 
     def owner_end(index: int) -> dict[int, int]:
         """Where a missing action should have been: the end of its stage's rank list."""
         rank = schedule.rank_of(index // m)
         return {rank: max(len(schedule.ranks[rank]) - 1, 0)} if schedule.ranks[rank] else {}
 
-    if (forwards == 0).any():
-        i = first(forwards == 0)
+    if (count[Kind.F] == 0).any():
+        i = first(count[Kind.F] == 0)
         _fail(schedule, f"{where(i)} has no forward {i // m}F{i % m} (rank {schedule.rank_of(i // m)} never runs it)",
               owner_end(i))
-    both = (fulls > 0) & ((inputs > 0) | (weights > 0))
+    split = (count[Kind.I] > 0) | (count[Kind.W] > 0)
+    both = (count[Kind.B] > 0) & split
     if both.any():
         i = first(both)
-        _fail(schedule, f"{where(i)} has both a full backward B and a split I/W", mark(i, np.maximum(pos_i, pos_w)))
-    neither = (fulls == 0) & (inputs == 0) & (weights == 0)
+        _fail(schedule, f"{where(i)} has both a full backward B and a split I/W",
+              mark(i, np.maximum(place[Kind.I], place[Kind.W])))
+    neither = (count[Kind.B] == 0) & ~split
     if neither.any():
         i = first(neither)
         _fail(schedule, f"{where(i)} has no backward: expected {i // m}B{i % m} or {i // m}I{i % m} and "
                         f"{i // m}W{i % m} on rank {schedule.rank_of(i // m)}", owner_end(i))
-    half = (inputs != weights)
+    half = count[Kind.I] != count[Kind.W]
     if half.any():
         i = first(half)
-        missing, present = ("I", pos_w) if inputs[i] == 0 else ("W", pos_i)
+        missing, present = ("I", place[Kind.W]) if count[Kind.I][i] == 0 else ("W", place[Kind.I])
         _fail(schedule, f"{where(i)} has a split backward without its {missing}", mark(i, present))
-    pos_grad = np.where(fulls > 0, pos_b, pos_i)
-    early = pos_grad <= pos_f
+    gradient_place = np.where(count[Kind.B] > 0, place[Kind.B], place[Kind.I])
+    early = gradient_place <= place[Kind.F]
     if early.any():
         i = first(early)
         _fail(schedule, f"{where(i)}: the backward comes before (or with) its forward on rank "
-                        f"{schedule.rank_of(i // m)}", mark(i, pos_grad))
-    early_w = (weights > 0) & (pos_w <= pos_i)
+                        f"{schedule.rank_of(i // m)}", mark(i, gradient_place))
+    early_w = (count[Kind.W] > 0) & (place[Kind.W] <= place[Kind.I])
     if early_w.any():
         i = first(early_w)
         _fail(schedule, f"{where(i)}: W comes before (or with) its I on rank {schedule.rank_of(i // m)}",
-              mark(i, pos_w))
+              mark(i, place[Kind.W]))
 
 
 def validate(schedule: Schedule) -> Schedule:
-    """Raise ScheduleError unless the schedule is complete, well ordered and deadlock-free; return it."""
-    from .simulate import walk  # the same dependency walk the simulator times
+    """Raise ScheduleError unless the schedule is complete, well ordered and deadlock-free; return it.
 
+    The deadlock check is the untimed walk, whose visiting order is kept for the runtime."""
     check_structure(schedule)
-    walk(schedule)
+    execution_order(schedule)
     return schedule

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import Action, Kind, Overlap, Schedule, build_schedule, validate
+from engine import Action, Kind, Overlap, build_schedule, read_csv, validate
 from engine.ir import parse_slot
 from engine.schedules import FAMILIES
 
@@ -45,37 +45,37 @@ def _cases():
 @pytest.mark.parametrize("name, p, m, chunks", list(_cases()))
 def test_csv_round_trip_for_every_family(name, p, m, chunks):
     schedule = build_schedule(name, p, m, chunks)
-    again = Schedule.from_csv(schedule.to_csv(), name=name)
+    again = read_csv(schedule.to_csv(), name=name).schedule
     assert again == schedule
 
 
 def test_pytorch_1f1b_csv_matches_our_generator():
-    imported = validate(Schedule.from_csv((FIXTURES / "pytorch_1f1b_2ranks_3mb.csv").read_text(), name="1f1b"))
+    imported = validate(read_csv((FIXTURES / "pytorch_1f1b_2ranks_3mb.csv").read_text(), name="1f1b").schedule)
     assert imported == build_schedule("1f1b", 2, 3)
 
 
 def test_pytorch_zb_h1_csv_matches_our_generator():
-    imported = Schedule.from_csv((FIXTURES / "pytorch_zbh1_2ranks_3mb.csv").read_text(), name="zb-h1")
+    imported = read_csv((FIXTURES / "pytorch_zbh1_2ranks_3mb.csv").read_text(), name="zb-h1").schedule
     assert imported == build_schedule("zb-h1", 2, 3)
 
 
 def test_pytorch_csv_with_overlapped_pairs_reads_as_v_placement():
     # written by hand from DualPipeV's eight phases for 2 ranks and 4 micro-batches
-    imported = Schedule.from_csv((FIXTURES / "pytorch_dualpipev_2ranks_4mb.csv").read_text(), name="dualpipev")
-    assert imported.placement == "v" and imported.stages_per_rank == 2 and imported.num_microbatches == 4
+    imported = read_csv((FIXTURES / "pytorch_dualpipev_2ranks_4mb.csv").read_text(), name="dualpipev").schedule
+    assert imported.placement == "v" and imported.num_chunks == 2 and imported.num_microbatches == 4
     assert isinstance(imported.ranks[0][7], Overlap)
     assert imported == build_schedule("dualpipev", 2, 4)
 
 
 def test_empty_csv_cells_are_idle_steps_and_are_skipped():
-    imported = Schedule.from_csv((FIXTURES / "pytorch_1f1b_with_idle_cells.csv").read_text())
+    imported = read_csv((FIXTURES / "pytorch_1f1b_with_idle_cells.csv").read_text()).schedule
     assert [str(a) for a in imported.ranks[0]] == ["0F0", "0F1", "0B0", "0B1"]
     validate(imported)
 
 
 def test_placement_is_inferred_from_where_stages_live():
     # stage 2 on rank 1 of 2 ranks is V placement (loop would put it on rank 0)
-    schedule = Schedule.from_csv("0F0,3F0,3B0,0B0\n1F0,2F0,2B0,1B0\n")
+    schedule = read_csv("0F0,3F0,3B0,0B0\n1F0,2F0,2B0,1B0\n").schedule
     assert schedule.placement == "v"
     validate(schedule)
 

@@ -5,7 +5,8 @@ import re
 import pytest
 import torch
 
-from engine.models import ModelConfig, ToyModel, make_batch, partition, split_model
+from engine.model_config import ModelConfig, partition
+from engine.models import ToyModel, make_batch, split_model
 from engine.runtime.stage import accumulate_weight_gradient
 
 
@@ -29,7 +30,7 @@ def test_partition(layers, stages, rule, expected):
     (18, 4, "4,5,5", "has 3 entries for 4 stages"),
     (18, 4, "4,5,5,5", "covers 19 layers, the model has 18: 4 + 5 + 5 + 5 = 19"),
     (9, 3, "4,0,5", "leaves stage 1 empty"),
-    (9, 3, "a,b,c", "partition must be balanced, llama3 or a list"),
+    (9, 3, "a,b,c", "partition must be balanced, llama3 or blocks per stage as whole numbers ≥ 0"),
     (1, 4, "llama3", "leaves a middle stage empty"),
 ])
 def test_partition_errors_show_the_arithmetic(layers, stages, rule, message):

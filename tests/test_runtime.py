@@ -7,13 +7,11 @@ import time
 import pytest
 import torch
 
-from engine.models import ModelConfig
-from engine.runtime import ActionFailed, RunConfig, run, run_many
-from engine.runtime.distributed import RunFailed
+from engine.model_config import ModelConfig
+from engine.runtime import GRADIENT_TOLERANCE, ActionFailed, RunConfig, RunFailed, run, run_many
 from engine.schedules import FAMILIES, build_schedule
 from timeline_checks import check_timeline
 
-TOLERANCE = 1e-5  # relative, per parameter: ‖g − g_ref‖ / ‖g_ref‖
 
 
 def small(kind: str, layers: int = 8, **extra) -> ModelConfig:
@@ -22,7 +20,7 @@ def small(kind: str, layers: int = 8, **extra) -> ModelConfig:
 
 def sizes(name: str) -> dict:
     """Accepted sizes for each family (ZB-V needs m ≥ 2p−1, DualPipeV m ≥ 2p)."""
-    return {"ranks": 2, "microbatches": 4, "chunks": 2 if FAMILIES[name].takes_chunks else None}
+    return {"num_ranks": 2, "num_microbatches": 4, "num_chunks": 2 if FAMILIES[name].takes_chunks else None}
 
 
 def check(result):
@@ -30,7 +28,7 @@ def check(result):
     if result.config.backend == "emulated":  # the virtual clocks must keep the simulator's rules
         check_timeline(result.schedule, result.transfer_ms, result.measured)
     assert summary["loss"] == pytest.approx(summary["reference_loss"], rel=1e-6)
-    assert summary["max_grad_error"] < TOLERANCE
+    assert summary["max_grad_error"] < GRADIENT_TOLERANCE
     measured = result.measured.frame
     assert len(measured) == result.schedule.num_actions
     assert (measured["end"] >= measured["start"]).all()
@@ -41,21 +39,21 @@ def check(result):
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_emulated_matches_the_unsplit_model(name, kind, recompute):
-    check(run(RunConfig(schedule=name, model=small(kind), recompute=recompute, steps=1, **sizes(name))))
+    check(run(RunConfig(family=name, model=small(kind), recompute=recompute, steps=1, **sizes(name))))
 
 
 @pytest.mark.parametrize("name, ranks, partition", [("1f1b", 4, "1,4,2,1"), ("zb-h1", 4, "llama3"),
                                                     ("zb-v", 2, "0,4,4,0"), ("interleaved-1f1b", 2, "2,1,3,2")])
 def test_uneven_partitions(name, ranks, partition):
-    config = RunConfig(schedule=name, model=small("gpt"), partition=partition, steps=1,
-                       **{**sizes(name), "ranks": ranks})
+    config = RunConfig(family=name, model=small("gpt"), partition=partition, steps=1,
+                       **{**sizes(name), "num_ranks": ranks})
     check(run(config))
 
 
 # every family on the distributed backend with both models, with and without recomputation, and with an
 # uneven split; the five runs of a family share one set of processes (starting them costs seconds)
 DISTRIBUTED_RANKS = {"gpipe": 2, "1f1b": 4, "interleaved-1f1b": 2, "looped-bfs": 3, "zb-h1": 3, "zb-h2": 2,
-                     "zb-v": 2, "dualpipev": 2}
+                     "interleaved-zb": 2, "zb-v": 2, "dualpipev": 2}
 
 
 def uneven(num_stages: int, layers: int = 8) -> str:
@@ -75,7 +73,7 @@ def test_distributed_matches_the_unsplit_model(name):
     stages = build_schedule(name, ranks, 4, chunks).num_stages
     variants = [("mlp", False, "balanced"), ("mlp", True, "balanced"), ("gpt", False, "balanced"),
                 ("gpt", True, "balanced"), ("gpt", False, uneven(stages))]
-    configs = [RunConfig(schedule=name, ranks=ranks, microbatches=4, chunks=chunks, model=small(kind),
+    configs = [RunConfig(family=name, num_ranks=ranks, num_microbatches=4, num_chunks=chunks, model=small(kind),
                          recompute=recompute, partition=partition, backend="distributed", steps=1)
                for kind, recompute, partition in variants]
     for config, result in zip(configs, run_many(configs)):
@@ -90,7 +88,7 @@ def test_distributed_matches_the_unsplit_model(name):
 def test_measured_memory_follows_the_theory():
     """GPipe's peak on rank 0 grows with micro-batches; 1F1B's stays bounded by the ranks; recomputation lowers it."""
     def peak(name, m, recompute=False):
-        config = RunConfig(schedule=name, ranks=4, microbatches=m, steps=1, recompute=recompute,
+        config = RunConfig(family=name, num_ranks=4, num_microbatches=m, steps=1, recompute=recompute,
                            model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=32))
         return run(config).summary()["peak_memory_bytes"][0]
 
@@ -108,7 +106,7 @@ def test_measured_memory_follows_the_theory():
 
 def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
     def peak(name, m):
-        config = RunConfig(schedule=name, ranks=4, microbatches=m, steps=1,
+        config = RunConfig(family=name, num_ranks=4, num_microbatches=m, steps=1,
                            model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=4 * m))
         return run(config).summary()["peak_memory_bytes"][0]
 
@@ -122,7 +120,7 @@ def test_emulated_prediction_is_close_to_the_measurement(kind):
     is 5 % on a quiet machine (see benchmarks/runtime.py); 20 % here keeps the test robust to noise."""
     model = ModelConfig(kind=kind, layers=8, hidden=512 if kind == "mlp" else 128, batch=128 if kind == "mlp" else 32,
                         seq_len=32)  # the CLI's default sizes
-    result = run(RunConfig(schedule="1f1b", ranks=4, microbatches=8, model=model, steps=2))
+    result = run(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=model, steps=2))
     check(result)
     summary = result.summary()
     assert abs(summary["prediction_error"]) < 0.20, summary
@@ -130,7 +128,7 @@ def test_emulated_prediction_is_close_to_the_measurement(kind):
 
 def test_emulated_failure_names_rank_and_action():
     with pytest.raises(ActionFailed, match=r"rank 1 failed during 1F2: RuntimeError: injected failure at 1F2"):
-        run(RunConfig(schedule="1f1b", ranks=2, microbatches=4, model=small("mlp"), fail_at="1:1F2"))
+        run(RunConfig(family="1f1b", num_ranks=2, num_microbatches=4, model=small("mlp"), fail_at="1:1F2"))
 
 
 def _children() -> set[int]:
@@ -156,7 +154,7 @@ def test_distributed_failure_ends_the_run_names_the_rank_and_leaves_no_process()
     before = _children()
     started = time.monotonic()
     with pytest.raises(RunFailed, match=r"rank 2 failed during 2B1: RuntimeError: injected failure at 2B1"):
-        run(RunConfig(schedule="1f1b", ranks=3, microbatches=4, model=small("mlp", layers=3),
+        run(RunConfig(family="1f1b", num_ranks=3, num_microbatches=4, model=small("mlp", layers=3),
                       backend="distributed", fail_at="2:2B1", steps=1))
     assert time.monotonic() - started < 30
     deadline = time.monotonic() + 5
@@ -171,7 +169,7 @@ def test_two_distributed_runs_at_once_do_not_collide():
 
     def one(name):
         try:
-            results.append(run(RunConfig(schedule=name, ranks=2, microbatches=4, model=small("mlp", layers=4),
+            results.append(run(RunConfig(family=name, num_ranks=2, num_microbatches=4, model=small("mlp", layers=4),
                                          backend="distributed", steps=1)))
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
@@ -189,7 +187,7 @@ def test_two_distributed_runs_at_once_do_not_collide():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CI and this machine have none)")
 @pytest.mark.parametrize("name", ["1f1b", "zb-h1"])
 def test_emulated_on_cuda(name):
-    result = run(RunConfig(schedule=name, ranks=2, microbatches=4, model=small("gpt"), device="cuda"))
+    result = run(RunConfig(family=name, num_ranks=2, num_microbatches=4, model=small("gpt"), device="cuda"))
     summary = check(result)
     assert summary["device"].startswith("cuda")
 
@@ -198,7 +196,7 @@ def test_emulated_on_cuda(name):
 def test_measured_memory_of_identical_stages_follows_the_memory_model(name, chunks):
     """Ranks 1 and 2 of 4 hold identical blocks (rank 0 also has the embedding, rank 3 the head): the ratio of
     their measured peak bytes must be the ratio of the simulator's modelled peaks."""
-    result = run(RunConfig(schedule=name, ranks=4, microbatches=8, chunks=chunks, steps=1,
+    result = run(RunConfig(family=name, num_ranks=4, num_microbatches=8, num_chunks=chunks, steps=1,
                            model=ModelConfig(kind="mlp", layers=8 * (chunks or 1), hidden=64, batch=32)))
     measured, modelled = result.summary()["peak_memory_bytes"], result.summary()["peak_memory_model"]
     assert measured[2] / measured[1] == pytest.approx(modelled[2] / modelled[1], rel=0.04)

@@ -2,12 +2,12 @@
 
 import pytest
 
-from engine import Schedule, ScheduleError, build_schedule, validate
+from engine import Schedule, ScheduleError, build_schedule, read_csv, validate
 from engine.schedules import FAMILIES
 
 
 def _from_rows(*rows: str, **kwargs) -> Schedule:
-    return Schedule.from_csv("\n".join(rows), **kwargs)
+    return read_csv("\n".join(rows), **kwargs).schedule
 
 
 def test_deadlock_is_reported_with_the_grid_and_here_marks():

@@ -7,7 +7,7 @@ from app.charts import gantt, memory_chart
 from app.widgets import chunks_slider, schedule_picker
 from engine.models import ModelConfig
 from engine.runtime import RunConfig, run
-from engine.runtime.result import GRADIENT_TOLERANCE
+from engine.runtime import GRADIENT_TOLERANCE
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -39,7 +39,7 @@ with st.sidebar:
 # a fixed number of samples per micro-batch keeps every choice of m valid (the batch must split evenly)
 batch = (16 if kind == "mlp" else 4) * microbatches
 try:
-    config = RunConfig(schedule=name, ranks=ranks, microbatches=microbatches, chunks=chunks, recompute=recompute,
+    config = RunConfig(family=name, num_ranks=ranks, num_microbatches=microbatches, num_chunks=chunks, recompute=recompute,
                        backend=backend, model=ModelConfig(kind=kind, layers=layers, hidden=hidden, batch=batch,
                                                           seq_len=16))
 except ValueError as error:

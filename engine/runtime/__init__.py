@@ -1,14 +1,23 @@
-"""The real pipeline runtime: the same schedules, executed on toy models, timed and checked."""
+"""The real pipeline runtime: the same schedules, executed on toy models, timed and checked.
+
+Importing this package does not import PyTorch: the backends load on the first run.
+
+    python -m engine run  →  RunConfig (checks the input, builds the plan once)
+                          →  run(): emulated.run_emulated | distributed.run_distributed
+                          →  result.assemble: measured Timeline + prediction → RunResult
+"""
 
 from __future__ import annotations
 
-from .result import RunResult
-from .setup import RunConfig
-from .stage import ActionFailed
+from .config import BACKENDS, DEVICES, RunConfig, RunPlan
+from .errors import ActionFailed, RunFailed
+from .result import GRADIENT_TOLERANCE, RunResult
+from .progress import Progress, no_progress
 
 
-def run(config: RunConfig, *, progress: bool = False) -> RunResult:
-    """Run ``config`` on its backend and return the measured timeline, the prediction and the checks."""
+def run(config: RunConfig, *, progress: Progress = no_progress) -> RunResult | None:
+    """Run ``config`` on its backend and return the measured timeline, the prediction and the checks
+    (None on a torchrun rank other than 0)."""
     if config.backend == "emulated":
         from .emulated import run_emulated
 
@@ -18,7 +27,7 @@ def run(config: RunConfig, *, progress: bool = False) -> RunResult:
     return run_distributed(config, progress=progress)
 
 
-def run_many(configs: list[RunConfig], *, progress: bool = False) -> list[RunResult]:
+def run_many(configs: list[RunConfig], *, progress: Progress = no_progress) -> list[RunResult]:
     """Several runs; distributed ones share one set of processes (they must have the same number of ranks)."""
     if all(config.backend == "distributed" for config in configs):
         from .distributed import run_distributed_many
@@ -27,4 +36,5 @@ def run_many(configs: list[RunConfig], *, progress: bool = False) -> list[RunRes
     return [run(config, progress=progress) for config in configs]
 
 
-__all__ = ["ActionFailed", "RunConfig", "RunResult", "run", "run_many"]
+__all__ = ["ActionFailed", "BACKENDS", "DEVICES", "GRADIENT_TOLERANCE", "Progress", "RunConfig", "RunFailed",
+           "RunPlan", "RunResult", "no_progress", "run", "run_many"]

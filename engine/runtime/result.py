@@ -1,4 +1,5 @@
-"""A run's outcome: the measured Timeline, the simulator's prediction from the measured costs, and the checks."""
+"""A run's outcome: the measured Timeline, the simulator's prediction from the measured costs, and the checks.
+Torch-free: results travel between processes and into the app as plain numbers."""
 
 from __future__ import annotations
 
@@ -8,17 +9,17 @@ import numpy as np
 import pandas as pd
 
 from ..costs import Costs
-from ..ir import KIND_LETTERS, Schedule
-from ..simulate import simulate, timeline_from_slots
+from ..dependencies import compiled
+from ..ir import Kind, Schedule
+from ..simulate import simulate
 from ..timeline import Timeline
-from .setup import RunConfig
-
+from .config import RunConfig
 
 GRADIENT_TOLERANCE = 1e-5
 """A run's gradients "match" the unsplit model when every parameter's relative difference is below this."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
     config: RunConfig
     schedule: Schedule
@@ -38,7 +39,7 @@ class RunResult:
     splits the backward, else the model's default."""
     overhead_fraction: float | None = None
     """Emulated: share of the step's wall time spent outside the timed actions and copies (bookkeeping)."""
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def prediction_error(self) -> float:
@@ -52,7 +53,7 @@ class RunResult:
             "schedule": self.schedule.name,
             "ranks": self.schedule.num_ranks,
             "microbatches": self.schedule.num_microbatches,
-            "stages_per_rank": self.schedule.stages_per_rank,
+            "chunks": self.schedule.num_chunks,
             "model": self.config.model.kind,
             "backend": self.config.backend,
             "device": self.device,
@@ -75,54 +76,51 @@ class RunResult:
             "wall_ms_per_step": self.wall_ms_per_step,
             "overhead_fraction": self.overhead_fraction,
             "num_actions": int(len(measured.frame)),
-            "notes": self.notes,
+            "notes": list(self.notes),
         }
 
 
 def measured_stage_costs(schedule: Schedule, compute_ms: np.ndarray) -> tuple[tuple[float, float, float, float], ...]:
     """Mean measured duration of F, B, I, W on each stage (0 where a stage has no such action)."""
-    compiled = schedule.compiled
-    frame = pd.DataFrame({"stage": compiled.stage, "kind": compiled.kind, "ms": compute_ms})
+    c = compiled(schedule)
+    frame = pd.DataFrame({"stage": c.stage, "kind": c.kind, "ms": compute_ms})
     means = frame.groupby(["stage", "kind"])["ms"].mean()
-    return tuple(
-        tuple(float(means.get((stage, kind), 0.0)) for kind in range(len(KIND_LETTERS)))
-        for stage in range(schedule.num_stages)
-    )
+    return tuple(tuple(float(means.get((stage, kind), 0.0)) for kind in Kind) for stage in range(schedule.num_stages))
 
 
 def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> float | None:
     """What share of a micro-batch's bytes is still held after I (W's inputs), from the measured changes:
     1 + Σ(change at I) / Σ(change at the forwards of split micro-batches). None when nothing is split."""
-    compiled = schedule.compiled
+    c = compiled(schedule)
     memory = np.asarray(memory_bytes, dtype=float)
     before = np.r_[0.0, memory[:-1]]
-    before[np.r_[True, compiled.rank[1:] != compiled.rank[:-1]]] = 0.0  # each rank starts empty
+    before[np.r_[True, c.rank[1:] != c.rank[:-1]]] = 0.0  # each rank starts empty
     change = memory - before
-    kind = compiled.kind
-    is_input = kind == 2
+    is_input = c.kind == Kind.I
     if not is_input.any():
         return None
-    split = set(zip(compiled.stage[is_input].tolist(), compiled.microbatch[is_input].tolist()))
-    forwards = [i for i in np.flatnonzero(kind == 0) if (compiled.stage[i], compiled.microbatch[i]) in split]
+    split = set(zip(c.stage[is_input].tolist(), c.microbatch[is_input].tolist()))
+    forwards = [i for i in np.flatnonzero(c.kind == Kind.F) if (c.stage[i], c.microbatch[i]) in split]
     added = change[forwards].sum()
     if added <= 0:
         return None
     return float(np.clip(1.0 + change[is_input].sum() / added, 0.0, 1.0))
 
 
-def assemble(config: RunConfig, schedule: Schedule, *, starts, ends, compute_ms, memory_bytes, transfer_ms: float,
-             waits: pd.DataFrame | None = None, **fields) -> RunResult:
+def assemble(config: RunConfig, *, starts, ends, compute_ms, memory_bytes, transfer_ms: float,
+             waits: pd.DataFrame | None = None, notes: tuple[str, ...] = (), **fields) -> RunResult:
     """Build the measured Timeline and the prediction from the measured costs, side by side.
 
     The prediction's memory model uses the share of bytes W still needs after I as measured in this run
     (for these small models nearly all of it: W keeps each layer's input and output gradient)."""
+    schedule = config.plan.schedule
     w_fraction = None if config.recompute else measured_w_memory_fraction(schedule, memory_bytes)
     costs = Costs(stage_costs=measured_stage_costs(schedule, np.asarray(compute_ms)), comm=transfer_ms,
                   recompute=config.recompute, **({} if w_fraction is None else {"w_memory_fraction": w_fraction}))
-    predicted = simulate(schedule, costs)
-    measured = timeline_from_slots(schedule, starts, ends, memory_bytes, source="measured",
+    predicted = simulate(schedule, costs, check=False)
+    measured = Timeline.from_slots(schedule, starts, ends, memory_bytes, source="measured", waits=waits,
                                    compute_ms=np.asarray(compute_ms),
                                    memory_model=predicted.frame["memory_after"].to_numpy())
-    measured.waits = waits
     return RunResult(config=config, schedule=schedule, measured=measured, predicted=predicted,
-                     transfer_ms=transfer_ms, w_memory_fraction=costs.w_memory_fraction, **fields)
+                     transfer_ms=transfer_ms, w_memory_fraction=costs.w_memory_fraction, notes=tuple(notes),
+                     **fields)

@@ -31,17 +31,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..ir import Action, Kind
-from ..models import Stage
+from ..models import Stage, ToyModel, make_batch, split_model
+from .config import RunConfig
 
 WEIGHTED_LAYERS = (nn.Linear, nn.LayerNorm, nn.Embedding)
-
-
-class ActionFailed(RuntimeError):
-    """An action raised; carries which rank and action, for the error the user sees."""
-
-    def __init__(self, rank: int, action: Action | str, cause: BaseException):
-        super().__init__(f"rank {rank} failed during {action}: {type(cause).__name__}: {cause}")
-        self.rank, self.action, self.cause = rank, str(action), cause
 
 
 @dataclass
@@ -201,6 +194,23 @@ class RankWorker:
         for stage in self.stages.values():
             stage.zero_grad(set_to_none=True)
         self.losses.clear()
+
+
+def build_worker(config: RunConfig, rank: int, device: torch.device) -> RankWorker:
+    """The stages rank ``rank`` holds, copied from the seeded full model, and its share of the data."""
+    schedule = config.plan.schedule
+    model = ToyModel(config.model)
+    stages = split_model(model, list(config.plan.stage_layers))
+    mine = {s.index: s.to(device) for s in stages if schedule.rank_of(s.index) == rank}
+    x, target = make_batch(config.model)
+    m = config.num_microbatches
+    # clones: a view would share the whole batch's storage, and memory is counted per storage
+    inputs = [chunk.to(device).clone() for chunk in x.chunk(m)]
+    targets = [chunk.to(device).clone() for chunk in target.chunk(m)]
+    c = config.plan.compiled
+    split = set(zip(c.stage[c.kind == Kind.I].tolist(), c.microbatch[c.kind == Kind.I].tolist()))
+    return RankWorker(rank, mine, inputs, targets, num_stages=schedule.num_stages, split=split,
+                      recompute=config.recompute, device=device, fail_at=config.failure_for(rank))
 
 
 def accumulate_weight_gradient(module: nn.Module, x: torch.Tensor, g: torch.Tensor) -> None:

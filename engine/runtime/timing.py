@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 import time
-
 import torch
-
 
 class ActionClock:
     """``start()``/``stop(token)`` around an action; ``milliseconds(handle)`` once the step has finished."""
@@ -38,24 +35,3 @@ class ActionClock:
             start, end = handle
             return float(start.elapsed_time(end))
         return float(handle)
-
-
-class Progress:
-    """A one-line progress bar on stderr (quiet when disabled)."""
-
-    def __init__(self, total: int, label: str, enabled: bool):
-        self.total, self.label, self.enabled = max(total, 1), label, enabled
-        self.shown = -1
-
-    def update(self, done: int, note: str = "") -> None:
-        if not self.enabled:
-            return
-        percent = int(100 * done / self.total)
-        if percent == self.shown and done != self.total:
-            return
-        self.shown = percent
-        bar = "#" * (percent // 5)
-        sys.stderr.write(f"\r{self.label} [{bar:<20}] {percent:3d}% {note}")
-        if done >= self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()

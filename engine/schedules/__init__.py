@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..ir import Schedule
+from .depth_first import one_f_one_b
 from .dualpipe import dualpipev
 from .gpipe import gpipe
-from .interleaved import interleaved_1f1b, looped_bfs
-from .one_f_one_b import one_f_one_b
+from .interleaved import interleaved_1f1b, interleaved_zero_bubble, looped_bfs
 from .zero_bubble import zb_h1, zb_h2, zb_v
 
 
@@ -20,41 +20,63 @@ class Family:
     name: str
     """Registry key, e.g. "zb-h1"."""
     build: Callable[..., Schedule]
-    """Pure generator (num_ranks, num_microbatches[, chunks]) -> Schedule."""
+    """Pure generator (num_ranks, num_microbatches[, num_chunks]) -> Schedule."""
     title: str
     """One line for menus."""
-    takes_chunks: bool = False
-    """True when the family has a stages-per-rank parameter (v ≥ 2)."""
+    fixed_chunks: int | None = 1
+    """Model chunks per rank when the family fixes them (1, or 2 for the V-shaped ones); None when the user
+    chooses (v ≥ 2, the ``--chunks`` option)."""
     splits_backward: bool = False
     """True when the family uses I and W instead of B."""
-    fixed_stages_per_rank: int = 1
-    """Stages per rank of a family without a chunks option (2 for the V-shaped ones)."""
+    minimum_microbatches: Callable[[int], int] | None = None
+    """For families built for at least this many micro-batches on p ranks (then trimmed to the request)."""
+    minimum_reason: str = ""
+    """Why that minimum, in words, for the notice the app shows."""
 
+    @property
+    def takes_chunks(self) -> bool:
+        return self.fixed_chunks is None
+
+    def built_for(self, num_ranks: int, num_microbatches: int) -> int:
+        """The micro-batch count the generator builds before trimming to ``num_microbatches``."""
+        if self.minimum_microbatches is None:
+            return num_microbatches
+        return max(num_microbatches, self.minimum_microbatches(num_ranks))
+
+
+DEFAULT_CHUNKS = 2
+"""v for a family that takes chunks when none is given."""
 
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
         Family("gpipe", gpipe, "GPipe"),
         Family("1f1b", one_f_one_b, "1F1B (PipeDream-flush)"),
-        Family("interleaved-1f1b", interleaved_1f1b, "Interleaved 1F1B (Megatron)", takes_chunks=True),
-        Family("looped-bfs", looped_bfs, "Looped BFS", takes_chunks=True),
+        Family("interleaved-1f1b", interleaved_1f1b, "Interleaved 1F1B (Megatron)", fixed_chunks=None),
+        Family("looped-bfs", looped_bfs, "Looped BFS", fixed_chunks=None),
         Family("zb-h1", zb_h1, "ZB-H1 (zero bubble, 1F1B memory)", splits_backward=True),
         Family("zb-h2", zb_h2, "ZB-H2 (zero bubble, 2p−1 memory)", splits_backward=True),
-        Family("zb-v", zb_v, "ZB-V (V placement)", splits_backward=True, fixed_stages_per_rank=2),
-        Family("dualpipev", dualpipev, "DualPipeV (overlapped F&B)", splits_backward=True, fixed_stages_per_rank=2),
+        Family("interleaved-zb", interleaved_zero_bubble, "Interleaved zero bubble (ZB1P, v chunks)",
+               fixed_chunks=None, splits_backward=True),
+        Family("zb-v", zb_v, "ZB-V (V placement)", fixed_chunks=2, splits_backward=True,
+               minimum_microbatches=lambda p: 2 * p - 1,
+               minimum_reason="its warm-up alone starts 2p−1 micro-batches on chunk 0"),
+        Family("dualpipev", dualpipev, "DualPipeV (overlapped F&B)", fixed_chunks=2, splits_backward=True,
+               minimum_microbatches=lambda p: 2 * p,
+               minimum_reason="its steady phase needs m ≥ 2p to overlap a forward with a backward on every rank"),
     )
 }
 
 
-def build_schedule(name: str, num_ranks: int, num_microbatches: int, chunks: int | None = None) -> Schedule:
+def build_schedule(name: str, num_ranks: int, num_microbatches: int, num_chunks: int | None = None) -> Schedule:
     """Build a family's schedule by name; ValueError for an unknown name or unaccepted sizes."""
     family = FAMILIES.get(name)
     if family is None:
         raise ValueError(f"unknown schedule {name!r}; choose one of: {', '.join(FAMILIES)}")
     if family.takes_chunks:
-        return family.build(num_ranks, num_microbatches, 2 if chunks is None else chunks)
-    fixed = family.fixed_stages_per_rank
-    if chunks is not None and chunks != fixed:
-        raise ValueError(f"{name} always has {fixed} stage(s) per rank, so it takes no chunks option (got {chunks}); "
-                         f"only {', '.join(n for n, f in FAMILIES.items() if f.takes_chunks)} take chunks")
+        return family.build(num_ranks, num_microbatches, DEFAULT_CHUNKS if num_chunks is None else num_chunks)
+    fixed = family.fixed_chunks
+    if num_chunks is not None and num_chunks != fixed:
+        raise ValueError(f"{name} always has {fixed} chunk(s) per rank, so it takes no chunks option (got "
+                         f"{num_chunks}); only {', '.join(n for n, f in FAMILIES.items() if f.takes_chunks)} take chunks")
     return family.build(num_ranks, num_microbatches)

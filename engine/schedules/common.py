@@ -1,52 +1,30 @@
-"""Helpers shared by the schedule generators: argument checks with the arithmetic in the message."""
+"""Helpers shared by the schedule generators: argument checks with the arithmetic in the message, and
+trimming a schedule built for more micro-batches."""
 
 from __future__ import annotations
 
-from ..ir import Action, Kind, Schedule, slot_actions
-
-MAX_RANKS = 256
-MAX_MICROBATCHES = 16384
+from ..ir import Schedule, slot_actions
+from ..limits import MAX_CHUNKS, MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
 
 
-def check_sizes(family: str, num_ranks: int, num_microbatches: int) -> None:
+def check_sizes(family: str, num_ranks: int, num_microbatches: int, num_chunks: int = 1) -> None:
     """User errors are ValueError with the numbers in the message (torchtitan's rule)."""
-    for label, value, limit in (("ranks", num_ranks, MAX_RANKS), ("microbatches", num_microbatches, MAX_MICROBATCHES)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{family}: {label} must be a whole number, got {value!r}")
-        if not 1 <= value <= limit:
-            raise ValueError(f"{family}: {label} must be between 1 and {limit}, got {value}")
+    whole_number("ranks", num_ranks, 1, MAX_RANKS, family)
+    whole_number("microbatches", num_microbatches, 1, MAX_MICROBATCHES, family)
+    check_pairs(num_ranks, num_microbatches, num_chunks, family)
 
 
-def check_chunks(family: str, chunks: int, *, minimum: int, maximum: int = 64) -> None:
-    if isinstance(chunks, bool) or not isinstance(chunks, int):
-        raise ValueError(f"{family}: chunks must be a whole number, got {chunks!r}")
-    if not minimum <= chunks <= maximum:
-        raise ValueError(f"{family}: chunks (stages per rank) must be between {minimum} and {maximum}, got {chunks}")
+def check_chunks(family: str, num_chunks: int, *, minimum: int) -> None:
+    whole_number("chunks (model chunks per rank, v)", num_chunks, minimum, MAX_CHUNKS, family)
 
 
-def forward(stage: int, microbatch: int) -> Action:
-    return Action(stage, Kind.F, microbatch)
-
-
-def backward(stage: int, microbatch: int) -> Action:
-    return Action(stage, Kind.B, microbatch)
-
-
-def backward_input(stage: int, microbatch: int) -> Action:
-    return Action(stage, Kind.I, microbatch)
-
-
-def backward_weight(stage: int, microbatch: int) -> Action:
-    return Action(stage, Kind.W, microbatch)
-
-
-def keep_microbatches(schedule, num_microbatches: int):
+def keep_microbatches(schedule: Schedule, num_microbatches: int) -> Schedule:
     """The same schedule with every action of micro-batch ≥ ``num_microbatches`` removed.
 
-    Families whose pattern needs more micro-batches (a multiple of p, or at least 2p−1) are built for the
-    next accepted count and trimmed, as PyTorch's ScheduleZBVZeroBubble does. Trimming keeps the schedule
-    valid: the remaining dependencies are a subset, and each rank's order is a subsequence of an order that
-    had no cycle, so it has none either.
+    Families whose pattern needs more micro-batches (at least 2p−1, or 2p) are built for the next accepted
+    count and trimmed, as PyTorch's ScheduleZBVZeroBubble does. Trimming keeps the schedule valid: the
+    remaining dependencies are a subset, and each rank's order is a subsequence of an order that had no
+    cycle, so it has none either.
     """
     if num_microbatches == schedule.num_microbatches:
         return schedule
@@ -60,5 +38,6 @@ def keep_microbatches(schedule, num_microbatches: int):
             elif actions:  # half of an overlapped pair: it runs alone
                 kept.append(actions[0])
         ranks.append(tuple(kept))
-    return Schedule(schedule.name, schedule.num_ranks, num_microbatches, schedule.stages_per_rank,
+    return Schedule(schedule.name, schedule.num_ranks, num_microbatches, schedule.num_chunks,
                     schedule.placement, tuple(ranks))
+

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..ir import Action, Kind, Overlap, Schedule
+from ..limits import check_pairs
 from .common import check_sizes, keep_microbatches
 
 
@@ -31,9 +32,10 @@ def dualpipev(num_ranks: int, num_microbatches: int) -> Schedule:
     other alone). Accepts any m ≥ 1.
     """
     family = "dualpipev"
-    check_sizes(family, num_ranks, num_microbatches)
+    check_sizes(family, num_ranks, num_microbatches, 2)
     p, m = num_ranks, num_microbatches
     requested, m = m, max(m, 2 * p)
+    check_pairs(p, m, 2, f"{family} (built for {m} micro-batches, the fewest it runs on, 2p)")
     ranks = []
     for rank in range(p):
         stage_of_chunk = (rank, 2 * p - 1 - rank)

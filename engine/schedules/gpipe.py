@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..ir import Schedule
-from .common import backward, check_sizes, forward
+from ..ir import Action, Kind, Schedule
+from .common import check_sizes
 
 
 def gpipe(num_ranks: int, num_microbatches: int) -> Schedule:
@@ -16,7 +16,7 @@ def gpipe(num_ranks: int, num_microbatches: int) -> Schedule:
     check_sizes("gpipe", num_ranks, num_microbatches)
     ranks = []
     for rank in range(num_ranks):
-        slots = [forward(rank, mb) for mb in range(num_microbatches)]  # fill
-        slots += [backward(rank, mb) for mb in range(num_microbatches)]  # drain
+        slots = [Action(rank, Kind.F, mb) for mb in range(num_microbatches)]  # fill
+        slots += [Action(rank, Kind.B, mb) for mb in range(num_microbatches)]  # drain
         ranks.append(tuple(slots))
     return Schedule("gpipe", num_ranks, num_microbatches, 1, "loop", tuple(ranks))

@@ -7,30 +7,12 @@ The paper calls I "B"; here B is PyTorch's full backward.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import defaultdict
 
-from ..ir import Schedule
-from .common import backward_input, backward_weight, check_sizes, forward, keep_microbatches
-
-
-def _split_backward_rank(stage: int, num_microbatches: int, warmup: int, weight_lag: int) -> list:
-    """One rank of a 1F1B-shaped schedule with split backward.
-
-    ``warmup`` forwards first; then rounds of F, I and — once ``weight_lag`` rounds have passed — the
-    oldest pending W; the W's still pending at the end close the list (they fill the cool-down bubble).
-    """
-    m = num_microbatches
-    slots = [forward(stage, mb) for mb in range(warmup)]  # warm-up
-    pending_weights: deque[int] = deque()
-    for round_index in range(m):
-        if warmup + round_index < m:  # steady: one forward per round while any remain
-            slots.append(forward(stage, warmup + round_index))
-        slots.append(backward_input(stage, round_index))  # cool-down once the forwards run out
-        pending_weights.append(round_index)
-        if round_index >= weight_lag:
-            slots.append(backward_weight(stage, pending_weights.popleft()))
-    slots += [backward_weight(stage, mb) for mb in pending_weights]  # fill the tail with deferred W
-    return slots
+from ..ir import Action, Kind, Schedule
+from ..limits import check_pairs
+from .common import check_sizes, keep_microbatches
+from .depth_first import depth_first_schedule
 
 
 def zb_h1(num_ranks: int, num_microbatches: int) -> Schedule:
@@ -42,12 +24,9 @@ def zb_h1(num_ranks: int, num_microbatches: int) -> Schedule:
     the busiest rank); idle per rank (p−1)(T_F + T_I − T_W) — one third of 1F1B's when F = I = W
     (paper Table 2). Accepts any p ≥ 1, m ≥ 1.
     """
-    check_sizes("zb-h1", num_ranks, num_microbatches)
-    p, m = num_ranks, num_microbatches
-    ranks = tuple(
-        tuple(_split_backward_rank(rank, m, warmup=min(p - 1 - rank, m), weight_lag=rank)) for rank in range(p)
-    )
-    return Schedule("zb-h1", p, m, 1, "loop", ranks)
+    return depth_first_schedule("zb-h1", num_ranks, num_microbatches, warmup_hops=1, split_backward=True,
+                                weight_lag_per_rank=1)
+
 
 def zb_h2(num_ranks: int, num_microbatches: int) -> Schedule:
     """ZB-H2 (Zero Bubble paper §3, Figure 4): more warm-up forwards and later W's than ZB-H1.
@@ -61,13 +40,8 @@ def zb_h2(num_ranks: int, num_microbatches: int) -> Schedule:
     ``Timeline.span_idle_per_rank`` for the paper's count and ``idle_per_rank`` for one step's.
     Peak memory 2p−1 micro-batches on rank 0 (paper Table 2). Accepts any p ≥ 1, m ≥ 1.
     """
-    check_sizes("zb-h2", num_ranks, num_microbatches)
-    p, m = num_ranks, num_microbatches
-    ranks = tuple(
-        tuple(_split_backward_rank(rank, m, warmup=min(2 * (p - 1 - rank), m), weight_lag=2 * rank))
-        for rank in range(p)
-    )
-    return Schedule("zb-h2", p, m, 1, "loop", ranks)
+    return depth_first_schedule("zb-h2", num_ranks, num_microbatches, warmup_hops=2, split_backward=True,
+                                weight_lag_per_rank=2)
 
 
 def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:
@@ -88,48 +62,46 @@ def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:
     the extra micro-batches are dropped, as PyTorch's ScheduleZBVZeroBubble does. Accepts any m ≥ 1.
     """
     family = "zb-v"
-    check_sizes(family, num_ranks, num_microbatches)
+    check_sizes(family, num_ranks, num_microbatches, 2)
     p, m = num_ranks, num_microbatches
     requested, m = m, max(m, 2 * p - 1)
+    check_pairs(p, m, 2, f"{family} (built for {m} micro-batches, the fewest it runs on, 2p−1)")
     ranks = []
     for rank in range(p):
         down, up = rank, 2 * p - 1 - rank  # chunk 0 and chunk 1 stages of this rank
         slots = []
-        next_f = {down: 0, up: 0}
-        next_i = {down: 0, up: 0}
-        next_w = {down: 0, up: 0}
+        taken: dict[tuple[Kind, int], int] = defaultdict(int)  # next micro-batch of each (kind, stage)
 
-        def run(kind: str, stage: int) -> None:
-            counter, make = {"F": (next_f, forward), "I": (next_i, backward_input), "W": (next_w, backward_weight)}[kind]
-            slots.append(make(stage, counter[stage]))
-            counter[stage] += 1
+        def run(kind: Kind, stage: int) -> None:
+            slots.append(Action(stage, kind, taken[kind, stage]))
+            taken[kind, stage] += 1
 
         for _ in range(2 * (p - rank) - 1):  # warm-up: fill chunk 0
-            run("F", down)
+            run(Kind.F, down)
         for _ in range(rank):
-            run("F", up)
-            run("F", down)
+            run(Kind.F, up)
+            run(Kind.F, down)
         for _ in range(p - rank):  # first backwards of chunk 1, W at once (memory stays flat)
-            run("F", up)
-            run("I", up)
-            run("W", up)
-        while next_f[up] < m:  # steady
-            if next_f[down] < m:
-                run("F", down)
-            run("I", down)
-            run("W", down)
-            run("F", up)
-            run("I", up)
-            run("W", up)
+            run(Kind.F, up)
+            run(Kind.I, up)
+            run(Kind.W, up)
+        while taken[Kind.F, up] < m:  # steady
+            if taken[Kind.F, down] < m:
+                run(Kind.F, down)
+            run(Kind.I, down)
+            run(Kind.W, down)
+            run(Kind.F, up)
+            run(Kind.I, up)
+            run(Kind.W, up)
         for _ in range(rank):  # cool-down: input gradients first, they are on the critical path
-            run("I", down)
-            run("I", up)
+            run(Kind.I, down)
+            run(Kind.I, up)
         for _ in range(p - rank):
-            run("I", down)
-            run("W", down)
-        while next_w[up] < m:  # the held-back W's fill the tail
-            run("W", up)
-        while next_w[down] < m:
-            run("W", down)
+            run(Kind.I, down)
+            run(Kind.W, down)
+        while taken[Kind.W, up] < m:  # the held-back W's fill the tail
+            run(Kind.W, up)
+        while taken[Kind.W, down] < m:
+            run(Kind.W, down)
         ranks.append(tuple(slots))
     return keep_microbatches(Schedule(family, p, m, 2, "v", tuple(ranks)), requested)

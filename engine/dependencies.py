@@ -1,0 +1,282 @@
+"""Who needs whose output: the one home of the hand-off rules, the schedule compiled to arrays that apply
+them, and the walk that visits a schedule in dependency order. The validator, the simulator and both
+runtime backends ask this module; none of them writes a rule again.
+
+[Note: hand-off rules] (DESIGN.md). A finished action leaves a *product*:
+
+    F(s, mb)     the activation of stage s (on the last stage: the loss)
+    I/B(s, mb)   the gradient of stage s's input
+    W(s, mb)     nothing anyone waits for
+
+and needs at most one product from a neighbour stage and one from its own stage:
+
+    F(s, mb)     activation of s−1 (s > 0)                        —
+    I/B(s, mb)   input gradient of s+1 (s < last)                  activation of s (its own forward)
+    W(s, mb)     —                                                 input gradient of s (its own I)
+
+Activations flow to the next stage, input gradients to the previous one (``FLOW``). A product made on
+another rank arrives ``comm`` after its producer ends; on the same rank, at once.
+
+Keys: each product is one integer, ``(product × stages + stage) × micro-batches + micro-batch``, so the
+walk's tables are flat lists and the distributed backend uses the key as its message tag.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
+
+import numpy as np
+
+from .ir import Kind, Overlap, Schedule
+
+
+class ScheduleError(ValueError):
+    """A schedule that cannot run; the message shows the grid with ``<-- here``."""
+
+
+class Product(enum.IntEnum):
+    """What a finished action leaves for others."""
+
+    ACTIVATION = 0
+    INPUT_GRADIENT = 1
+
+
+FLOW = {Product.ACTIVATION: +1, Product.INPUT_GRADIENT: -1}
+"""Which way each product travels: activations to the next stage, input gradients to the previous one."""
+
+
+class Handoff(NamedTuple):
+    """One product of one stage and micro-batch."""
+
+    product: Product
+    stage: int
+    microbatch: int
+
+    def __str__(self) -> str:
+        if self.product is Product.ACTIVATION:
+            return f"{self.stage}F{self.microbatch}"
+        return f"{self.stage}I{self.microbatch}/{self.stage}B{self.microbatch}"
+
+
+def handoff_keys(kind: np.ndarray, stage: np.ndarray, microbatch: np.ndarray, num_stages: int,
+                 num_microbatches: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rules of [Note: hand-off rules] for arrays of actions: the key each action makes, the key it needs
+    from a neighbour stage and the key it needs from its own stage (−1: none)."""
+    per_product = num_stages * num_microbatches
+
+    def key(product, at_stage):
+        return product * per_product + at_stage * num_microbatches + microbatch
+
+    is_forward = kind == Kind.F
+    is_gradient = (kind == Kind.B) | (kind == Kind.I)
+    product = np.where(is_forward, Product.ACTIVATION, Product.INPUT_GRADIENT)
+    makes = np.where(is_forward | is_gradient, key(product, stage), -1)
+    # the neighbour's product comes from the stage it flows from: s − FLOW
+    neighbour_stage = stage - np.where(is_forward, FLOW[Product.ACTIVATION], FLOW[Product.INPUT_GRADIENT])
+    has_neighbour = (is_forward | is_gradient) & (neighbour_stage >= 0) & (neighbour_stage < num_stages)
+    from_neighbour = np.where(has_neighbour, key(product, neighbour_stage), -1)
+    own_product = np.where(kind == Kind.W, Product.INPUT_GRADIENT, Product.ACTIVATION)
+    from_own = np.where(is_forward, -1, key(own_product, stage))
+    return makes, from_neighbour, from_own
+
+
+def consumer_stage(handoff: Handoff, num_stages: int) -> int | None:
+    """The neighbour stage a product is handed to, or None at the ends of the model."""
+    stage = handoff.stage + FLOW[handoff.product]
+    return stage if 0 <= stage < num_stages else None
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledSchedule:
+    """The schedule as flat integer arrays, one entry per action in rank-then-list order, with the hand-off
+    keys of each action. Built once per schedule (``compiled``), shared by the validator, the simulator, the
+    runtime and the Timeline."""
+
+    num_ranks: int
+    num_stages: int
+    num_microbatches: int
+    rank: np.ndarray
+    step: np.ndarray
+    """Position of the action's slot in its rank's list."""
+    stage: np.ndarray
+    kind: np.ndarray
+    """``Kind`` codes."""
+    microbatch: np.ndarray
+    slot: np.ndarray
+    """Index of the action's slot, numbered 0..num_slots−1 across ranks (both halves of a pair share one)."""
+    overlapped: np.ndarray
+    slot_first_action: np.ndarray
+    """Index of each slot's first action, and the number of actions at the end."""
+    rank_first_slot: np.ndarray
+    """Index of each rank's first slot, and the number of slots at the end."""
+    owner: np.ndarray
+    """Rank of each stage."""
+    makes: np.ndarray
+    """Key of the product each action makes (−1 for W)."""
+    from_neighbour: np.ndarray
+    """Key of the product each action needs from a neighbour stage (−1: none)."""
+    from_own: np.ndarray
+    """Key of the product each action needs from its own stage (−1: none)."""
+
+    @property
+    def num_slots(self) -> int:
+        return len(self.slot_first_action) - 1
+
+    @property
+    def num_actions(self) -> int:
+        return len(self.stage)
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> "CompiledSchedule":
+        flat, slot_sizes, rank_sizes = [], [], []
+        for slots in schedule.ranks:
+            rank_sizes.append(len(slots))
+            if not any(type(slot) is Overlap for slot in slots):
+                flat.extend(slots)
+                slot_sizes.extend([1] * len(slots))
+                continue
+            for slot in slots:
+                pair = type(slot) is Overlap
+                flat.extend(slot.actions if pair else (slot,))
+                slot_sizes.append(2 if pair else 1)
+        triples = np.fromiter((value for action in flat for value in action), dtype=np.int64,
+                              count=3 * len(flat)).reshape(-1, 3)  # (stage, kind, micro-batch) per action
+        stage, kind, microbatch = triples[:, 0], triples[:, 1], triples[:, 2]
+        sizes = np.asarray(slot_sizes, dtype=np.int64)
+        slot = np.repeat(np.arange(len(sizes)), sizes)
+        rank_first_slot = np.concatenate([[0], np.cumsum(rank_sizes)]).astype(np.int64)
+        rank_of_slot = np.repeat(np.arange(schedule.num_ranks), rank_sizes)
+        step_of_slot = np.arange(len(sizes)) - rank_first_slot[rank_of_slot]
+        num_stages, m = schedule.num_stages, schedule.num_microbatches
+        in_range = (stage >= 0) & (stage < num_stages) & (microbatch >= 0) & (microbatch < m)
+        # out-of-range actions get no keys; the validator reports them before anything walks
+        keys = handoff_keys(kind, np.clip(stage, 0, num_stages - 1), np.clip(microbatch, 0, m - 1), num_stages, m)
+        makes, from_neighbour, from_own = (np.where(in_range, k, -1) for k in keys)
+        return cls(
+            num_ranks=schedule.num_ranks, num_stages=num_stages, num_microbatches=m,
+            rank=rank_of_slot[slot], step=step_of_slot[slot], stage=stage, kind=kind, microbatch=microbatch,
+            slot=slot, overlapped=sizes[slot] > 1,
+            slot_first_action=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            rank_first_slot=rank_first_slot,
+            owner=np.asarray([schedule.rank_of(s) for s in range(num_stages)], dtype=np.int64),
+            makes=makes, from_neighbour=from_neighbour, from_own=from_own,
+        )
+
+    def decode(self, key: int) -> Handoff:
+        product, rest = divmod(int(key), self.num_stages * self.num_microbatches)
+        stage, microbatch = divmod(rest, self.num_microbatches)
+        return Handoff(Product(product), stage, microbatch)
+
+    def producer_rank(self, key: int) -> int:
+        return int(self.owner[self.decode(key).stage])
+
+    @cached_property
+    def neighbour_is_remote(self) -> np.ndarray:
+        """True where the neighbour's product comes from another rank (and pays the transfer time)."""
+        needs = self.from_neighbour >= 0
+        producer_stage = np.where(needs, (self.from_neighbour % (self.num_stages * self.num_microbatches))
+                                  // self.num_microbatches, 0)
+        return needs & (self.owner[producer_stage] != self.rank)
+
+    @cached_property
+    def sends_to(self) -> np.ndarray:
+        """Stage that receives each action's product (−1 where nothing is handed on: W, the model's ends)."""
+        flow = np.where(self.kind == Kind.F, FLOW[Product.ACTIVATION], FLOW[Product.INPUT_GRADIENT])
+        target = self.stage + flow
+        return np.where((self.makes >= 0) & (target >= 0) & (target < self.num_stages), target, -1)
+
+
+def compiled(schedule: Schedule) -> CompiledSchedule:
+    """The compiled arrays of ``schedule``, built on first use and kept on the schedule itself (as
+    ``functools.cached_property`` would: a frozen dataclass's ``__dict__`` still takes new entries)."""
+    cache = schedule.__dict__
+    if "_compiled" not in cache:
+        cache["_compiled"] = CompiledSchedule.of(schedule)
+    return cache["_compiled"]
+
+
+class Walk(NamedTuple):
+    starts: list[float]
+    """Start of every slot, in flat slot order."""
+    ends: list[float]
+    order: list[int]
+    """The slots in the order they were visited: an order a single process can execute the schedule in."""
+
+
+def walk(schedule: Schedule, slot_durations=None, comm: float = 0.0) -> Walk:
+    """Time every slot: each rank runs its list in order, a slot starts at max(rank free, every input
+    arrived). ``slot_durations`` (per flat slot; None = all zero). Raises ScheduleError on deadlock.
+
+    Because each rank's order is fixed, start times follow from the dependencies alone: the walk visits slots
+    in a dependency order and needs no global event queue. A rank that waits for a product whose producer can
+    never run is a deadlock; that does not depend on costs, which is how ``validate`` uses it.
+    """
+    c = compiled(schedule)
+    p = schedule.num_ranks
+    durations = [0.0] * c.num_slots if slot_durations is None else np.asarray(slot_durations, float).tolist()
+    first_action = c.slot_first_action.tolist()
+    makes, from_neighbour, from_own = c.makes.tolist(), c.from_neighbour.tolist(), c.from_own.tolist()
+    delay = (c.neighbour_is_remote * comm).tolist()
+    done: list = [None] * (2 * c.num_stages * c.num_microbatches)  # key -> when its product exists
+    waiting: dict[int, list[int]] = {}  # key -> ranks blocked on it
+    starts, ends = [0.0] * c.num_slots, [0.0] * c.num_slots
+    order: list[int] = []
+    pointer = c.rank_first_slot[:-1].tolist()
+    stop = c.rank_first_slot[1:].tolist()
+    free = [0.0] * p
+    queue = deque(range(p))
+    while queue:
+        rank = queue.popleft()
+        flat = pointer[rank]
+        while flat < stop[rank]:
+            ready = free[rank]
+            blocked = -1
+            for i in range(first_action[flat], first_action[flat + 1]):
+                for key, hop in ((from_own[i], 0.0), (from_neighbour[i], delay[i])):
+                    if key < 0:
+                        continue
+                    arrived = done[key]
+                    if arrived is None:
+                        blocked = key
+                        break
+                    if arrived + hop > ready:
+                        ready = arrived + hop
+                if blocked >= 0:
+                    break
+            if blocked >= 0:
+                waiting.setdefault(blocked, []).append(rank)
+                break
+            end = ready + durations[flat]
+            starts[flat], ends[flat] = ready, end
+            order.append(flat)
+            for i in range(first_action[flat], first_action[flat + 1]):
+                key = makes[i]
+                if key >= 0:
+                    done[key] = end
+                    woken = waiting.pop(key, None)
+                    if woken:
+                        queue.extend(woken)
+            free[rank] = end
+            flat += 1
+        pointer[rank] = flat
+    stuck = {r: pointer[r] - int(c.rank_first_slot[r]) for r in range(p) if pointer[r] < stop[r]}
+    if stuck:
+        notes = {rank: f"waits for {c.decode(key)} (rank {c.producer_rank(key)})"
+                 for key, ranks in waiting.items() for rank in ranks}
+        raise ScheduleError(
+            f"deadlock: {len(stuck)} rank(s) wait for each other and can never continue\n"
+            + schedule.grid(mark=stuck, notes=notes, max_rows=24)
+        )
+    return Walk(starts, ends, order)
+
+
+def execution_order(schedule: Schedule) -> list[int]:
+    """The untimed walk's visiting order, computed once per schedule (validation computes it)."""
+    cache = schedule.__dict__
+    if "_execution_order" not in cache:
+        cache["_execution_order"] = walk(schedule).order
+    return cache["_execution_order"]

@@ -1,0 +1,38 @@
+"""What the engine accepts, in one place, with the arithmetic in every refusal.
+
+The work of a schedule grows with ranks × micro-batches × chunks — the number of (stage, micro-batch)
+pairs, each with one forward and one backward (two actions when the backward is split). ``MAX_PAIRS``
+bounds that product so the slowest family (ZB-H2, three actions a pair) builds, checks and simulates in a
+few seconds and well under 1 GB on a 2-core machine (``benchmarks/simulate.py --limits`` measures it).
+"""
+
+from __future__ import annotations
+
+MAX_RANKS = 256
+MAX_MICROBATCHES = 16384
+MAX_CHUNKS = 64
+MAX_PAIRS = 131_072
+"""p × m × v: (stage, micro-batch) pairs in one schedule."""
+MAX_CSV_BYTES = 8 * 1024 * 1024
+"""A schedule CSV larger than this is refused before it is parsed."""
+MAX_CSV_CELLS = 8 * MAX_PAIRS
+"""Cells (actions, communication actions and idle steps) in one CSV."""
+
+
+def whole_number(label: str, value, low: int, high: int, who: str = "") -> int:
+    """``value`` if it is an int in [low, high]; otherwise ValueError saying what is accepted."""
+    prefix = f"{who}: " if who else ""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{prefix}{label} must be a whole number from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{prefix}{label} must be from {low} to {high}, got {value}")
+    return value
+
+
+def check_pairs(num_ranks: int, num_microbatches: int, num_chunks: int, who: str = "") -> None:
+    """Refuse a schedule whose ranks × micro-batches × chunks exceeds ``MAX_PAIRS``, showing the product."""
+    pairs = num_ranks * num_microbatches * num_chunks
+    if pairs > MAX_PAIRS:
+        prefix = f"{who}: " if who else ""
+        raise ValueError(f"{prefix}{num_ranks} ranks × {num_microbatches} micro-batches × {num_chunks} chunk(s) = "
+                         f"{pairs:,} (stage, micro-batch) pairs; the lab simulates up to {MAX_PAIRS:,}")

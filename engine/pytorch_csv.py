@@ -1,0 +1,145 @@
+"""Schedules in PyTorch's CSV format: one line per rank, comma-separated actions.
+
+This is what ``torch.distributed.pipelining`` writes with ``_dump_csv`` and torchtitan reads with
+``pipeline_parallel_schedule_csv``. Two forms exist:
+
+* compute-only: ``0F0,0F1,1F0,…`` (``F``, ``B``, ``I``, ``W``, ``(0F7;7B3)OVERLAP_F_B``; empty cells are idle
+  steps; PyTorch 2.13 also writes ``0REDUCE_GRAD`` into it);
+* lowered ("compute_comms"): the same plus ``0SEND_F0``, ``1RECV_F0``, ``SEND_B``, ``RECV_B`` and FSDP's
+  ``UNSHARD``/``RESHARD``/``REDUCE_GRAD``.
+
+Both read here. The compute actions drive the simulation; the communication actions are counted and set
+aside (``CsvReading.set_aside``), because the simulator derives every transfer from the hand-off rules.
+
+The micro-batch count, unless given, is the most forwards any one stage runs — not the largest index + 1 — so
+a rank that numbers its micro-batches off by one (PyTorch 2.13's ``Schedule1F1B`` writes ``3F1,…,3F8`` on
+its last rank) is blamed where its own out-of-range action stands.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .ir import Action, Kind, Schedule, parse_slot, rank_of_stage, slot_actions
+from .limits import MAX_CSV_BYTES, MAX_CSV_CELLS, MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
+
+COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD")
+_COMMUNICATION_RE = re.compile(r"(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)(\d*)")
+
+
+@dataclass(frozen=True)
+class CsvReading:
+    """A schedule read from CSV text, and what was read besides its compute actions."""
+
+    schedule: Schedule
+    set_aside: dict[str, int] = field(default_factory=dict)
+    """Communication actions read and not simulated, by type (e.g. {"SEND_F": 12})."""
+    microbatches_inferred: bool = False
+    """True when the micro-batch count was not given but inferred (see the module docstring)."""
+
+    def describe(self) -> str:
+        """One line for the CLI and the app: what was read."""
+        schedule = self.schedule
+        text = (f"read {schedule.num_actions} compute actions on {schedule.num_ranks} ranks "
+                f"({schedule.num_stages} stages, {schedule.num_microbatches} micro-batches"
+                f"{', inferred' if self.microbatches_inferred else ''}, {schedule.placement} placement)")
+        if self.set_aside:
+            counts = ", ".join(f"{name} {count}" for name, count in sorted(self.set_aside.items()))
+            text += (f"; set aside {sum(self.set_aside.values())} communication actions ({counts}): the simulator "
+                     f"derives transfers from the hand-off rules")
+        return text
+
+
+def _parse_cell(text: str, rank: int, column: int, set_aside: Counter):
+    """A compute slot, or None for a communication action (counted in ``set_aside``)."""
+    match = _COMMUNICATION_RE.fullmatch(text)
+    if match:
+        set_aside[match.group(2)] += 1
+        return None
+    try:
+        return parse_slot(text)
+    except ValueError as error:
+        raise ValueError(f"rank {rank}, column {column + 1}: {error} (also read: an overlapped pair "
+                         f"(0F7;7B3)OVERLAP_F_B, and PyTorch's {', '.join(COMMUNICATION)})") from None
+
+
+def read_csv(text: str, *, num_microbatches: int | None = None, placement: str | None = None,
+             name: str = "imported") -> CsvReading:
+    """Read PyTorch/torchtitan per-rank CSV rows (compute-only or lowered with communication actions).
+
+    The number of stages is the largest stage index + 1; the placement is inferred from where the stages
+    are (stage p on rank p−1 means "v") unless given.
+    """
+    if len(text) > MAX_CSV_BYTES:
+        raise ValueError(f"the schedule CSV has {len(text):,} characters; the lab reads up to {MAX_CSV_BYTES:,}")
+    cells = text.count(",") + text.count("\n") + 1
+    if cells > MAX_CSV_CELLS:
+        raise ValueError(f"the schedule CSV has about {cells:,} cells; the lab reads up to {MAX_CSV_CELLS:,}")
+    if num_microbatches is not None:
+        whole_number("micro-batches", num_microbatches, 1, MAX_MICROBATCHES)
+    set_aside: Counter = Counter()
+    ranks = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if len(ranks) == MAX_RANKS:
+            raise ValueError(f"the schedule CSV has more than {MAX_RANKS} non-empty lines (one per rank); the lab "
+                             f"reads up to {MAX_RANKS} ranks")
+        rank = len(ranks)
+        slots = (_parse_cell(cell.strip(), rank, column, set_aside)
+                 for column, cell in enumerate(line.split(",")) if cell.strip())
+        ranks.append(tuple(slot for slot in slots if slot is not None))
+    if not ranks:
+        raise ValueError("the schedule CSV is empty: expected one line of actions per rank")
+    num_ranks = len(ranks)
+    actions = [(rank, a) for rank, slots in enumerate(ranks) for slot in slots for a in slot_actions(slot)]
+    if not actions:
+        raise ValueError("the schedule CSV has no compute actions (F, B, I, W)")
+    num_stages = max(a.stage for _, a in actions) + 1
+    if num_stages % num_ranks:
+        raise ValueError(f"the CSV uses {num_stages} stages on {num_ranks} ranks; stages must be a multiple of ranks "
+                         f"({num_stages} = {num_stages // num_ranks}×{num_ranks} + {num_stages % num_ranks})")
+    num_chunks = num_stages // num_ranks
+    inferred = num_microbatches is None
+    if inferred:
+        forwards_per_stage = Counter(a.stage for _, a in set(actions) if a.kind is Kind.F)
+        num_microbatches = max(forwards_per_stage.values(), default=1)
+    check_pairs(num_ranks, num_microbatches, num_chunks, "the schedule CSV")
+    if placement is None:
+        placement = _infer_placement(actions, num_ranks, num_stages)
+    schedule = Schedule(name, num_ranks, num_microbatches, num_chunks, placement, tuple(ranks))
+    return CsvReading(schedule, dict(set_aside), inferred)
+
+
+def _infer_placement(actions: list[tuple[int, Action]], num_ranks: int, num_stages: int) -> str:
+    """V only when every action sits where V placement (2 chunks per rank) puts it; otherwise loop, and the
+    validator marks any action on the wrong rank."""
+    fits_v = num_stages == 2 * num_ranks and all(rank_of_stage(a.stage, num_ranks, "v") == rank for rank, a in actions)
+    fits_loop = all(rank_of_stage(a.stage, num_ranks, "loop") == rank for rank, a in actions)
+    return "v" if fits_v and not fits_loop else "loop"
+
+
+def read_csv_file(path: str, **options) -> CsvReading:
+    """Read a schedule CSV file: at most ``MAX_CSV_BYTES`` (refused beyond, before parsing), UTF-8 with or
+    without a byte-order mark. Every error names the file."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CSV_BYTES + 1)
+    except OSError as error:
+        raise ValueError(f"cannot read {path}: {error.strerror}") from None
+    if len(data) > MAX_CSV_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_CSV_BYTES // (1024 * 1024)} MiB, the most the lab reads as a "
+                         f"schedule CSV")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}): "
+                         f"expected PyTorch's schedule CSV") from None
+    if "\x00" in text:
+        raise ValueError(f"{path} holds NUL bytes: it is not a schedule CSV")
+    try:
+        return read_csv(text, **options)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None

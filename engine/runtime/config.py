@@ -1,0 +1,108 @@
+"""One runtime experiment (``RunConfig``) and what it derives once (``RunPlan``): torch-free, so bad input
+is refused before PyTorch is even imported."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ..dependencies import CompiledSchedule, compiled, execution_order
+from ..ir import Schedule, all_actions
+from ..limits import whole_number
+from ..model_config import ModelConfig, partition
+from ..schedules import build_schedule
+from ..validate import validate
+
+BACKENDS = ("emulated", "distributed")
+DEVICES = ("auto", "cpu", "cuda")
+MAX_STEPS = 100
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The validated schedule and the split of the model, built once per config and passed down to the
+    backend, the worker and the result (one build, one structure check, one untimed walk)."""
+
+    schedule: Schedule
+    stage_layers: tuple[int, ...]
+    """Blocks on each stage."""
+
+    @property
+    def compiled(self) -> CompiledSchedule:
+        return compiled(self.schedule)
+
+    @property
+    def order(self) -> list[int]:
+        """An order of the slots (flat indices) one process can run them in."""
+        return execution_order(self.schedule)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One runtime experiment: a schedule executed on a toy model."""
+
+    family: str = "1f1b"
+    """Schedule family name (``engine.schedules.FAMILIES``)."""
+    num_ranks: int = 4
+    """p: pipeline ranks (devices)."""
+    num_microbatches: int = 8
+    """m: micro-batches per step; must divide the batch."""
+    num_chunks: int | None = None
+    """v: model chunks per rank, for families that take it."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The toy model and its data."""
+    partition: str = "balanced"
+    """"balanced", "llama3" or blocks per stage such as "4,5,5,4"."""
+    backend: str = "emulated"
+    """"emulated" (one process, virtual device clocks) or "distributed" (one process per rank)."""
+    device: str = "auto"
+    """"auto" (one GPU per rank when there are enough, else CPU), "cpu" or "cuda"."""
+    recompute: bool = False
+    """Keep only stage inputs in the forward; re-run it before the backward."""
+    steps: int = 2
+    """Training steps to run; the timeline is the last one's (the first pays one-off costs such as autograd's
+    start-up, ~0.5 s in a fresh process). Weights are not updated between steps, so every step is checked
+    against the same unsplit reference."""
+    transfer_ms: float | None = None
+    """Emulated: time for an activation to reach another device; None = measured (the copy's own time)."""
+    timeout_s: float = 30.0
+    """Distributed: how long a rank may wait for another before the run is ended."""
+    fail_at: str | None = None
+    """Inject a failure, "RANK:ACTION" such as "1:1F3" (tests of the failure path)."""
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        whole_number("steps", self.steps, 1, MAX_STEPS)
+        if self.model.batch % self.num_microbatches:
+            b, m = self.model.batch, self.num_microbatches
+            raise ValueError(f"batch ({b}) must split into {m} equal micro-batches: {b} = {b // m}×{m} + {b % m}; "
+                             f"try --batch {max(m, b - b % m)}")
+        if self.transfer_ms is not None and not 0 <= self.transfer_ms < float("inf"):
+            raise ValueError(f"transfer time must be a finite number ≥ 0 ms, got {self.transfer_ms}")
+        if not 0 < self.timeout_s < float("inf"):
+            raise ValueError(f"timeout must be a finite number > 0 s, got {self.timeout_s}")
+        if self.fail_at is not None:
+            rank, sep, action = self.fail_at.partition(":")
+            if not sep or not rank.isdigit() or not action:
+                raise ValueError(f"fail_at must look like RANK:ACTION, e.g. 1:1F3; got {self.fail_at!r}")
+        self.plan  # a bad schedule, split or failure point fails here, before any work
+
+    @cached_property
+    def plan(self) -> RunPlan:
+        schedule = validate(build_schedule(self.family, self.num_ranks, self.num_microbatches, self.num_chunks))
+        if self.fail_at is not None:
+            rank, _, action = self.fail_at.partition(":")
+            if int(rank) >= self.num_ranks:
+                raise ValueError(f"fail_at {self.fail_at}: there is no rank {rank} (ranks 0..{self.num_ranks - 1})")
+            if action not in {str(a) for r, a in all_actions(schedule) if r == int(rank)}:
+                raise ValueError(f"fail_at {self.fail_at}: rank {rank} never runs {action}")
+        return RunPlan(schedule, tuple(partition(self.model.layers, schedule.num_stages, self.partition)))
+
+    def failure_for(self, rank: int) -> str | None:
+        if self.fail_at is None:
+            return None
+        fail_rank, _, action = self.fail_at.partition(":")
+        return action if int(fail_rank) == rank else None

@@ -1,0 +1,70 @@
+"""The engine's shape: no import cycle between its modules, a torch-free simulator, one enumeration of kinds."""
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ENGINE = Path(__file__).resolve().parents[1] / "engine"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ENGINE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Engine modules this file imports, anywhere in it (lazy imports inside functions count too)."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = base[:len(base) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            candidates = [target] + [f"{target}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        else:
+            continue
+        found.update(c for c in candidates if c.startswith("engine"))
+    return found
+
+
+def test_no_import_cycle_inside_the_engine():
+    modules = {module_name(path): path for path in ENGINE.rglob("*.py")}
+    graph = {name: {m for m in imports_of(path) if m in modules and m != name} for name, path in modules.items()}
+    state: dict[str, str] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = "open"
+        for target in sorted(graph[name]):
+            if state.get(target) == "open":
+                raise AssertionError("import cycle: " + " → ".join(trail[trail.index(target):] + [name, target]))
+            if target not in state:
+                visit(target, trail + [name])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [])
+    assert len(graph) > 20  # the walk saw the engine
+
+
+def test_simulate_never_imports_torch():
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "engine", "simulate", "--schedule", "zb-h1",
+                             "--ranks", "4", "--microbatches", "8", "--json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time")]
+    assert "engine.simulate" in imported and "engine.runtime.config" in imported  # the log is real
+    assert not [name for name in imported if name == "torch" or name.startswith("torch.")]
+
+
+def test_kind_codes_are_never_bare_numbers():
+    """One enumeration (ir.Kind) everywhere: no ``kind == 2`` or ``kind != 3`` in the engine."""
+    bare = re.compile(r"\bkinds?\b\s*(==|!=|<|>)\s*\d|\bkind\s+in\s+\(\d")
+    offenders = [f"{path.name}:{number}: {line.strip()}"
+                 for path in ENGINE.rglob("*.py")
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if bare.search(line)]
+    assert offenders == []
