@@ -1,20 +1,92 @@
-"""Sidebar widgets several pages share. Keys are prefixed by the page (``pg_``, ``rr_``)."""
+"""Sidebar widgets the pages share. Keys are prefixed by the page (``pg_``, ``cp_``, ``ed_``, ``rr_``); the
+projector switch is one key for every page (``app_projector``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
 
 import streamlit as st
 
-from engine.schedules import FAMILIES, Family
+from engine import FAMILIES
+from engine.schedules import Family
+
+from .settings import MAX_CHUNKS, MAX_COST, MAX_MICROBATCHES, MAX_RANKS, MIN_CHUNKS, LabSettings
+from .state import remember, restore, seed
+
+PROJECTOR = "app_projector"
+FIELDS = tuple(asdict(LabSettings()))
+DEFAULT_OVERLAPPED = 2.5
+PROJECTOR_ROOT_PX = 21
+"""Root font size in projector mode; Streamlit's smallest text (captions, 0.875 rem) is then 18 px."""
 
 
-def schedule_picker(prefix: str, default: str) -> tuple[str, Family]:
-    """A select box of every schedule family, by its title."""
+def keys(prefix: str) -> dict[str, str]:
+    return {field: f"{prefix}_{field}" for field in FIELDS}
+
+
+def widget_values(prefix: str, settings: LabSettings) -> dict[str, object]:
+    values = {keys(prefix)[field]: value for field, value in asdict(settings).items()}
+    values[f"{prefix}_overlapped"] = DEFAULT_OVERLAPPED if settings.overlapped is None else settings.overlapped
+    return values
+
+
+def projector_toggle() -> bool:
+    """Larger fonts and rows for a lecture hall; ``&projector=1`` in a link turns it on."""
+    if "projector" in st.query_params and st.session_state.get("_projector_link") != st.query_params["projector"]:
+        st.session_state["_projector_link"] = st.query_params["projector"]
+        seed({PROJECTOR: st.query_params["projector"] in ("1", "true")})
+    restore([PROJECTOR], {PROJECTOR: False})
+    value = st.sidebar.toggle("Projector mode", key=PROJECTOR, help="Fonts of 18 px and more, taller rows.")
+    remember([PROJECTOR])
+    if value:  # Streamlit sizes its text in rem: a larger root font enlarges the whole page
+        st.html(f"<style>html {{ font-size: {PROJECTOR_ROOT_PX}px; }}</style>")
+    return value
+
+
+def schedule_picker(key: str, label: str = "Schedule") -> Family:
     names = list(FAMILIES)
-    name = st.selectbox("Schedule", names, index=names.index(default), key=f"{prefix}_schedule",
-                        format_func=lambda n: FAMILIES[n].title)
-    return name, FAMILIES[name]
+    name = st.selectbox(label, names, key=key, format_func=lambda n: FAMILIES[n].title)
+    return FAMILIES[name]
 
 
-def chunks_slider(prefix: str, family: Family, maximum: int) -> int | None:
-    """Stages per rank, shown only for the families that have them."""
-    if not family.takes_chunks:
-        return None
-    return st.slider("Stages per rank, v", 2, maximum, 2, key=f"{prefix}_chunks")
+def lab_sidebar(prefix: str, *, with_schedule: bool = True, split_costs: bool | None = None) -> LabSettings:
+    """The schedule, sizes and costs of one configuration. ``split_costs`` forces the F, I, W inputs (Compare,
+    editor); by default the family decides (B, or I and W)."""
+    names = keys(prefix)
+    restore(list(names.values()), widget_values(prefix, LabSettings()))
+    with st.sidebar:
+        family = schedule_picker(names["schedule"]) if with_schedule else None
+        st.slider("Ranks (devices), p", 1, MAX_RANKS, key=names["ranks"])
+        st.slider("Micro-batches, m", 1, MAX_MICROBATCHES, key=names["microbatches"])
+        if family is None or family.takes_chunks:
+            st.slider("Chunks per rank, v", MIN_CHUNKS, MAX_CHUNKS, key=names["chunks"],
+                      help="Model chunks each rank holds (interleaved schedules only).")
+        st.markdown("**Costs** (one micro-batch through one rank's share of the model)")
+        number = dict(min_value=0.0, max_value=MAX_COST, step=0.25)
+        st.number_input("F forward", key=names["forward"], **number)
+        split = family.splits_backward if split_costs is None else split_costs
+        if split:
+            st.number_input("I input-gradient backward", key=names["backward_input"], **number,
+                            help="The Zero Bubble paper calls this pass B.")
+            st.number_input("W weight-gradient backward", key=names["backward_weight"], **number)
+        else:
+            st.number_input("B full backward", key=names["backward"], **number)
+        if family is not None and family.name == "dualpipev":
+            st.number_input("F&B overlapped pair", key=names["overlapped"], min_value=0.0, max_value=2 * MAX_COST,
+                            step=0.25, help="One forward and one backward run together; F + B means no gain.")
+        st.number_input("Transfer between ranks", key=names["comm"], **number,
+                        help="Time from the end of an action to its output's arrival on another rank.")
+        recompute = st.toggle("Recompute activations", key=names["recompute"],
+                              help="A forward keeps only part of its activations; the backward re-runs it first.")
+        if recompute:
+            st.slider("Share a forward keeps", 0.0, 1.0, step=0.05, key=names["keep"],
+                      help="The stage input and little else; the rest is rebuilt by re-running the forward.")
+    remember(list(names.values()))
+    state = st.session_state
+    schedule = state[names["schedule"]] if with_schedule else "zb-h1"
+    return LabSettings(schedule=schedule, ranks=state[names["ranks"]], microbatches=state[names["microbatches"]],
+                       chunks=state[names["chunks"]], forward=state[names["forward"]],
+                       backward=state[names["backward"]], backward_input=state[names["backward_input"]],
+                       backward_weight=state[names["backward_weight"]],
+                       overlapped=state[names["overlapped"]] if schedule == "dualpipev" else None,
+                       comm=state[names["comm"]], recompute=state[names["recompute"]], keep=state[names["keep"]])

@@ -183,6 +183,14 @@ class CompiledSchedule:
         return needs & (self.owner[producer_stage] != self.rank)
 
     @cached_property
+    def producer_of_neighbour(self) -> np.ndarray:
+        """Index of the action that makes each action's neighbour product (−1: none needed)."""
+        action_of_key = np.full(2 * self.num_stages * self.num_microbatches, -1, dtype=np.int64)
+        made = self.makes >= 0
+        action_of_key[self.makes[made]] = np.flatnonzero(made)
+        return np.where(self.from_neighbour >= 0, action_of_key[np.maximum(self.from_neighbour, 0)], -1)
+
+    @cached_property
     def sends_to(self) -> np.ndarray:
         """Stage that receives each action's product (−1 where nothing is handed on: W, the model's ends)."""
         flow = np.where(self.kind == Kind.F, FLOW[Product.ACTIVATION], FLOW[Product.INPUT_GRADIENT])

@@ -74,7 +74,21 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
     if ends and not np.isfinite(ends).all():
         raise ValueError(f"the simulated times overflow (a step ends at {max(ends):g}): the costs are too large "
                          f"for {schedule.num_actions:,} actions; use smaller numbers")
-    return Timeline.from_slots(schedule, starts, ends, memory_after(schedule, costs), source="simulated")
+    return Timeline.from_slots(schedule, starts, ends, memory_after(schedule, costs), source="simulated",
+                               comm=costs.comm, recompute=recompute_time(schedule, costs))
+
+
+def recompute_time(schedule: Schedule, costs: Costs) -> np.ndarray:
+    """Per action, the time a B or I spends first re-running its forward (recomputation), else 0."""
+    c = compiled(schedule)
+    if not costs.recompute:
+        return np.zeros(c.num_actions)
+    if costs.stage_costs is not None:  # measured: the forward's own mean time stands for its re-run
+        per_stage = np.asarray(costs.stage_costs, dtype=float)[:, Kind.F]
+    else:
+        scale = np.asarray(costs.stage_scale or (1.0,) * schedule.num_stages, dtype=float)
+        per_stage = costs.forward * scale / schedule.num_chunks
+    return np.where((c.kind == Kind.B) | (c.kind == Kind.I), per_stage[c.stage], 0.0)
 
 
 def _cumsum_by_group(values: np.ndarray, groups: np.ndarray) -> np.ndarray:

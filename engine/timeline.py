@@ -21,6 +21,8 @@ import pandas as pd
 from .dependencies import compiled
 from .ir import Kind, Schedule
 
+KIND_LETTERS = np.array([kind.name for kind in Kind])
+
 
 def _snap(idle: float, scale: float) -> float:
     """Sums of float durations leave ±1e-16 crumbs; an idle time that small is zero."""
@@ -39,6 +41,9 @@ class Timeline:
     waits: pd.DataFrame | None = None
     """Measured runs on separate processes: time each rank spent blocked on a receive, one row per wait
     (rank, start, end, waiting_for); kept apart from compute, so busy time is compute only."""
+    transfers: pd.DataFrame | None = None
+    """One row per hand-off between ranks (``TRANSFER_COLUMNS``): the producer's end (``depart``) and the
+    arrival ``comm`` later; an action on the same rank as its producer needs no transfer."""
 
     COLUMNS = (
         "rank",  # device index
@@ -52,37 +57,52 @@ class Timeline:
         "step",  # position in the rank's list; both actions of an overlapped pair share it
         "overlapped",  # True for the two halves of an overlapped F&B pair
         "source",  # "simulated" or "measured"
+        "recompute",  # time at the start of a B or I spent re-running the forward (0 without recomputation)
     )
+    TRANSFER_COLUMNS = ("from_rank", "to_rank", "depart", "arrive", "what")
 
     @classmethod
     def from_columns(cls, columns: dict, num_ranks: int, *, source: str, name: str = "",
-                     waits: pd.DataFrame | None = None) -> "Timeline":
+                     waits: pd.DataFrame | None = None, transfers: pd.DataFrame | None = None) -> "Timeline":
         frame = pd.DataFrame(columns)
         frame["source"] = source
+        if "recompute" not in frame:
+            frame["recompute"] = 0.0
         extras = [c for c in frame.columns if c not in cls.COLUMNS]
-        return cls(frame[list(cls.COLUMNS) + extras], num_ranks, name, waits)
+        return cls(frame[list(cls.COLUMNS) + extras], num_ranks, name, waits, transfers)
 
     @classmethod
-    def from_slots(cls, schedule: Schedule, starts, ends, memory_after, *, source: str,
+    def from_slots(cls, schedule: Schedule, starts, ends, memory_after, *, source: str, comm: float = 0.0,
                    waits: pd.DataFrame | None = None, **extra) -> "Timeline":
         """The Timeline of a schedule whose slots ran at ``starts``/``ends`` (flat slot order); ``memory_after``
         per action in the compiled (rank-then-list) order. The simulator and the runtime both build theirs here;
-        ``extra`` adds per-action columns."""
+        ``comm`` is the transfer time between ranks; ``extra`` adds per-action columns."""
         c = compiled(schedule)
+        start = np.asarray(starts, dtype=float)[c.slot]
+        end = np.asarray(ends, dtype=float)[c.slot]
         columns = {
             "rank": c.rank,
             "stage": c.stage,
             "chunk": c.stage // schedule.num_ranks,
             "microbatch": c.microbatch,
-            "kind": np.array([kind.name for kind in Kind])[c.kind],
-            "start": np.asarray(starts, dtype=float)[c.slot],
-            "end": np.asarray(ends, dtype=float)[c.slot],
+            "kind": KIND_LETTERS[c.kind],
+            "start": start,
+            "end": end,
             "memory_after": np.asarray(memory_after, dtype=float),
             "step": c.step,
             "overlapped": c.overlapped,
             **extra,
         }
-        return cls.from_columns(columns, schedule.num_ranks, source=source, name=schedule.name, waits=waits)
+        remote = np.flatnonzero(c.neighbour_is_remote)
+        producer = c.producer_of_neighbour[remote]
+        transfers = pd.DataFrame({
+            "from_rank": c.rank[producer], "to_rank": c.rank[remote], "depart": end[producer],
+            "arrive": end[producer] + comm,
+            "what": [f"{stage}{KIND_LETTERS[kind]}{mb}" for stage, kind, mb in
+                     zip(c.stage[producer].tolist(), c.kind[producer].tolist(), c.microbatch[producer].tolist())],
+        }, columns=list(cls.TRANSFER_COLUMNS))
+        return cls.from_columns(columns, schedule.num_ranks, source=source, name=schedule.name, waits=waits,
+                                transfers=transfers)
 
     # -- metrics ----------------------------------------------------------------------------------------
     def _slots(self) -> pd.DataFrame:
@@ -127,6 +147,26 @@ class Timeline:
             for r in range(self.num_ranks)
         ]
 
+    def idle_intervals(self) -> pd.DataFrame:
+        """Every stretch a rank sits idle between 0 and the makespan (columns rank, start, end): the bubble,
+        drawn as its own blocks."""
+        slots = self._slots().sort_values(["rank", "start"])
+        origin, makespan = (self.frame["start"].min(), self.frame["end"].max()) if len(self.frame) else (0.0, 0.0)
+        rows = []
+        for rank in range(self.num_ranks):
+            mine = slots[slots["rank"] == rank]
+            starts = np.r_[mine["start"].to_numpy(), makespan]
+            ends = np.r_[origin, mine["end"].to_numpy()]
+            gap = starts - ends
+            keep = gap > 1e-9 * max(makespan - origin, 1.0)
+            rows.append(pd.DataFrame({"rank": rank, "start": ends[keep], "end": starts[keep]}))
+        return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["rank", "start", "end"])
+
+    @property
+    def num_transfers(self) -> int:
+        """Hand-offs that cross from one rank to another (each pays the transfer time once)."""
+        return 0 if self.transfers is None else len(self.transfers)
+
     def peak_memory_per_rank(self) -> list[float]:
         peaks = self.frame.groupby("rank")["memory_after"].max().clip(lower=0.0)
         return [round(float(peaks.get(rank, 0.0)), 9) for rank in range(self.num_ranks)]
@@ -144,6 +184,7 @@ class Timeline:
             "span_idle": self.span_idle_per_rank(),
             "peak_memory": self.peak_memory_per_rank(),
             "num_actions": int(len(self.frame)),
+            "transfers": self.num_transfers,
         }
 
     # -- export ------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The Streamlit app through AppTest: the Playground runs, shows the engine's numbers, and reports bad input."""
+"""The Streamlit pages through AppTest: each shows the engine's numbers, keeps its URL in step, reports bad
+input as an error element (never an exception), and keeps the visitor's settings across pages."""
 
 import base64
 import json
@@ -8,12 +9,13 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import Costs, build_schedule, simulate
+from app.settings import LabSettings, compare_from_query, settings_from_query
+from engine import FAMILIES, Costs, build_schedule, simulate
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
 
 
-def _figure(at, index=0):
+def figure(at, index=0) -> dict:
     return json.loads(at.get("plotly_chart")[index].proto.spec)
 
 
@@ -24,82 +26,208 @@ def values(array) -> list:
     return list(array)
 
 
-@pytest.fixture
-def app():
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def open_app(query: dict | None = None, page: str | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60)
+    if query:
+        at.query_params.update(query)
     at.run()
-    assert not at.exception
+    if page:
+        at.switch_page(page)
+        at.run()
+    assert not at.exception, at.exception
     return at
 
 
-def test_playground_shows_the_simulated_gantt_and_bubble(app):
+def expected_cards(timeline) -> dict[str, str]:
+    summary = timeline.summary()
+    return {"Makespan": f"{summary['makespan']:.4g}", "Bubble fraction": f"{summary['bubble_fraction']:.1%}",
+            "Bubble ratio": f"{summary['bubble_ratio']:.3f}",
+            "Peak memory": f"{max(summary['peak_memory']):.3g}", "Transfers": f"{summary['transfers']:,}"}
+
+
+# -- Playground --------------------------------------------------------------------------------------------
+def test_playground_default_shows_the_engines_numbers_and_writes_its_url():
+    at = open_app()
     expected = simulate(build_schedule("1f1b", 4, 8), Costs(forward=1, backward=2))
-    figure = _figure(app)
-    kinds = {trace["name"][0] for trace in figure["data"]}
-    assert kinds == {"F", "B"}
-    assert sum(len(values(trace["y"])) for trace in figure["data"]) == len(expected.frame)
-    metrics = {m.label: m.value for m in app.metric}
-    assert metrics["Bubble fraction"] == f"{expected.bubble_fraction:.1%}"
-    assert metrics["Makespan"] == f"{expected.makespan:.4g}"
+    shown = metrics(at)
+    assert {k: shown[k] for k in expected_cards(expected)} == expected_cards(expected)
+    assert at.query_params == {"schedule": "1f1b", "ranks": "4", "microbatches": "8", "chunks": "2",
+                               "costs": "F=1,B=2", "comm": "0", "recompute": "0"}
+    drawn = figure(at)
+    bars = sum(len(values(t["y"])) for t in drawn["data"] if t["type"] == "bar" and t["name"][0] in "FBIW")
+    assert bars == len(expected.frame)
+    assert any(t["name"] == "idle (the bubble)" for t in drawn["data"])
 
 
-def test_changing_schedule_and_sizes_recomputes(app):
-    app.selectbox(key="pg_schedule").set_value("zb-h1")
-    app.slider(key="pg_ranks").set_value(6)
-    app.slider(key="pg_microbatches").set_value(12)
-    app.run()
-    assert not app.exception
-    expected = simulate(build_schedule("zb-h1", 6, 12), Costs(forward=1, backward_input=1, backward_weight=1))
-    assert {m.label: m.value for m in app.metric}["Bubble fraction"] == f"{expected.bubble_fraction:.1%}"
-    kinds = {trace["name"][0] for trace in _figure(app)["data"]}
-    assert kinds == {"F", "I", "W"}
+def test_a_link_sets_the_page_and_round_trips():
+    at = open_app({"schedule": "gpipe", "ranks": "4", "microbatches": "6"})
+    assert metrics(at)["Bubble fraction"] == "33.3%"
+    settings, problems = settings_from_query(at.query_params)
+    assert problems == [] and settings.schedule == "gpipe" and settings.microbatches == 6
+    assert settings.to_query() == at.query_params
+    why = " ".join(m.value for m in at.markdown)
+    assert "(4 − 1) / (6 + 4 − 1) = 3/9 = **33.3%**" in why and "the simulation gives **33.3%**" in why
 
 
-def test_chunks_slider_appears_for_interleaved(app):
-    app.selectbox(key="pg_schedule").set_value("interleaved-1f1b")
-    app.run()
-    app.slider(key="pg_microbatches").set_value(8)
-    app.slider(key="pg_chunks").set_value(4)
-    app.run()
-    assert not app.error and not app.exception
-    figure = _figure(app)
-    assert sum(len(values(trace["y"])) for trace in figure["data"]) == 4 * 4 * 8 * 2
+@pytest.mark.parametrize("query, problem", [
+    ({"ranks": "99"}, "ranks=99: expected a whole number from 1 to 32; using 4"),
+    ({"schedule": "nope"}, "schedule=nope: not a schedule"),
+    ({"costs": "F=banana"}, "costs=F=banana: cannot read cost"),
+    ({"recompute": "maybe"}, "recompute=maybe: expected 0 or 1"),
+])
+def test_a_bad_link_warns_and_uses_defaults(query, problem):
+    at = open_app(query)
+    assert any(problem in w.value for w in at.warning)
+    assert metrics(at)["Makespan"] == f"{simulate(build_schedule('1f1b', 4, 8)).makespan:.4g}"
 
 
-def test_dualpipev_draws_overlapped_pairs_as_half_bars(app):
-    app.selectbox(key="pg_schedule").set_value("dualpipev")
-    app.run()
-    assert not app.exception
-    widths = [w for trace in _figure(app)["data"] for w in values(trace["width"])]
+def test_widgets_recompute_and_idle_inside_span_shows_when_it_differs():
+    at = open_app()
+    at.selectbox(key="pg_schedule").set_value("zb-h2")
+    at.slider(key="pg_ranks").set_value(6)
+    at.slider(key="pg_microbatches").set_value(12)
+    at.run()
+    assert not at.exception
+    timeline = simulate(build_schedule("zb-h2", 6, 12), Costs(forward=1, backward_input=1, backward_weight=1))
+    shown = metrics(at)
+    assert {k: shown[k] for k in expected_cards(timeline)} == expected_cards(timeline)
+    span = sum(timeline.span_idle_per_rank()) / (6 * timeline.makespan)
+    assert shown["Idle inside span"] == f"{span:.1%}" != shown["Bubble fraction"]
+    assert at.query_params["schedule"] == "zb-h2" and at.query_params["costs"] == "F=1,I=1,W=1"
+
+
+def test_over_the_bound_is_an_error_with_the_arithmetic_and_the_last_chart_stays():
+    at = open_app({"schedule": "interleaved-1f1b", "ranks": "32", "microbatches": "256", "chunks": "2"})
+    assert not at.error
+    at.slider(key="pg_chunks").set_value(8)
+    at.run()
+    assert not at.exception
+    assert any("32 ranks × 256 micro-batches × 8 chunk(s) = 65,536" in e.value and "16,384" in e.value
+               for e in at.error)
+    assert at.get("plotly_chart") and "2 chunks per rank" in figure(at)["layout"]["title"]["text"]
+
+
+def test_a_family_built_for_more_microbatches_says_so_in_a_notice_and_the_title():
+    at = open_app({"schedule": "zb-v", "ranks": "4", "microbatches": "1"})
+    assert any("built for 7 and runs the first 1" in i.value for i in at.info)
+    assert "1 micro-batches (built for 7, 6 dropped)" in figure(at)["layout"]["title"]["text"]
+
+
+def test_recomputation_states_its_memory_rule_and_draws_its_segment():
+    at = open_app({"schedule": "1f1b", "recompute": "1"})
+    at.slider(key="pg_keep").set_value(0.25)
+    at.run()
+    costs = Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.25)
+    assert metrics(at)["Peak memory"] == f"{max(simulate(build_schedule('1f1b', 4, 8), costs).peak_memory_per_rank()):.3g}"
+    assert any("a forward keeps 25% of its activations" in c.value for c in at.caption)
+    assert any(t["name"] == "re-run forward (recomputation)" for t in figure(at)["data"])
+
+
+def test_every_chunk_has_its_own_shade():
+    at = open_app({"schedule": "interleaved-1f1b", "chunks": "3"})
+    forward = [t for t in figure(at)["data"] if t.get("legendgroup") == "F"]
+    assert len({t["marker"]["color"] for t in forward}) == 3
+
+
+def test_frames_move_shapes_only():
+    drawn = figure(open_app())
+    assert len(drawn["frames"]) > 20
+    assert all(set(frame) <= {"name", "layout"} and set(frame["layout"]) == {"shapes"} for frame in drawn["frames"])
+    labels = [b["label"] for b in drawn["layout"]["updatemenus"][0]["buttons"]]
+    assert labels[:3] == ["▶ Play", "▶ ½×", "▶ 2×"] and "Pause" in labels
+
+
+def test_lecture_mode_steps_event_by_event_with_the_reason():
+    at = open_app({"schedule": "gpipe", "ranks": "4", "microbatches": "3"})
+    at.toggle(key="pg_lecture").set_value(True)
+    at.run()
+    assert any("Event 1 of" in m.value for m in at.markdown)
+    at.button(key="pg_next").click()
+    at.run()
+    assert any("Event 2 of" in m.value for m in at.markdown)
+    story = " ".join(m.value for m in at.markdown)
+    assert "rank 0** starts 0F1" in story and "waits for" in story
+    shapes = figure(at)["layout"]["shapes"]
+    assert any(s["type"] == "line" and s["x0"] == 1.0 for s in shapes)  # the cursor at the event's time
+
+
+def test_settings_survive_moving_between_pages():
+    at = open_app()
+    at.slider(key="pg_ranks").set_value(6)
+    at.run()
+    at.switch_page("views/compare.py")
+    at.run()
+    at.switch_page("views/playground.py")
+    at.run()
+    assert not at.exception and at.slider(key="pg_ranks").value == 6 and at.query_params["ranks"] == "6"
+
+
+def test_dualpipev_draws_overlapped_pairs_as_half_bars():
+    widths = {t.get("width") for t in figure(open_app({"schedule": "dualpipev"}))["data"] if t["type"] == "bar"}
     assert 0.4 in widths and 0.8 in widths
 
 
-def test_real_run_page_measures_and_predicts(app):
-    app.switch_page("views/measure.py")
-    app.run()
-    assert not app.exception
-    assert any("press Run" in i.value for i in app.info)
-    app.selectbox(key="rr_schedule").set_value("zb-h1")
-    app.slider(key="rr_ranks").set_value(2)
-    app.select_slider(key="rr_microbatches").set_value(4)
-    app.slider(key="rr_layers").set_value(4)
-    app.select_slider(key="rr_hidden").set_value(32)
-    app.button(key="rr_run").click()
-    app.run()
-    assert not app.exception and not app.error
-    metrics = {m.label: m for m in app.metric}
-    assert float(metrics["Gradient check"].value) < 1e-5
-    assert metrics["Makespan, measured"].value.endswith(" ms")
-    charts = app.get("plotly_chart")
-    measured_kinds = {trace["name"][0] for trace in json.loads(charts[0].proto.spec)["data"]}
-    assert measured_kinds == {"F", "I", "W"}
-    assert sum(len(values(t["y"])) for t in json.loads(charts[1].proto.spec)["data"]) == 2 * 4 * 3
+# -- Compare -----------------------------------------------------------------------------------------------
+COMPARE = {"schedules": "gpipe,1f1b,zb-h1", "ranks": "4", "microbatches": "8"}
+COMPARE_COSTS = Costs(forward=1, backward_input=1, backward_weight=1)  # the page's defaults; B = I + W
 
 
-def test_real_run_page_reports_bad_sizes(app):
-    app.switch_page("views/measure.py")
-    app.run()
-    app.slider(key="rr_layers").set_value(2)
-    app.run()
-    assert not app.exception
-    assert any("2 layers cannot fill 4 stages" in e.value for e in app.error)
+def test_compare_shows_every_schedule_on_one_axis_with_the_engines_numbers():
+    at = open_app(COMPARE, "views/compare.py")
+    table = at.dataframe[0].value
+    assert list(table.index) == ["gpipe", "1f1b", "zb-h1"]
+    for name in table.index:
+        expected = simulate(build_schedule(name, 4, 8), COMPARE_COSTS)
+        assert table.loc[name, "makespan"] == f"{expected.makespan:.4g}"
+        assert table.loc[name, "bubble fraction"] == f"{expected.bubble_fraction:.1%}"
+        assert table.loc[name, "transfers"] == expected.num_transfers
+    drawn = figure(at)
+    titles = [a["text"] for a in drawn["layout"]["annotations"]]
+    assert titles == [FAMILIES[n].title for n in ("gpipe", "1f1b", "zb-h1")]
+    layout = drawn["layout"]
+    assert layout["xaxis"]["matches"] == layout["xaxis2"]["matches"] == "x3"  # one time axis for all three
+    assert len(drawn["frames"]) > 20
+    assert compare_from_query(at.query_params)[0].schedules == ("gpipe", "1f1b", "zb-h1")
+
+
+def test_compare_refuses_a_single_schedule():
+    at = open_app(COMPARE, "views/compare.py")
+    at.multiselect(key="cp_schedules").set_value(["gpipe"])
+    at.run()
+    assert not at.exception and any("choose 2 to 4 schedules" in e.value for e in at.error)
+
+
+# -- Schedule editor -----------------------------------------------------------------------------------------
+def test_editor_simulates_the_text_and_loads_a_family():
+    at = open_app(page="views/editor.py")
+    assert metrics(at)["Makespan"] == f"{simulate(build_schedule('1f1b', 4, 8)).makespan:.4g}"
+    at.selectbox(key="ed_schedule").set_value("zb-h1")
+    at.run()
+    at.button(key="ed_load").click()
+    at.run()
+    assert at.text_area(key="ed_csv").value == build_schedule("zb-h1", 4, 8).to_csv()
+    expected = simulate(build_schedule("zb-h1", 4, 8), Costs(forward=1, backward_input=1, backward_weight=1))
+    assert metrics(at)["Makespan"] == f"{expected.makespan:.4g}"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n", "deadlock"),
+    ("0F0,0B0\n1F0\n", "stage 1, micro-batch 0 has no backward"),
+    ("hello\n", "cannot read"),
+])
+def test_editor_reports_a_broken_schedule_with_the_grid(text, message):
+    at = open_app(page="views/editor.py")
+    at.text_area(key="ed_csv").set_value(text)
+    at.run()
+    assert not at.exception and any(message in e.value for e in at.error)
+    if message != "cannot read":
+        assert any("<-- here" in c.value for c in at.code)
+    assert at.get("plotly_chart")  # the last version that ran is still drawn
+
+
+def test_lab_settings_defaults_are_the_widgets_defaults():
+    assert LabSettings().to_query()["costs"] == "F=1,B=2"

@@ -165,3 +165,39 @@ def test_memory_split_backward_keeps_w_fraction_until_w():
     timeline = simulate(build_schedule("zb-h1", 1, 1), Costs(forward=1, backward_input=1, backward_weight=1,
                                                                w_memory_fraction=0.3))
     assert list(timeline.frame["memory_after"].round(9)) == [1.0, 0.3, 0.0]
+
+
+# -- the closed forms the app shows (engine/closed_forms.py) ---------------------------------------------------
+from engine import FAMILIES  # noqa: E402
+from engine.closed_forms import closed_forms  # noqa: E402
+
+PANEL_COSTS = [Costs(forward=1, backward=2), UNIT, Costs(forward=2, backward_input=1.5, backward_weight=0.5),
+               Costs(forward=1, backward_input=1, backward_weight=2), Costs(forward=1, backward=2, comm=0.5),
+               Costs(forward=1, backward_input=1, backward_weight=1, recompute=True, recompute_memory_fraction=0.2)]
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_every_closed_form_the_app_shows_holds_under_its_assumptions(name):
+    """Where a configuration keeps a formula's assumptions, the formula and the simulator agree; where it
+    breaks one, the panel names it."""
+    chunks = 2 if FAMILIES[name].takes_chunks else None
+    held = broken = 0
+    for p in (1, 2, 3, 4, 6):
+        for m in (1, 2, 3, 4, 6, 8, 12):
+            for costs in PANEL_COSTS:
+                schedule = build_schedule(name, p, m, chunks)
+                for form in closed_forms(name, schedule, costs, simulate(schedule, costs)):
+                    if not form.departures:
+                        assert form.holds, (name, p, m, costs, form)
+                        held += 1
+                    else:
+                        broken += 1
+    assert name == "dualpipev" or (held > 20 and broken > 5)
+
+
+def test_a_broken_assumption_is_named_and_the_numbers_differ():
+    schedule = build_schedule("gpipe", 4, 6)
+    [fraction, *_] = closed_forms("gpipe", schedule, Costs(forward=1, backward=2, comm=0.5),
+                                  simulate(schedule, Costs(forward=1, backward=2, comm=0.5)))
+    assert fraction.filled == "(4 − 1) / (6 + 4 − 1) = 3/9" and fraction.predicted == pytest.approx(1 / 3)
+    assert not fraction.holds and fraction.departures[0].startswith("no transfer time")

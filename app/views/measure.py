@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from app.charts import gantt, memory_chart
-from app.widgets import chunks_slider, schedule_picker
+from app.charts import timeline_figure
+from app.widgets import schedule_picker
 from engine.models import ModelConfig
 from engine.runtime import RunConfig, run
 from engine.runtime import GRADIENT_TOLERANCE
@@ -22,10 +22,11 @@ st.caption("The same schedule executed on a real model: every action runs on rea
            "costs this run measured.")
 
 with st.sidebar:
-    name, family = schedule_picker("rr", "zb-h1")
+    family = schedule_picker("rr_schedule")
+    name = family.name
     ranks = st.slider("Ranks, p", 1, 8, 4, key="rr_ranks")
     microbatches = st.select_slider("Micro-batches, m", [1, 2, 4, 8, 16, 32], 8, key="rr_microbatches")
-    chunks = chunks_slider("rr", family, 4)
+    chunks = st.slider("Chunks per rank, v", 2, 4, 2, key="rr_chunks") if family.takes_chunks else None
     kind = st.radio("Model", ["mlp", "gpt"], horizontal=True, key="rr_model",
                     format_func={"mlp": "MLP", "gpt": "tiny GPT"}.get)
     layers = st.slider("Blocks", 1, 32, 8, key="rr_layers")
@@ -70,9 +71,10 @@ top[3].metric("Gradient check", f"{summary['max_grad_error']:.1e}",
               f"matches (< {GRADIENT_TOLERANCE:g})" if summary["gradients_match"] else f"differs (≥ {GRADIENT_TOLERANCE:g})",
               delta_color="normal" if summary["gradients_match"] else "inverse")
 
-st.plotly_chart(gantt(result.measured, title="Measured", time_unit="ms"), width="stretch", key="rr_measured")
-st.plotly_chart(gantt(result.predicted, title="Predicted by the simulator from the measured costs", time_unit="ms"),
-                width="stretch", key="rr_predicted")
+st.plotly_chart(timeline_figure(result.measured, title="Measured", time_unit="ms", memory=False),
+                width="stretch", key="rr_measured")
+st.plotly_chart(timeline_figure(result.predicted, title="Predicted by the simulator from the measured costs",
+                                time_unit="ms", memory=False), width="stretch", key="rr_predicted")
 
 st.subheader("Memory")
 table = pd.DataFrame({
@@ -80,6 +82,6 @@ table = pd.DataFrame({
     "peak (model, micro-batches of a rank's share)": summary["peak_memory_model"],
 }).rename_axis("rank")
 st.dataframe(table, width="stretch")
-st.plotly_chart(memory_chart(result.measured, time_unit="ms", memory_unit="bytes kept for backward"),
-                width="stretch", key="rr_memory")
+st.plotly_chart(timeline_figure(result.measured, time_unit="ms", memory_unit="bytes kept for backward",
+                                animate=False), width="stretch", key="rr_memory")
 st.caption(f"Loss {summary['loss']:.6f}; the unsplit model on the whole batch: {summary['reference_loss']:.6f}.")

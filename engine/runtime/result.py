@@ -119,6 +119,7 @@ def assemble(config: RunConfig, *, starts, ends, compute_ms, memory_bytes, trans
                   recompute=config.recompute, **({} if w_fraction is None else {"w_memory_fraction": w_fraction}))
     predicted = simulate(schedule, costs, check=False)
     measured = Timeline.from_slots(schedule, starts, ends, memory_bytes, source="measured", waits=waits,
+                                   comm=transfer_ms,
                                    compute_ms=np.asarray(compute_ms),
                                    memory_model=predicted.frame["memory_after"].to_numpy())
     return RunResult(config=config, schedule=schedule, measured=measured, predicted=predicted,

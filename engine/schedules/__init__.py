@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..ir import Schedule
-from .depth_first import one_f_one_b
+from .depth_first import microbatch_rounds, one_f_one_b
 from .dualpipe import dualpipev
 from .gpipe import gpipe
 from .interleaved import interleaved_1f1b, interleaved_zero_bubble, looped_bfs
@@ -32,6 +32,8 @@ class Family:
     """For families built for at least this many micro-batches on p ranks (then trimmed to the request)."""
     minimum_reason: str = ""
     """Why that minimum, in words, for the notice the app shows."""
+    in_rounds: bool = False
+    """True for the interleaved families, whose micro-batches go through the chunks in rounds."""
 
     @property
     def takes_chunks(self) -> bool:
@@ -43,6 +45,24 @@ class Family:
             return num_microbatches
         return max(num_microbatches, self.minimum_microbatches(num_ranks))
 
+    def size_notes(self, num_ranks: int, num_microbatches: int) -> list[str]:
+        """What was run when it is not simply the sizes asked for, in words (the app shows these)."""
+        p, m, notes = num_ranks, num_microbatches, []
+        built = self.built_for(p, m)
+        if built != m:
+            notes.append(f"{self.title} needs at least {built} micro-batches on {p} ranks ({self.minimum_reason}): "
+                         f"it was built for {built} and runs the first {m}; the other {built - m} were dropped, "
+                         f"as PyTorch does.")
+        if self.in_rounds and m % p:
+            sizes = microbatch_rounds(m, p)
+            notes.append(f"m = {m} is not a multiple of p = {p}: the micro-batches go through the chunks in "
+                         f"{len(sizes)} round(s) of {' + '.join(map(str, sizes))}. "
+                         + ("PyTorch takes the same rounds." if len(set(sizes)) == 1 else
+                            f"PyTorch refuses this m (its rounds must divide m evenly); the lab makes the first "
+                            f"round(s) one larger.")
+                         + " The closed form (p − 1)/(v·m) assumes m is a multiple of p.")
+        return notes
+
 
 DEFAULT_CHUNKS = 2
 """v for a family that takes chunks when none is given."""
@@ -52,12 +72,13 @@ FAMILIES: dict[str, Family] = {
     for family in (
         Family("gpipe", gpipe, "GPipe"),
         Family("1f1b", one_f_one_b, "1F1B (PipeDream-flush)"),
-        Family("interleaved-1f1b", interleaved_1f1b, "Interleaved 1F1B (Megatron)", fixed_chunks=None),
+        Family("interleaved-1f1b", interleaved_1f1b, "Interleaved 1F1B (Megatron)", fixed_chunks=None,
+               in_rounds=True),
         Family("looped-bfs", looped_bfs, "Looped BFS", fixed_chunks=None),
         Family("zb-h1", zb_h1, "ZB-H1 (zero bubble, 1F1B memory)", splits_backward=True),
         Family("zb-h2", zb_h2, "ZB-H2 (zero bubble, 2p−1 memory)", splits_backward=True),
         Family("interleaved-zb", interleaved_zero_bubble, "Interleaved zero bubble (ZB1P, v chunks)",
-               fixed_chunks=None, splits_backward=True),
+               fixed_chunks=None, splits_backward=True, in_rounds=True),
         Family("zb-v", zb_v, "ZB-V (V placement)", fixed_chunks=2, splits_backward=True,
                minimum_microbatches=lambda p: 2 * p - 1,
                minimum_reason="its warm-up alone starts 2p−1 micro-batches on chunk 0"),

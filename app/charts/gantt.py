@@ -1,0 +1,199 @@
+"""The Gantt rows of one timeline, added to one subplot of a figure: bars per (kind, chunk), the idle time
+as hatched blocks, recomputation and transfers — or, past ``BAR_LIMIT`` actions, a binned picture.
+
+Bars use ``base``/``x`` (start/duration) with ``barmode="overlay"`` so they stay on their row (FIELD-NOTES: the
+default "group" shifts them; ``px.timeline`` reads numbers as dates). Past a few thousand bars a browser
+spends seconds drawing marks nobody can tell apart, so large timelines are drawn as one heatmap: each
+column a slice of time, coloured by the kind that ran most in it (FIELD-NOTES: bin time per pixel column).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from engine import Timeline
+from engine.ir import KIND_NAMES, Kind
+
+from ..style import (IDLE_FILL, IDLE_HATCH, KIND_COLOURS, RECOMPUTE_HATCH, TRANSFER_COLOUR, chunk_shade,
+                     text_colour)
+
+BAR_LIMIT = 2500
+"""Above this many actions the Gantt is binned (one heatmap) instead of one bar per action."""
+LABEL_LIMIT = 1200
+"""Above this many bars, micro-batch labels are dropped (they would not fit)."""
+OUTLINE_LIMIT = 400
+"""Thin white outlines separate bars only while there are few; many outlines wash a chart out."""
+TRANSFER_LIMIT = 3000
+BINS = 480
+CODES = ("F", "B", "I", "W", "-")
+BIN_COLOURS = [KIND_COLOURS[k] for k in "FBIW"] + [IDLE_FILL]
+
+
+def time_format(timeline: Timeline) -> str:
+    """One decimal for simulated time units, three for measured milliseconds."""
+    times = np.r_[timeline.frame["start"].to_numpy(), timeline.frame["end"].to_numpy()]
+    return ".1f" if np.allclose(times * 10, np.round(times * 10)) else ".3f"
+
+
+def add_gantt(figure: go.Figure, timeline: Timeline, *, row: int, show_legend: bool) -> str:
+    """Draw ``timeline`` on subplot ``row``; returns "bars" or "bins" (what was drawn)."""
+    if len(timeline.frame) > BAR_LIMIT:
+        _add_bins(figure, timeline, row, show_legend)
+        return "bins"
+    _add_bars(figure, timeline, row, show_legend)
+    _add_idle(figure, timeline, row, show_legend)
+    _add_recompute(figure, timeline, row, show_legend)
+    _add_transfers(figure, timeline, row, show_legend)
+    _add_waits(figure, timeline, row, show_legend)
+    return "bars"
+
+
+def _add_bars(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+    frame = timeline.frame
+    fmt = time_format(timeline)
+    num_chunks = int(frame["chunk"].max()) + 1 if len(frame) else 1
+    outline = dict(width=0.5, color="white") if len(frame) <= OUTLINE_LIMIT else dict(width=0)
+    for kind in Kind:
+        letter = kind.name
+        for chunk in range(num_chunks):
+            for overlapped in (False, True):
+                rows = frame[(frame["kind"] == letter) & (frame["chunk"] == chunk) & (frame["overlapped"] == overlapped)]
+                if not rows.empty:
+                    _add_bar_trace(figure, rows, kind, chunk, num_chunks, overlapped, fmt, row,
+                                   show_legend=show_legend and not overlapped, label=len(frame) <= LABEL_LIMIT,
+                                   outline=outline)
+
+
+def _add_bar_trace(figure, rows, kind: Kind, chunk: int, num_chunks: int, overlapped: bool, fmt: str, row: int, *,
+                   show_legend: bool, label: bool, outline: dict) -> None:
+    """One trace: the actions of one kind, chunk and overlap. Hover text comes from a template over compact
+    numbers (stage, micro-batch, start, end), not one string per bar, to keep the figure small."""
+    letter = kind.name
+    fill = chunk_shade(letter, chunk, num_chunks)
+    # an overlapped F&B pair shares its slot: F in the upper half of the row, the backward in the lower
+    # (the y axis is reversed so rank 0 is on top: "upper" is the negative side)
+    width, offset = (0.4, -0.4 if letter == "F" else 0.0) if overlapped else (0.8, -0.4)
+    numbers = np.column_stack([rows["stage"], rows["microbatch"], rows["start"], rows["end"]]).astype(np.float32)
+    template = (f"rank %{{y}} · %{{customdata[0]}}{letter}%{{customdata[1]}} (stage %{{customdata[0]}}, "
+                f"{KIND_NAMES[kind]}, micro-batch %{{customdata[1]}}{', overlapped' if overlapped else ''}) · "
+                f"%{{customdata[2]:{fmt}}} → %{{customdata[3]:{fmt}}}<extra></extra>")
+    name = f"{letter} {KIND_NAMES[kind]}" if num_chunks == 1 else f"chunk {chunk}"
+    figure.add_trace(go.Bar(
+        name=name, legendgroup=letter, showlegend=show_legend,
+        legendgrouptitle_text=f"{letter} {KIND_NAMES[kind]}" if num_chunks > 1 and show_legend else None,
+        orientation="h", y=rows["rank"].to_numpy(np.int16), base=rows["start"].to_numpy(np.float32),
+        x=(rows["end"] - rows["start"]).to_numpy(np.float32), width=width, offset=offset,
+        marker=dict(color=fill, line=outline), customdata=numbers, hovertemplate=template,
+        text=rows["microbatch"].astype(str) if label else None,
+        textposition="inside", insidetextanchor="middle", textangle=0, textfont=dict(color=text_colour(fill)),
+    ), row=row, col=1)
+
+
+def _add_idle(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+    idle = timeline.idle_intervals()
+    if idle.empty:
+        return
+    fmt = time_format(timeline)
+    figure.add_trace(go.Bar(
+        name="idle (the bubble)", legendgroup="idle", showlegend=show_legend, orientation="h",
+        y=idle["rank"], base=idle["start"], x=idle["end"] - idle["start"], width=0.8, offset=-0.4,
+        marker=dict(color=IDLE_FILL, line=dict(width=0),
+                    pattern=dict(shape="/", fgcolor=IDLE_HATCH, bgcolor=IDLE_FILL, size=7, solidity=0.25)),
+        hovertext=[f"rank {r} · idle · {a:{fmt}} → {b:{fmt}} ({b - a:{fmt}})"
+                   for r, a, b in zip(idle["rank"], idle["start"], idle["end"])], hoverinfo="text",
+    ), row=row, col=1)
+
+
+def _add_recompute(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+    frame = timeline.frame
+    rows = frame[frame["recompute"] > 0]
+    if rows.empty:
+        return
+    figure.add_trace(go.Bar(
+        name="re-run forward (recomputation)", legendgroup="recompute", showlegend=show_legend, orientation="h",
+        y=rows["rank"], base=rows["start"], x=rows["recompute"],
+        width=np.where(rows["overlapped"], 0.4, 0.8), offset=np.where(rows["overlapped"], 0.0, -0.4),
+        marker=dict(color="rgba(0,0,0,0)", line=dict(width=0),
+                    pattern=dict(shape="x", fgcolor=RECOMPUTE_HATCH, size=6, solidity=0.4)),
+        hovertext=[f"rank {r} · {s}{k}{mb} first re-runs its forward: {d:.3g}"
+                   for r, s, k, mb, d in zip(rows["rank"], rows["stage"], rows["kind"], rows["microbatch"],
+                                             rows["recompute"])], hoverinfo="text",
+    ), row=row, col=1)
+
+
+def _add_transfers(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+    """Each hand-off between ranks as an arrow from the producer's end to its arrival (only when transfers take
+    time, and not too many)."""
+    moves = timeline.transfers
+    if moves is None or moves.empty or len(moves) > TRANSFER_LIMIT or not (moves["arrive"] > moves["depart"]).any():
+        return
+    count = len(moves)
+    x = np.column_stack([moves["depart"], moves["arrive"], np.full(count, np.nan)]).ravel().astype(np.float32)
+    y = np.column_stack([moves["from_rank"], moves["to_rank"], np.full(count, np.nan)]).ravel().astype(np.float32)
+    figure.add_trace(go.Scatter(
+        name="transfer between ranks", legendgroup="transfer", showlegend=show_legend, x=x, y=y,
+        mode="lines+markers", line=dict(color=TRANSFER_COLOUR, width=1),
+        marker=dict(symbol="arrow", angleref="previous", size=np.tile(np.array([0, 9, 0], np.int8), count),
+                    color=TRANSFER_COLOUR),
+        hoverinfo="skip",
+    ), row=row, col=1)
+
+
+def _add_waits(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+    waits = timeline.waits
+    if waits is None or not len(waits):
+        return
+    figure.add_trace(go.Bar(
+        name="waiting for a receive", legendgroup="wait", showlegend=show_legend, orientation="h",
+        y=waits["rank"], base=waits["start"], x=waits["end"] - waits["start"], width=0.3, offset=-0.15,
+        marker=dict(color="rgba(120,120,120,0.55)"),
+        hovertext=[f"rank {r} · {a} waits for {w} · {e - s:.3f}" for r, a, w, s, e in
+                   zip(waits["rank"], waits["action"], waits["waiting_for"], waits["start"], waits["end"])],
+        hoverinfo="text",
+    ), row=row, col=1)
+
+
+def busy_by_bin(timeline: Timeline, edges: np.ndarray) -> np.ndarray:
+    """Time each rank spent on each kind inside each bin: array (ranks, kinds, bins)."""
+    frame = timeline.frame.drop_duplicates(["rank", "step", "kind"])
+    busy = np.zeros((timeline.num_ranks, len(Kind), len(edges) - 1))
+    for (rank, letter), rows in frame.groupby(["rank", "kind"]):
+        starts = rows["start"].to_numpy()
+        ends = rows["end"].to_numpy()
+        order = np.argsort(ends)
+        starts, ends = starts[order], ends[order]
+        done = np.r_[0.0, np.cumsum(ends - starts)]
+        # busy time up to each edge: the actions ended before it, plus the part of the one running across it
+        k = np.searchsorted(ends, edges, side="right")
+        running = np.minimum(k, len(ends) - 1)
+        partial = np.where(k < len(ends), np.clip(edges - starts[running], 0.0, None), 0.0)
+        covered = done[k] + np.minimum(partial, (ends - starts)[running])
+        busy[int(rank), Kind[letter]] = np.diff(covered)
+    return busy
+
+
+def _add_bins(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+    start, end = float(timeline.frame["start"].min()), float(timeline.frame["end"].max())
+    edges = np.linspace(start, end, BINS + 1)
+    width = edges[1] - edges[0]
+    busy = busy_by_bin(timeline, edges)
+    total = busy.sum(axis=1)
+    code = np.where(total >= 0.5 * width, busy.argmax(axis=1), len(Kind))  # idle when under half busy
+    scale = []
+    for index, colour in enumerate(BIN_COLOURS):  # discrete colour scale: one band per code
+        low, high = index / len(BIN_COLOURS), (index + 1) / len(BIN_COLOURS)
+        scale += [[low, colour], [high, colour]]
+    figure.add_trace(go.Heatmap(
+        z=code.astype(np.int8), x=((edges[:-1] + edges[1:]) / 2).astype(np.float32),
+        y=np.arange(timeline.num_ranks, dtype=np.int16), zmin=-0.5, zmax=len(BIN_COLOURS) - 0.5,
+        colorscale=scale, showscale=False, name="binned", text=np.array(CODES)[code],
+        customdata=np.round(100 * np.clip(total / width, 0, 1)).astype(np.uint8),
+        hovertemplate="rank %{y} · t ≈ %{x:.4g} · mostly %{text} · busy %{customdata}%<extra></extra>",
+    ), row=row, col=1)
+    for letter in "FBIW":  # the heatmap has no legend of its own: one entry per colour
+        if (timeline.frame["kind"] == letter).any():
+            figure.add_trace(go.Bar(name=f"{letter} {KIND_NAMES[Kind[letter]]}", x=[None], y=[None],
+                                    marker_color=KIND_COLOURS[letter], showlegend=show_legend), row=row, col=1)
+    figure.add_trace(go.Bar(name="idle (the bubble)", x=[None], y=[None], marker_color=IDLE_FILL,
+                            showlegend=show_legend), row=row, col=1)

@@ -1,0 +1,112 @@
+"""What the pages say about a simulated timeline: the metric cards, why each number is what it is, the
+per-rank table, and the lecture's event-by-event story. Every number is the engine's."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from engine import Costs, Schedule, Timeline
+from engine.closed_forms import STORIES, closed_forms
+from engine.narrate import Narration
+
+from .charts import BAR_LIMIT
+
+
+def metric_cards(timeline: Timeline, *, time_unit: str = "") -> None:
+    summary = timeline.summary()
+    idle = sum(summary["idle"])
+    span_idle = sum(summary["span_idle"])
+    cards = [
+        ("Makespan", f"{summary['makespan']:.4g}{time_unit}", "first start to last end of the step"),
+        ("Bubble fraction", f"{summary['bubble_fraction']:.1%}", "idle / (ranks × makespan): device time wasted"),
+        ("Bubble ratio", f"{summary['bubble_ratio']:.3f}", "idle / busy (Megatron's (p−1)/m convention)"),
+    ]
+    if abs(span_idle - idle) > 1e-9 * max(1.0, idle):
+        share = span_idle / (timeline.num_ranks * summary["makespan"]) if summary["makespan"] else 0.0
+        cards.append(("Idle inside span", f"{share:.1%}",
+                      "idle between each rank's first start and last end, / (ranks × makespan): the Zero Bubble "
+                      "papers' count, since the next step's warm-up fills the rest"))
+    cards += [
+        ("Peak memory", f"{max(summary['peak_memory'], default=0):.3g}",
+         "activations held at once on the busiest rank, in micro-batches through one rank's share"),
+        ("Transfers", f"{summary['transfers']:,}", "hand-offs from one rank to another in the step"),
+    ]
+    for column, (label, value, help_text) in zip(st.columns(len(cards)), cards):
+        column.metric(label, value, help=help_text)
+
+
+def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> None:
+    notes = ["Hatched grey blocks are idle time — the bubble."]
+    if num_chunks > 1:
+        notes.append(f"Each rank holds {num_chunks} model chunks: chunk 0 (nearest the input) in the darkest shade, "
+                     f"each later chunk lighter.")
+    if costs is not None and costs.recompute:
+        notes.append(f"Recomputation: a forward keeps {costs.recompute_memory_fraction:.0%} of its activations (the "
+                     f"stage input); each backward first re-runs the forward (the cross-hatched start of B/I bars, "
+                     f"+F each), rebuilding what it needs — memory saved, time added.")
+    if costs is not None and costs.comm > 0:
+        notes.append(f"Arrows are transfers between ranks: each takes {costs.comm:g}.")
+    if len(timeline.frame) > BAR_LIMIT:
+        notes.append(f"{len(timeline.frame):,} actions are too many to draw one by one: each column is a slice of "
+                     f"time coloured by the kind that ran most in it (grey when the rank was mostly idle).")
+    notes.append("▶ Play sweeps a cursor through the step: what has not happened yet is veiled, what runs is "
+                 "outlined. The slider scrubs.")
+    st.caption(" ".join(notes))
+
+
+def why_panel(family: str, schedule: Schedule, costs: Costs, timeline: Timeline) -> None:
+    """The family's closed forms with this configuration's numbers, next to the simulated values."""
+    st.markdown(STORIES.get(family, ""))
+    forms = closed_forms(family, schedule, costs, timeline)
+    if not forms:
+        st.markdown("This family has no simple closed form: the simulated value is the answer.")
+    for form in forms:
+        show = (lambda x: f"{x:.1%}") if form.kind == "share" else (lambda x: f"{x:.4g}")
+        agree = "equals" if form.holds else "differs from"
+        st.markdown(f"**{form.quantity}** — {form.formula} = {form.filled} = **{show(form.predicted)}**; "
+                    f"the simulation gives **{show(form.simulated)}**, which {agree} it. "
+                    f"<span style='opacity:0.75'>({form.source})</span>", unsafe_allow_html=True)
+        if form.departures:
+            st.markdown("The closed form assumes " + "; ".join(form.departures) + " — this configuration does not, "
+                        + ("so the simulated value is the one to trust." if not form.holds else
+                           "yet it happens to hold here."))
+        elif not form.holds:  # pragma: no cover - the tests keep every formula holding under its assumptions
+            st.warning("The closed form's assumptions hold but the simulation differs: please report this.")
+
+
+def rank_table(timeline: Timeline) -> None:
+    summary = timeline.summary()
+    table = pd.DataFrame({
+        "busy": summary["busy"], "idle": summary["idle"], "idle inside span": summary["span_idle"],
+        "peak memory": summary["peak_memory"],
+    }).rename_axis("rank")
+    st.dataframe(table, width="stretch", height=min(400, 38 + 35 * len(table)))
+
+
+def lecture_controls(prefix: str, schedule: Schedule, timeline: Timeline, comm: float, fingerprint) -> float | None:
+    """The lecturer's "next": step event by event, each told in words. Returns the time to draw, or None."""
+    if not st.toggle("Step through events (lecture mode)", key=f"{prefix}_lecture",
+                     help="Advance one event at a time — each moment some rank starts work — with what every "
+                          "rank is doing and why the idle ones wait."):
+        return None
+    narration = Narration(schedule, timeline, comm)
+    count = len(narration.times)
+    index_key = f"{prefix}_event"
+    if st.session_state.get(f"{prefix}_event_for") != fingerprint:
+        st.session_state[f"{prefix}_event_for"] = fingerprint
+        st.session_state[index_key] = 0
+    columns = st.columns([1, 1, 1, 5])
+    if columns[0].button("◀ Previous", key=f"{prefix}_previous", disabled=st.session_state[index_key] == 0):
+        st.session_state[index_key] -= 1
+    if columns[1].button("Next ▶", key=f"{prefix}_next", type="primary",
+                         disabled=st.session_state[index_key] >= count - 1):
+        st.session_state[index_key] += 1
+    if columns[2].button("⏮ Start", key=f"{prefix}_restart"):
+        st.session_state[index_key] = 0
+    index = min(st.session_state[index_key], count - 1)
+    event = narration.event(index)
+    columns[3].markdown(f"**Event {index + 1} of {count}** · {event.headline()}")
+    st.markdown("\n".join(f"- **rank {state.rank}** {state.text}" for state in event.ranks[:16])
+                + (f"\n- … and {len(event.ranks) - 16} more ranks" if len(event.ranks) > 16 else ""))
+    return event.time

@@ -1,0 +1,25 @@
+"""The engine calls the pages make, cached: pure and deterministic, so one cache serves every visitor, bounded
+in entries so a public server's memory stays flat (DESIGN.md habit 13)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine import Costs, build_schedule, read_csv, simulate, validate
+
+CACHE_ENTRIES = 32
+
+
+@st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
+def simulated(name: str, ranks: int, microbatches: int, chunks: int | None, costs: Costs):
+    """The same sliders give the same timeline instantly."""
+    schedule = build_schedule(name, ranks, microbatches, chunks)
+    return schedule, simulate(schedule, costs)
+
+
+@st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
+def simulated_csv(text: str, costs: Costs):
+    """A pasted schedule: read, validated (a ScheduleError draws the grid), simulated."""
+    reading = read_csv(text, name="edited")
+    schedule = validate(reading.schedule)
+    return reading, simulate(schedule, costs, check=False)

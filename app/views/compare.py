@@ -1,0 +1,86 @@
+"""Compare: two to four schedules on the same ranks, micro-batches and costs, on one time axis."""
+
+import pandas as pd
+import streamlit as st
+
+from app import state
+from app.charts import compare_figure, tradeoff_figure
+from app.settings import COMPARE_DEFAULT, CompareSettings, compare_from_query
+from app.simulation import simulated
+from app.widgets import lab_sidebar, projector_toggle, widget_values
+from engine import FAMILIES
+
+PAGE = "cp"
+SCHEDULES = f"{PAGE}_schedules"
+
+st.title("Compare schedules")
+st.caption("The same model, ranks, micro-batches and costs under different schedules: one time axis, so the "
+           "longer step is visibly longer. B = I + W for the schedules without a split backward.")
+
+link = state.new_link(PAGE)
+problems: list[str] = []
+if link is not None:
+    linked, problems = compare_from_query(link)
+    state.seed({SCHEDULES: list(linked.schedules), **widget_values(PAGE, linked.lab)})
+projector = projector_toggle()
+state.restore([SCHEDULES], {SCHEDULES: list(COMPARE_DEFAULT)})
+names = st.sidebar.multiselect("Schedules (2 to 4)", list(FAMILIES), key=SCHEDULES, max_selections=4,
+                               format_func=lambda n: FAMILIES[n].title)
+state.remember([SCHEDULES])
+lab = lab_sidebar(PAGE, with_schedule=False, split_costs=True)
+settings = CompareSettings(tuple(names), lab)
+state.write_link(PAGE, {**settings.to_query(), **({"projector": "1"} if projector else {})})
+for problem in problems:
+    st.warning(f"The link's {problem}.")
+
+try:
+    if not 2 <= len(names) <= 4:
+        raise ValueError(f"choose 2 to 4 schedules to compare (chosen: {len(names)})")
+    results = {}
+    for name in names:
+        one = settings.settings_for(name)
+        one.check()
+        results[name] = (one,) + simulated(name, one.ranks, one.microbatches, one.num_chunks, one.costs())
+    state.keep_last_good(PAGE, results)
+except ValueError as error:
+    st.error(f"This comparison cannot run: {error}")
+    results = state.last_good(PAGE)
+    if results is None:
+        st.stop()
+    st.caption("Showing the last comparison that worked.")
+
+for name, (one, schedule, timeline) in results.items():
+    for note in one.family.size_notes(one.ranks, one.microbatches):
+        st.info(f"{FAMILIES[name].title}: {note}")
+
+rows = []
+for name, (one, schedule, timeline) in results.items():
+    summary = timeline.summary()
+    span_share = sum(summary["span_idle"]) / (timeline.num_ranks * summary["makespan"])
+    rows.append({"schedule": name, "makespan": summary["makespan"], "bubble_fraction": summary["bubble_fraction"],
+                 "bubble_ratio": summary["bubble_ratio"], "idle_inside_span": span_share,
+                 "peak_memory": max(summary["peak_memory"]), "transfers": summary["transfers"]})
+table = pd.DataFrame(rows).set_index("schedule")
+first = table.iloc[0]
+shown = pd.DataFrame({
+    "makespan": table["makespan"].map("{:.4g}".format),
+    f"vs {table.index[0]}": (table["makespan"] / first["makespan"] - 1).map("{:+.1%}".format),
+    "bubble fraction": table["bubble_fraction"].map("{:.1%}".format),
+    "Δ bubble": (table["bubble_fraction"] - first["bubble_fraction"]).map(lambda d: f"{100 * d:+.1f} pts"),
+    "bubble ratio": table["bubble_ratio"].map("{:.3f}".format),
+    "idle inside span": table["idle_inside_span"].map("{:.1%}".format),
+    "peak memory (busiest rank)": table["peak_memory"].map("{:.3g}".format),
+    "Δ memory": (table["peak_memory"] - first["peak_memory"]).map("{:+.3g}".format),
+    "transfers": table["transfers"],
+})
+st.dataframe(shown, width="stretch")
+
+timelines = {FAMILIES[name].title: timeline for name, (_, _, timeline) in results.items()}
+st.plotly_chart(compare_figure(timelines, projector=projector), width="stretch", key="cp_gantt")
+st.caption("One ▶ Play drives every schedule: the cursor shows where each one is at the same moment. "
+           "Hatched grey is idle time.")
+
+st.subheader("Time against memory")
+st.plotly_chart(tradeoff_figure(rows, projector=projector), width="stretch", key="cp_tradeoff")
+st.caption("Lower is less bubble, left is less memory: a schedule that moves down-and-right trades memory for "
+           "time (ZB-H2 over ZB-H1); one that moves down alone is a free lunch on these costs.")
