@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -105,20 +106,33 @@ class Timeline:
                                 transfers=transfers)
 
     # -- metrics ----------------------------------------------------------------------------------------
-    def _slots(self) -> pd.DataFrame:
-        """One row per occupied interval (an overlapped pair counts once)."""
-        return self.frame.drop_duplicates(["rank", "step"])
+    # Metrics are computed once per Timeline (it is frozen) and kept, as functools.cached_property keeps them:
+    # a page reads the same figures several times.
+    @cached_property
+    def _slot_frame(self) -> pd.DataFrame:
+        """One row per occupied interval (an overlapped pair counts once), sorted by rank and start."""
+        return self.frame.drop_duplicates(["rank", "step"]).sort_values(["rank", "start"])
 
-    @property
+    @cached_property
+    def _per_rank(self) -> dict[str, np.ndarray]:
+        """Busy time, first start and last end of every rank (ranks without work: 0, nan, nan)."""
+        slots = self._slot_frame
+        rank = slots["rank"].to_numpy()
+        start, end = slots["start"].to_numpy(), slots["end"].to_numpy()
+        busy = np.bincount(rank, weights=end - start, minlength=self.num_ranks)
+        first, last = np.full(self.num_ranks, np.nan), np.full(self.num_ranks, np.nan)
+        np.fmin.at(first, rank, start)
+        np.fmax.at(last, rank, end)
+        return {"busy": busy, "first": first, "last": last}
+
+    @cached_property
     def makespan(self) -> float:
         if self.frame.empty:
             return 0.0
         return float(self.frame["end"].max() - self.frame["start"].min())
 
     def busy_per_rank(self) -> list[float]:
-        slots = self._slots()
-        busy = (slots["end"] - slots["start"]).groupby(slots["rank"]).sum()
-        return [float(busy.get(rank, 0.0)) for rank in range(self.num_ranks)]
+        return [float(b) for b in self._per_rank["busy"]]
 
     def idle_per_rank(self) -> list[float]:
         makespan = self.makespan
@@ -138,38 +152,41 @@ class Timeline:
 
     def span_idle_per_rank(self) -> list[float]:
         """Idle time between each rank's first start and last end (the Zero Bubble papers' count)."""
-        slots = self._slots()
-        spans = slots.groupby("rank").agg(first=("start", "min"), last=("end", "max"))
-        busy = self.busy_per_rank()
-        return [
-            _snap(float(spans.loc[r, "last"] - spans.loc[r, "first"]) - busy[r], self.makespan)
-            if r in spans.index else 0.0
-            for r in range(self.num_ranks)
-        ]
+        per_rank = self._per_rank
+        span = np.nan_to_num(per_rank["last"] - per_rank["first"])
+        return [_snap(float(s - b), self.makespan) if s else 0.0 for s, b in zip(span, per_rank["busy"])]
 
-    def idle_intervals(self) -> pd.DataFrame:
-        """Every stretch a rank sits idle between 0 and the makespan (columns rank, start, end): the bubble,
-        drawn as its own blocks."""
-        slots = self._slots().sort_values(["rank", "start"])
+    @cached_property
+    def _idle_intervals(self) -> pd.DataFrame:
+        slots = self._slot_frame
         origin, makespan = (self.frame["start"].min(), self.frame["end"].max()) if len(self.frame) else (0.0, 0.0)
         rows = []
         for rank in range(self.num_ranks):
             mine = slots[slots["rank"] == rank]
             starts = np.r_[mine["start"].to_numpy(), makespan]
             ends = np.r_[origin, mine["end"].to_numpy()]
-            gap = starts - ends
-            keep = gap > 1e-9 * max(makespan - origin, 1.0)
+            keep = starts - ends > 1e-9 * max(makespan - origin, 1.0)
             rows.append(pd.DataFrame({"rank": rank, "start": ends[keep], "end": starts[keep]}))
         return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["rank", "start", "end"])
+
+    def idle_intervals(self) -> pd.DataFrame:
+        """Every stretch a rank sits idle between 0 and the makespan (columns rank, start, end): the bubble,
+        drawn as its own blocks."""
+        return self._idle_intervals.copy()
 
     @property
     def num_transfers(self) -> int:
         """Hand-offs that cross from one rank to another (each pays the transfer time once)."""
         return 0 if self.transfers is None else len(self.transfers)
 
+    @cached_property
+    def _peaks(self) -> tuple[float, ...]:
+        peaks = np.zeros(self.num_ranks)
+        np.fmax.at(peaks, self.frame["rank"].to_numpy(), self.frame["memory_after"].to_numpy())
+        return tuple(round(float(peak), 9) for peak in peaks)
+
     def peak_memory_per_rank(self) -> list[float]:
-        peaks = self.frame.groupby("rank")["memory_after"].max().clip(lower=0.0)
-        return [round(float(peaks.get(rank, 0.0)), 9) for rank in range(self.num_ranks)]
+        return list(self._peaks)
 
     def summary(self) -> dict:
         """The figures the CLI's --json and the app show."""

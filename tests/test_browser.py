@@ -1,20 +1,14 @@
-"""One real-browser test: Streamlit served on localhost, Debian's Chromium driven by Playwright."""
+"""One real-browser test: Streamlit served on localhost, Debian's Chromium driven by Playwright.
+
+Screenshots of every page are saved under the test's output folder (and ``$SCREENSHOT_DIR`` when set)."""
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-from engine import Costs, build_schedule, simulate
-
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+from browser_support import CHROMIUM, DRAWN_MARKS, IDLE, launch, open_page, serve_app
+from engine import FAMILIES, Costs, build_schedule, simulate
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -27,82 +21,55 @@ def _require_browser():
     return pytest.importorskip("playwright.sync_api")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _save(page, name: str, folder) -> None:
+    page.screenshot(path=str(folder / f"{name}.png"))
+    if os.environ.get("SCREENSHOT_DIR"):
+        page.screenshot(path=os.path.join(os.environ["SCREENSHOT_DIR"], f"{name}.png"))
 
 
-@pytest.fixture(scope="module")
-def server():
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.time() > deadline:
-                pytest.fail(f"Streamlit did not start: {process.stdout.read().decode()[-2000:]}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+def _metric(page, label: str) -> str:
+    return page.locator('[data-testid="stMetric"]', has_text=label).first.inner_text()
 
 
-def _figure_state(page):
-    return page.evaluate("""() => {
-        const plot = document.querySelector('.js-plotly-plot');
-        if (!plot || !plot.data) return null;
-        return {names: plot._fullData.map(t => t.name), bars: plot._fullData.reduce((n, t) => n + t._length, 0)};
-    }""")
-
-
-def test_playground_in_a_real_browser(server, tmp_path):
+def test_every_page_in_a_real_browser(tmp_path):
     sync_api = _require_browser()
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run"],
-        )
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(server)
-            page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=60_000)
-            page.wait_for_selector('[data-testid="stPlotlyChart"] .barlayer .point path', timeout=60_000)
-            expected = simulate(build_schedule("1f1b", 4, 8), Costs(forward=1, backward=2))
-            state = _figure_state(page)
-            assert state["bars"] == len(expected.frame)
-            assert f"{expected.bubble_fraction:.1%}" in page.inner_text('[data-testid="stMetric"] >> nth=1')
-            page.screenshot(path=str(tmp_path / "playground.png"), full_page=True)
+            # a shared link: GPipe, 4 stages, 6 micro-batches — a third of the time idle
+            page, _ = open_page(browser, f"{url}/?schedule=gpipe&ranks=4&microbatches=6")
+            assert "33.3%" in _metric(page, "Bubble fraction")
+            expected = simulate(build_schedule("gpipe", 4, 6), Costs(forward=1, backward=2))
+            assert page.evaluate(DRAWN_MARKS) >= len(expected.frame)
+            _save(page, "playground", tmp_path)
 
-            # move the micro-batch slider one step right: 8 → 9, and wait for the new figure
-            page.locator('[data-testid="stSlider"] input[type="range"]').nth(1).focus()  # react-aria slider
-            page.keyboard.press("ArrowRight")
-            page.wait_for_function(
-                "() => { const p = document.querySelector('.js-plotly-plot');"
-                " return p && p._fullData && p._fullData.reduce((n, t) => n + t._length, 0) === 4 * 9 * 2; }",
-                timeout=60_000,
-            )
-            expected = simulate(build_schedule("1f1b", 4, 9), Costs(forward=1, backward=2))
-            page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-            assert f"{expected.bubble_fraction:.1%}" in page.inner_text('[data-testid="stMetric"] >> nth=1')
-            if os.environ.get("SCREENSHOT_DIR"):
-                page.screenshot(path=os.path.join(os.environ["SCREENSHOT_DIR"], "playground.png"), full_page=True)
+            # Play: within 2 s the cursor and the veil move (shapes only, in the browser)
+            page.locator(".updatemenu-button", has_text="Play").first.click()
+            started = time.monotonic()
+            page.wait_for_function("() => (document.querySelector('.js-plotly-plot').layout.shapes || [])"
+                                   ".some(s => s.type === 'line' && s.x0 > 0)", timeout=2_000)
+            assert time.monotonic() - started < 2.0
+            page.wait_for_timeout(1500)
+            _save(page, "playground-playing", tmp_path)
+
+            # projector size
+            page.set_viewport_size({"width": 1920, "height": 1080})
+            page.goto(f"{url}/?schedule=zb-v&ranks=4&microbatches=8&projector=1")
+            page.wait_for_selector(IDLE, timeout=60_000)
+            page.wait_for_function(f"() => ({DRAWN_MARKS})() > 0", timeout=60_000)
+            assert page.evaluate("() => parseFloat(getComputedStyle(document.documentElement).fontSize)") >= 18
+            _save(page, "playground-projector", tmp_path)
+
+            # compare three schedules on one time axis
+            page, _ = open_page(browser, f"{url}/compare?schedules=gpipe,1f1b,zb-h1&ranks=4&microbatches=8")
+            titles = page.evaluate("() => document.querySelector('.js-plotly-plot').layout.annotations"
+                                   ".map(a => a.text)")
+            assert titles == [FAMILIES[name].title for name in ("gpipe", "1f1b", "zb-h1")]
+            assert page.locator('[data-testid="stDataFrame"]').first.is_visible()  # the table (a canvas grid)
+            _save(page, "compare", tmp_path)
+
+            page, _ = open_page(browser, f"{url}/editor")
+            assert "Valid:" in page.inner_text('[data-testid="stAlert"] >> nth=0')
+            _save(page, "editor", tmp_path)
         finally:
             browser.close()

@@ -1,36 +1,45 @@
 """Whole figures: one timeline (Gantt over memory, one time axis, one cursor), several timelines stacked on
-one time axis (Compare), and the bubble-versus-memory trade-off."""
+one time axis (Compare), and the bubble-versus-memory trade-off.
+
+Figures are assembled from plain dicts and wrapped without plotly's validation (``_validate=False``): for
+the Playground's 8×32 that takes the figure from ~300 ms to ~30 ms. ``tests/test_charts.py`` validates
+every figure kind once, so a misspelt property still fails a test.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from engine import Timeline
 
 from ..style import sizes
-from .gantt import add_gantt, time_format
-from .playback import add_playback, slot_rows
+from .gantt import gantt_traces, time_format
+from .playback import playback, slot_rows
 
 MEMORY_LINES = 8
 """Up to this many ranks every rank gets a memory line; beyond, rank 0, the last rank and the busiest."""
 MEMORY_POINTS = 600
+GAP_PX = 46
+"""Space between stacked subplots (room for a subplot title)."""
+CONTROLS_PX = 150
+"""Below the plots: the time axis, its title, the Play buttons and the slider."""
 
 
 def _rank_axis(num_ranks: int) -> dict:
     every = max(1, int(np.ceil(num_ranks / 16)))
     ticks = list(range(0, num_ranks, every))
     return dict(autorange="reversed", tickmode="array", tickvals=ticks, ticktext=[f"rank {r}" for r in ticks],
-                range=None, zeroline=False, showgrid=False)
+                zeroline=False, showgrid=False)
 
 
-def _memory_traces(figure: go.Figure, timeline: Timeline, row: int) -> None:
+def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
     frame = timeline.frame.sort_values(["rank", "end", "step"])
     peaks = timeline.peak_memory_per_rank()
     ranks = list(range(timeline.num_ranks))
     if len(ranks) > MEMORY_LINES:
         ranks = sorted({0, len(ranks) - 1, int(np.argmax(peaks))})
+    traces = []
     for rank in ranks:
         rows = frame[frame["rank"] == rank]
         x, y = np.r_[0.0, rows["end"].to_numpy()], np.r_[0.0, rows["memory_after"].to_numpy()]
@@ -41,11 +50,53 @@ def _memory_traces(figure: go.Figure, timeline: Timeline, row: int) -> None:
             np.fmax.at(highest, which, y)
             keep = ~np.isnan(highest)
             x, y = edges[:-1][keep], highest[keep]
-        figure.add_trace(go.Scatter(name=f"memory, rank {rank}", legendgroup="memory", x=x.astype(np.float32),
-                                    y=y.astype(np.float32), mode="lines",
-                                    line=dict(shape="hv", width=1.5),
-                                    hovertemplate=f"rank {rank} · t %{{x:.4g}} · %{{y:.3g}}<extra></extra>"),
-                         row=row, col=1)
+        traces.append(dict(type="scatter", name=f"memory, rank {rank}", legendgroup="memory",
+                           x=x.astype(np.float32), y=y.astype(np.float32), mode="lines",
+                           line=dict(shape="hv", width=1.5),
+                           hovertemplate=f"rank {rank} · t %{{x:.4g}} · %{{y:.3g}}<extra></extra>", **axes))
+    return traces
+
+
+def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, size) -> dict:
+    """A layout of subplots stacked top to bottom on one time axis. Each row: {"height": px, "title": text,
+    "yaxis": extra y-axis settings}. Axes are named x, x2, … and y, y2, … from the top."""
+    total = sum(row["height"] for row in rows) + GAP_PX * (len(rows) - 1)
+    layout: dict = dict(annotations=[])
+    top = 1.0
+    bottom_axis = "x" if len(rows) == 1 else f"x{len(rows)}"
+    for index, row in enumerate(rows, start=1):
+        suffix = "" if index == 1 else str(index)
+        low = max(0.0, top - row["height"] / total)
+        is_bottom = index == len(rows)
+        layout[f"yaxis{suffix}"] = dict(domain=[low, top], anchor=f"x{suffix}",
+                                       tickfont=dict(size=size.font), **row.get("yaxis", {}))
+        layout[f"xaxis{suffix}"] = dict(
+            anchor=f"y{suffix}", range=[0, end * 1.01 or 1], showticklabels=is_bottom,
+            tickfont=dict(size=size.font), **({} if is_bottom else {"matches": bottom_axis}),
+            **(dict(title=dict(text=time_unit, font=dict(size=size.font))) if is_bottom else {}))
+        if row.get("title"):
+            layout["annotations"].append(dict(text=row["title"], x=0.5, xref="paper", xanchor="center",
+                                              y=top, yref="paper", yanchor="bottom", showarrow=False,
+                                              font=dict(size=size.font)))
+        top = low - GAP_PX / total
+    layout.update(
+        title=dict(text=title, x=0, xanchor="left", y=1, yanchor="top", pad=dict(t=8),
+                   font=dict(size=size.title)) if title else None,
+        barmode="overlay", bargap=0.1, font=dict(size=size.font),
+        uniformtext=dict(minsize=max(8, size.font - 4), mode="hide"),
+        legend=dict(orientation="v", x=1.01, xanchor="left", y=1, yanchor="top", font=dict(size=size.font - 1),
+                    groupclick="toggleitem"),
+        height=total + CONTROLS_PX + (50 if title else 30),
+        margin=dict(l=10, r=10, t=50 if title else 30, b=CONTROLS_PX),
+        hoverlabel=dict(font=dict(size=size.font)),
+    )
+    return layout
+
+
+def _figure(traces: list[dict], layout: dict, frames: list[dict]) -> go.Figure:
+    figure = go.Figure(data=traces, layout=layout, _validate=False)
+    figure._frame_objs = tuple(go.Frame(frame, _validate=False) for frame in frames)
+    return figure
 
 
 def timeline_figure(timeline: Timeline, *, title: str = "", time_unit: str = "time units",
@@ -54,26 +105,20 @@ def timeline_figure(timeline: Timeline, *, title: str = "", time_unit: str = "ti
     """The Gantt of ``timeline`` (one row per rank) over its memory curve, sharing the time axis and the
     playback cursor."""
     size = sizes(projector)
-    gantt_height = size.gantt_height(timeline.num_ranks)
-    rows = 2 if memory else 1
-    heights = [gantt_height, size.memory] if memory else [gantt_height]
-    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.09 if memory else 0.02,
-                           row_heights=heights,
-                           subplot_titles=(None, f"activation memory ({memory_unit})") if memory else None)
-    drawn = add_gantt(figure, timeline, row=1, show_legend=True)
-    if memory:
-        _memory_traces(figure, timeline, row=2)
-        figure.update_yaxes(title_text=None, rangemode="tozero", row=2, col=1)
-    figure.update_yaxes(_rank_axis(timeline.num_ranks), row=1, col=1)
     end = float(timeline.frame["end"].max()) if len(timeline.frame) else 0.0
-    figure.update_xaxes(range=[0, end * 1.01 or 1])
-    figure.update_xaxes(title_text=time_unit, row=rows, col=1)
-    _layout(figure, title, size, sum(heights))
+    traces, drawn = gantt_traces(timeline, axes=dict(xaxis="x", yaxis="y"), show_legend=True)
+    rows = [dict(height=size.gantt_height(timeline.num_ranks), yaxis=_rank_axis(timeline.num_ranks))]
+    if memory:
+        traces += _memory_traces(timeline, dict(xaxis="x2", yaxis="y2"))
+        rows.append(dict(height=size.memory, title=f"activation memory ({memory_unit})",
+                         yaxis=dict(rangemode="tozero")))
+    layout = _stacked_layout(rows, title=title, time_unit=time_unit, end=end, size=size)
+    frames = []
     if animate:
-        add_playback(figure, end, [slot_rows(timeline.frame, "y")] if drawn == "bars" else [],
-                     total_rows=timeline.num_ranks, time_format=time_format(timeline), cursor_at=cursor_at,
-                     font_size=size.font)
-    return figure
+        frames = playback(layout, end, [slot_rows(timeline.frame, "y")] if drawn == "bars" else [],
+                          total_rows=timeline.num_ranks, time_format=time_format(timeline), cursor_at=cursor_at,
+                          font_size=size.font)
+    return _figure(traces, layout, frames)
 
 
 def compare_figure(timelines: dict[str, Timeline], *, time_unit: str = "time units",
@@ -81,24 +126,27 @@ def compare_figure(timelines: dict[str, Timeline], *, time_unit: str = "time uni
     """One Gantt per schedule, stacked on one shared time axis (the longer makespan is visibly longer), played
     by one set of controls."""
     size = sizes(projector)
-    names = list(timelines)
-    heights = [size.gantt_height(t.num_ranks) - 40 for t in timelines.values()]
-    figure = make_subplots(rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.12 / len(names),
-                           row_heights=heights, subplot_titles=names)
-    rows, drawn_bars = [], True
+    traces, rows, slots, all_bars, seen = [], [], [], True, set()
     for index, (name, timeline) in enumerate(timelines.items(), start=1):
-        drawn = add_gantt(figure, timeline, row=index, show_legend=index == 1)
-        drawn_bars = drawn_bars and drawn == "bars"
-        figure.update_yaxes(_rank_axis(timeline.num_ranks), row=index, col=1)
-        rows.append(slot_rows(timeline.frame, "y" if index == 1 else f"y{index}"))
+        suffix = "" if index == 1 else str(index)
+        mine, drawn = gantt_traces(timeline, axes=dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}"), show_legend=True)
+        for trace in mine:  # several rows draw the same kinds: one legend entry each
+            entry = (trace.get("legendgroup"), trace.get("name"))
+            if entry in seen:
+                trace["showlegend"] = False
+                trace.pop("legendgrouptitle", None)
+            seen.add(entry)
+        traces += mine
+        all_bars = all_bars and drawn == "bars"
+        rows.append(dict(height=size.gantt_height(timeline.num_ranks) - 40, title=name,
+                         yaxis=_rank_axis(timeline.num_ranks)))
+        slots.append(slot_rows(timeline.frame, f"y{suffix}"))
     end = max(float(t.frame["end"].max()) for t in timelines.values())
-    figure.update_xaxes(range=[0, end * 1.01 or 1])
-    figure.update_xaxes(title_text=time_unit, row=len(names), col=1)
-    _layout(figure, "", size, sum(heights))
+    layout = _stacked_layout(rows, title="", time_unit=time_unit, end=end, size=size)
     first = next(iter(timelines.values()))
-    add_playback(figure, end, rows if drawn_bars else [], total_rows=sum(t.num_ranks for t in timelines.values()),
-                 time_format=time_format(first), font_size=size.font)
-    return figure
+    frames = playback(layout, end, slots if all_bars else [], total_rows=sum(t.num_ranks for t in timelines.values()),
+                      time_format=time_format(first), font_size=size.font)
+    return _figure(traces, layout, frames)
 
 
 def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
@@ -112,24 +160,9 @@ def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
     ))
     figure.update_layout(
         height=320 if projector else 280, margin=dict(l=10, r=10, t=30, b=10), font=dict(size=size.font),
-        xaxis=dict(title="peak memory, busiest rank (micro-batches of a rank's share)", rangemode="tozero"),
-        yaxis=dict(title="bubble fraction", tickformat=".0%", rangemode="tozero"),
+        xaxis=dict(title="peak memory, busiest rank (micro-batches of a rank's share)",
+                   range=[0, 1.15 * max(row["peak_memory"] for row in rows) or 1], tickfont=dict(size=size.font)),
+        yaxis=dict(title="bubble fraction", tickformat=".0%", tickfont=dict(size=size.font),
+                   range=[0, 1.25 * max(row["bubble_fraction"] for row in rows) or 0.1]),
     )
     return figure
-
-
-def _layout(figure: go.Figure, title: str, size, plot_height: int) -> None:
-    figure.update_layout(
-        title=dict(text=title, x=0, xanchor="left", y=1, yanchor="top", pad=dict(t=8),
-                   font=dict(size=size.title)) if title else None,
-        barmode="overlay", bargap=0.1, font=dict(size=size.font),
-        uniformtext=dict(minsize=max(8, size.font - 4), mode="hide"),
-        legend=dict(orientation="v", x=1.01, xanchor="left", y=1, yanchor="top", font=dict(size=size.font - 1),
-                    groupclick="toggleitem"),
-        height=plot_height + 190, margin=dict(l=10, r=10, t=50 if title else 30, b=150),
-        hoverlabel=dict(font=dict(size=size.font)),
-    )
-    # Streamlit's chart theme sets its own axis fonts: name the sizes on every axis and subplot title
-    figure.update_xaxes(tickfont=dict(size=size.font), title_font=dict(size=size.font))
-    figure.update_yaxes(tickfont=dict(size=size.font), title_font=dict(size=size.font))
-    figure.update_annotations(font_size=size.font)

@@ -1,5 +1,8 @@
-"""The Gantt rows of one timeline, added to one subplot of a figure: bars per (kind, chunk), the idle time
-as hatched blocks, recomputation and transfers — or, past ``BAR_LIMIT`` actions, a binned picture.
+"""The Gantt rows of one timeline, as Plotly trace dicts for one subplot: bars per (kind, chunk), the idle
+time as hatched blocks, recomputation and transfers — or, past ``BAR_LIMIT`` actions, a binned picture.
+
+Traces are plain dicts, not ``go.Bar`` objects: plotly's validation of a few thousand bars costs more than
+everything else on the page, and these dicts are checked once, by a test that validates a whole figure.
 
 Bars use ``base``/``x`` (start/duration) with ``barmode="overlay"`` so they stay on their row (FIELD-NOTES: the
 default "group" shifts them; ``px.timeline`` reads numbers as dates). Past a few thousand bars a browser
@@ -10,7 +13,6 @@ column a slice of time, coloured by the kind that ran most in it (FIELD-NOTES: b
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 
 from engine import Timeline
 from engine.ir import KIND_NAMES, Kind
@@ -36,20 +38,23 @@ def time_format(timeline: Timeline) -> str:
     return ".1f" if np.allclose(times * 10, np.round(times * 10)) else ".3f"
 
 
-def add_gantt(figure: go.Figure, timeline: Timeline, *, row: int, show_legend: bool) -> str:
-    """Draw ``timeline`` on subplot ``row``; returns "bars" or "bins" (what was drawn)."""
+def gantt_traces(timeline: Timeline, *, axes: dict, show_legend: bool) -> tuple[list[dict], str]:
+    """The traces that draw ``timeline`` on the subplot whose axes are ``axes`` ({"xaxis": "x", "yaxis": "y"}),
+    and what was drawn: "bars" or "bins"."""
+    traces: list[dict] = []
     if len(timeline.frame) > BAR_LIMIT:
-        _add_bins(figure, timeline, row, show_legend)
-        return "bins"
-    _add_bars(figure, timeline, row, show_legend)
-    _add_idle(figure, timeline, row, show_legend)
-    _add_recompute(figure, timeline, row, show_legend)
-    _add_transfers(figure, timeline, row, show_legend)
-    _add_waits(figure, timeline, row, show_legend)
-    return "bars"
+        _add_bins(traces, timeline, show_legend)
+        drawn = "bins"
+    else:
+        for add in (_add_bars, _add_idle, _add_recompute, _add_transfers, _add_waits):
+            add(traces, timeline, show_legend)
+        drawn = "bars"
+    for trace in traces:
+        trace.update(axes)
+    return traces, drawn
 
 
-def _add_bars(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+def _add_bars(traces: list, timeline: Timeline, show_legend: bool) -> None:
     frame = timeline.frame
     fmt = time_format(timeline)
     num_chunks = int(frame["chunk"].max()) + 1 if len(frame) else 1
@@ -60,13 +65,13 @@ def _add_bars(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool
             for overlapped in (False, True):
                 rows = frame[(frame["kind"] == letter) & (frame["chunk"] == chunk) & (frame["overlapped"] == overlapped)]
                 if not rows.empty:
-                    _add_bar_trace(figure, rows, kind, chunk, num_chunks, overlapped, fmt, row,
-                                   show_legend=show_legend and not overlapped, label=len(frame) <= LABEL_LIMIT,
-                                   outline=outline)
+                    traces.append(_bar_trace(rows, kind, chunk, num_chunks, overlapped, fmt,
+                                             show_legend=show_legend and not overlapped,
+                                             label=len(frame) <= LABEL_LIMIT, outline=outline))
 
 
-def _add_bar_trace(figure, rows, kind: Kind, chunk: int, num_chunks: int, overlapped: bool, fmt: str, row: int, *,
-                   show_legend: bool, label: bool, outline: dict) -> None:
+def _bar_trace(rows, kind: Kind, chunk: int, num_chunks: int, overlapped: bool, fmt: str, *, show_legend: bool,
+               label: bool, outline: dict) -> dict:
     """One trace: the actions of one kind, chunk and overlap. Hover text comes from a template over compact
     numbers (stage, micro-batch, start, end), not one string per bar, to keep the figure small."""
     letter = kind.name
@@ -79,50 +84,56 @@ def _add_bar_trace(figure, rows, kind: Kind, chunk: int, num_chunks: int, overla
                 f"{KIND_NAMES[kind]}, micro-batch %{{customdata[1]}}{', overlapped' if overlapped else ''}) · "
                 f"%{{customdata[2]:{fmt}}} → %{{customdata[3]:{fmt}}}<extra></extra>")
     name = f"{letter} {KIND_NAMES[kind]}" if num_chunks == 1 else f"chunk {chunk}"
-    figure.add_trace(go.Bar(
-        name=name, legendgroup=letter, showlegend=show_legend,
-        legendgrouptitle_text=f"{letter} {KIND_NAMES[kind]}" if num_chunks > 1 and show_legend else None,
-        orientation="h", y=rows["rank"].to_numpy(np.int16), base=rows["start"].to_numpy(np.float32),
+    trace = dict(
+        type="bar", name=name, legendgroup=letter, showlegend=show_legend, orientation="h",
+        y=rows["rank"].to_numpy(np.int16), base=rows["start"].to_numpy(np.float32),
         x=(rows["end"] - rows["start"]).to_numpy(np.float32), width=width, offset=offset,
         marker=dict(color=fill, line=outline), customdata=numbers, hovertemplate=template,
-        text=rows["microbatch"].astype(str) if label else None,
         textposition="inside", insidetextanchor="middle", textangle=0, textfont=dict(color=text_colour(fill)),
-    ), row=row, col=1)
+    )
+    if label:
+        trace["text"] = rows["microbatch"].astype(str).tolist()
+    if num_chunks > 1 and show_legend:
+        trace["legendgrouptitle"] = dict(text=f"{letter} {KIND_NAMES[kind]}")
+    return trace
 
 
-def _add_idle(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+def _add_idle(traces: list, timeline: Timeline, show_legend: bool) -> None:
     idle = timeline.idle_intervals()
     if idle.empty:
         return
     fmt = time_format(timeline)
-    figure.add_trace(go.Bar(
-        name="idle (the bubble)", legendgroup="idle", showlegend=show_legend, orientation="h",
-        y=idle["rank"], base=idle["start"], x=idle["end"] - idle["start"], width=0.8, offset=-0.4,
+    traces.append(dict(
+        type="bar", name="idle (the bubble)", legendgroup="idle", showlegend=show_legend, orientation="h",
+        y=idle["rank"].to_numpy(np.int16), base=idle["start"].to_numpy(np.float32),
+        x=(idle["end"] - idle["start"]).to_numpy(np.float32), width=0.8, offset=-0.4,
         marker=dict(color=IDLE_FILL, line=dict(width=0),
                     pattern=dict(shape="/", fgcolor=IDLE_HATCH, bgcolor=IDLE_FILL, size=7, solidity=0.25)),
         hovertext=[f"rank {r} · idle · {a:{fmt}} → {b:{fmt}} ({b - a:{fmt}})"
                    for r, a, b in zip(idle["rank"], idle["start"], idle["end"])], hoverinfo="text",
-    ), row=row, col=1)
+    ))
 
 
-def _add_recompute(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+def _add_recompute(traces: list, timeline: Timeline, show_legend: bool) -> None:
     frame = timeline.frame
     rows = frame[frame["recompute"] > 0]
     if rows.empty:
         return
-    figure.add_trace(go.Bar(
-        name="re-run forward (recomputation)", legendgroup="recompute", showlegend=show_legend, orientation="h",
-        y=rows["rank"], base=rows["start"], x=rows["recompute"],
+    traces.append(dict(
+        type="bar", name="re-run forward (recomputation)", legendgroup="recompute", showlegend=show_legend,
+        orientation="h", y=rows["rank"].to_numpy(np.int16), base=rows["start"].to_numpy(np.float32),
+        x=rows["recompute"].to_numpy(np.float32),
         width=np.where(rows["overlapped"], 0.4, 0.8), offset=np.where(rows["overlapped"], 0.0, -0.4),
         marker=dict(color="rgba(0,0,0,0)", line=dict(width=0),
-                    pattern=dict(shape="x", fgcolor=RECOMPUTE_HATCH, size=6, solidity=0.4)),
+                    pattern=dict(shape="x", fgcolor=RECOMPUTE_HATCH, bgcolor="rgba(255,255,255,0.3)", size=6,
+                                 solidity=0.4)),
         hovertext=[f"rank {r} · {s}{k}{mb} first re-runs its forward: {d:.3g}"
                    for r, s, k, mb, d in zip(rows["rank"], rows["stage"], rows["kind"], rows["microbatch"],
                                              rows["recompute"])], hoverinfo="text",
-    ), row=row, col=1)
+    ))
 
 
-def _add_transfers(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+def _add_transfers(traces: list, timeline: Timeline, show_legend: bool) -> None:
     """Each hand-off between ranks as an arrow from the producer's end to its arrival (only when transfers take
     time, and not too many)."""
     moves = timeline.transfers
@@ -131,27 +142,28 @@ def _add_transfers(figure: go.Figure, timeline: Timeline, row: int, show_legend:
     count = len(moves)
     x = np.column_stack([moves["depart"], moves["arrive"], np.full(count, np.nan)]).ravel().astype(np.float32)
     y = np.column_stack([moves["from_rank"], moves["to_rank"], np.full(count, np.nan)]).ravel().astype(np.float32)
-    figure.add_trace(go.Scatter(
-        name="transfer between ranks", legendgroup="transfer", showlegend=show_legend, x=x, y=y,
+    traces.append(dict(
+        type="scatter", name="transfer between ranks", legendgroup="transfer", showlegend=show_legend, x=x, y=y,
         mode="lines+markers", line=dict(color=TRANSFER_COLOUR, width=1),
         marker=dict(symbol="arrow", angleref="previous", size=np.tile(np.array([0, 9, 0], np.int8), count),
                     color=TRANSFER_COLOUR),
         hoverinfo="skip",
-    ), row=row, col=1)
+    ))
 
 
-def _add_waits(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+def _add_waits(traces: list, timeline: Timeline, show_legend: bool) -> None:
     waits = timeline.waits
     if waits is None or not len(waits):
         return
-    figure.add_trace(go.Bar(
-        name="waiting for a receive", legendgroup="wait", showlegend=show_legend, orientation="h",
-        y=waits["rank"], base=waits["start"], x=waits["end"] - waits["start"], width=0.3, offset=-0.15,
+    traces.append(dict(
+        type="bar", name="waiting for a receive", legendgroup="wait", showlegend=show_legend, orientation="h",
+        y=waits["rank"].to_numpy(np.int16), base=waits["start"].to_numpy(np.float32),
+        x=(waits["end"] - waits["start"]).to_numpy(np.float32), width=0.3, offset=-0.15,
         marker=dict(color="rgba(120,120,120,0.55)"),
         hovertext=[f"rank {r} · {a} waits for {w} · {e - s:.3f}" for r, a, w, s, e in
                    zip(waits["rank"], waits["action"], waits["waiting_for"], waits["start"], waits["end"])],
         hoverinfo="text",
-    ), row=row, col=1)
+    ))
 
 
 def busy_by_bin(timeline: Timeline, edges: np.ndarray) -> np.ndarray:
@@ -173,7 +185,7 @@ def busy_by_bin(timeline: Timeline, edges: np.ndarray) -> np.ndarray:
     return busy
 
 
-def _add_bins(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool) -> None:
+def _add_bins(traces: list, timeline: Timeline, show_legend: bool) -> None:
     start, end = float(timeline.frame["start"].min()), float(timeline.frame["end"].max())
     edges = np.linspace(start, end, BINS + 1)
     width = edges[1] - edges[0]
@@ -184,16 +196,16 @@ def _add_bins(figure: go.Figure, timeline: Timeline, row: int, show_legend: bool
     for index, colour in enumerate(BIN_COLOURS):  # discrete colour scale: one band per code
         low, high = index / len(BIN_COLOURS), (index + 1) / len(BIN_COLOURS)
         scale += [[low, colour], [high, colour]]
-    figure.add_trace(go.Heatmap(
-        z=code.astype(np.int8), x=((edges[:-1] + edges[1:]) / 2).astype(np.float32),
+    traces.append(dict(
+        type="heatmap", z=code.astype(np.int8), x=((edges[:-1] + edges[1:]) / 2).astype(np.float32),
         y=np.arange(timeline.num_ranks, dtype=np.int16), zmin=-0.5, zmax=len(BIN_COLOURS) - 0.5,
         colorscale=scale, showscale=False, name="binned", text=np.array(CODES)[code],
         customdata=np.round(100 * np.clip(total / width, 0, 1)).astype(np.uint8),
         hovertemplate="rank %{y} · t ≈ %{x:.4g} · mostly %{text} · busy %{customdata}%<extra></extra>",
-    ), row=row, col=1)
+    ))
     for letter in "FBIW":  # the heatmap has no legend of its own: one entry per colour
         if (timeline.frame["kind"] == letter).any():
-            figure.add_trace(go.Bar(name=f"{letter} {KIND_NAMES[Kind[letter]]}", x=[None], y=[None],
-                                    marker_color=KIND_COLOURS[letter], showlegend=show_legend), row=row, col=1)
-    figure.add_trace(go.Bar(name="idle (the bubble)", x=[None], y=[None], marker_color=IDLE_FILL,
-                            showlegend=show_legend), row=row, col=1)
+            traces.append(dict(type="bar", name=f"{letter} {KIND_NAMES[Kind[letter]]}", x=[None], y=[None],
+                               marker=dict(color=KIND_COLOURS[letter]), showlegend=show_legend, legendgroup=letter))
+    traces.append(dict(type="bar", name="idle (the bubble)", x=[None], y=[None], marker=dict(color=IDLE_FILL),
+                       showlegend=show_legend, legendgroup="idle"))

@@ -9,7 +9,6 @@ with ``redraw=False``, and the figure stays small at any size.
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 
 from ..style import CURSOR, VEIL
 
@@ -49,19 +48,17 @@ def shapes_at(t: float, end: float, rows: list[tuple[np.ndarray, str]], highligh
     return shapes
 
 
-def add_playback(figure: go.Figure, end: float, rows: list[tuple[np.ndarray, str]], *, total_rows: int,
-                 time_format: str, cursor_at: float | None = None, font_size: int = 13) -> None:
-    """Frames, Play/Pause buttons and a time slider. ``cursor_at`` draws the figure at that moment (the
-    lecture's step mode); by default it shows the whole timeline and Play starts from 0."""
+def playback(layout: dict, end: float, rows: list[tuple[np.ndarray, str]], *, total_rows: int, time_format: str,
+             cursor_at: float | None = None, font_size: int = 13) -> list[dict]:
+    """Add Play/Pause buttons and a time slider to ``layout``; return the frames. ``cursor_at`` draws the
+    figure at that moment (the lecture's step mode); by default it shows the whole timeline and Play starts
+    from 0."""
     if end <= 0:
-        return
+        return []
     highlight = total_rows <= HIGHLIGHT_LIMIT
     times = np.linspace(0.0, end, FRAMES + 1)
     names = [f"{t:{time_format}}" for t in times]
-    # frames are built unvalidated: plotly's validation of 80 frames costs more than the rest of the figure;
-    # the shapes above are plain, known-good dicts
-    figure._frame_objs = tuple(go.Frame(name=name, layout=dict(shapes=shapes_at(t, end, rows, highlight)),
-                                        _validate=False) for name, t in zip(names, times))
+    frames = [dict(name=name, layout=dict(shapes=shapes_at(t, end, rows, highlight))) for name, t in zip(names, times)]
     frame_ms = 1000 * SECONDS / FRAMES
 
     def play(speed: float, from_current: bool) -> dict:
@@ -75,10 +72,9 @@ def add_playback(figure: go.Figure, end: float, rows: list[tuple[np.ndarray, str
         dict(label="Resume", method="animate", args=[None, play(1.0, True)]),
     ]
     active = len(times) - 1 if cursor_at is None else int(np.abs(times - cursor_at).argmin())
-    layout = figure.layout
-    area = layout.height - layout.margin.t - layout.margin.b  # the plotting area, in pixels
+    area = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]  # the plotting area, in pixels
     below = -BELOW_AXIS_PX / area
-    figure.update_layout(
+    layout.update(
         shapes=shapes_at(cursor_at, end, rows, highlight) if cursor_at is not None else [],
         updatemenus=[dict(type="buttons", direction="left", showactive=False, x=0, xanchor="left", y=below,
                           yanchor="top", pad=dict(t=4, r=6), buttons=buttons, font=dict(size=font_size))],
@@ -91,3 +87,4 @@ def add_playback(figure: go.Figure, end: float, rows: list[tuple[np.ndarray, str
                                            mode="immediate")]) for name in names],
         )],
     )
+    return frames

@@ -13,10 +13,9 @@ from engine import ScheduleError, build_schedule
 
 PAGE = "ed"
 TEXT = f"{PAGE}_csv"
+# the most the editor takes, pasted or uploaded (a 32-rank × 256-micro-batch ZB schedule is ~130 KiB)
 EDITOR_MAX_BYTES = 256 * 1024
-"""The most the editor takes, pasted or uploaded (a 32-rank × 256-micro-batch ZB schedule is ~130 KiB)."""
-HANDOFF = "rr_schedule_csv"
-"""Where the Real run page picks up a schedule sent from here."""
+HANDOFF = "rr_schedule_csv"  # where the Real run page picks up a schedule sent from here
 
 st.title("Schedule editor")
 st.caption("A schedule in PyTorch's CSV format: one line per rank, actions such as 0F0, 1B3, 2I5, 2W5 or "

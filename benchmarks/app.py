@@ -1,0 +1,100 @@
+"""The Playground's cost, measured side by side in one run.
+
+1. Server: the time of a Playground rerun (AppTest runs the page script: simulate, build the figure,
+   serialise it) with a cold cache and a warm one, and the figure's JSON size, at 4×8, 8×32 and 32×256.
+2. Browser: a change (the micro-batch slider moved by the keyboard) to the new chart drawn, in Debian's
+   Chromium at 4×8 and 32×256, alternating, and their ratio.
+
+Run: .venv/bin/python benchmarks/app.py [--repeat 3] [--schedule zb-v]
+Aims (issue 6): server ≤ 200 ms and figure ≤ 300 KB at 8×32; browser 32×256 ≤ 3× 4×8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from browser_support import launch, open_page, serve_app  # noqa: E402
+
+SIZES = ((4, 8), (8, 32), (32, 256))
+
+
+def server_rerun(schedule: str, ranks: int, microbatches: int, repeat: int) -> tuple[float, float, int]:
+    """(cold ms, warm ms median, figure bytes) of the Playground at this size."""
+    at = AppTest.from_file(str(ROOT / "app" / "streamlit_app.py"), default_timeout=120)
+    at.query_params.update({"schedule": schedule, "ranks": str(ranks), "microbatches": str(microbatches),
+                            "costs": "F=1,I=1,W=1", "comm": str(time.time() % 1)})  # a fresh cache entry
+    started = time.perf_counter()
+    at.run()
+    cold = (time.perf_counter() - started) * 1e3
+    warm = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        at.run()
+        warm.append((time.perf_counter() - started) * 1e3)
+    assert not at.exception, at.exception
+    return cold, statistics.median(warm), len(at.get("plotly_chart")[0].proto.spec.encode())
+
+
+def browser_draws(schedule: str, repeat: int) -> dict[tuple[int, int], float]:
+    """Seconds from a change (micro-batches m−1 → m, by the keyboard on the slider) to the new chart drawn."""
+    from playwright.sync_api import sync_playwright
+
+    times: dict[tuple[int, int], list[float]] = {(4, 8): [], (32, 256): []}
+    with serve_app() as url, sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            for round_index in range(repeat + 1):  # the first round warms the server's cache and imports
+                for ranks, microbatches in times:
+                    page, _ = open_page(browser, f"{url}/?schedule={schedule}&ranks={ranks}"
+                                                 f"&microbatches={microbatches - 1}&costs=F=1,I=1,W=1")
+                    page.locator('[data-testid="stSlider"] input[type="range"]').nth(1).focus()
+                    started = time.perf_counter()
+                    page.keyboard.press("ArrowRight")
+                    page.wait_for_function(
+                        "m => { const p = document.querySelector('.js-plotly-plot');"
+                        " return p && p.layout.title && p.layout.title.text.includes(m + ' micro-batches')"
+                        " && p._fullData.length > 0; }", arg=microbatches, timeout=120_000)
+                    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+                    if round_index:
+                        times[ranks, microbatches].append(time.perf_counter() - started)
+                    page.close()
+        finally:
+            browser.close()
+    return {size: statistics.median(values) for size, values in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--schedule", default="zb-v")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-browser", action="store_true")
+    args = parser.parse_args()
+    server_rerun(args.schedule, 2, 2, 1)  # imports and first-use costs, once, outside the figures
+    print(f"1. Playground rerun on the server ({args.schedule}, F=I=W=1; new configuration = not yet cached; "
+          f"median of {args.repeat} reruns of the same)")
+    print(f"   {'size':>8} {'actions':>8} {'new ms':>8} {'same ms':>8} {'figure KB':>10}")
+    for ranks, microbatches in SIZES:
+        cold, warm, size = server_rerun(args.schedule, ranks, microbatches, args.repeat)
+        actions = 3 * ranks * 2 * max(microbatches, 2 * ranks - 1) if args.schedule == "zb-v" else None
+        print(f"   {ranks:>3}×{microbatches:<4} {actions or '':>8} {cold:>8.0f} {warm:>8.0f} {size / 1024:>10.0f}")
+    if args.no_browser:
+        return
+    draws = browser_draws(args.schedule, args.repeat)
+    small, large = draws[(4, 8)], draws[(32, 256)]
+    print(f"2. Browser, change to new chart drawn (Chromium, median of {args.repeat})")
+    print(f"   4×8 {small:.2f} s   32×256 {large:.2f} s   ratio {large / small:.2f}×")
+    print(json.dumps({"browser_4x8_s": round(small, 2), "browser_32x256_s": round(large, 2)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Serving the app on localhost and driving Debian's Chromium with Playwright: shared by the real-browser test
+and ``benchmarks/app.py`` (FIELD-NOTES: launch options, waiting for the script to finish and for the chart)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+CHART = '[data-testid="stPlotlyChart"] .main-svg'
+DRAWN_MARKS = "() => { const p = document.querySelector('.js-plotly-plot'); " \
+              "return p && p._fullData ? p._fullData.reduce((n, t) => n + (t._length || 0), 0) : -1; }"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_app(timeout_s: float = 60.0):
+    """Start Streamlit on a free port; yield its URL; stop it."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
+         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"Streamlit did not start: {process.stdout.read().decode()[-2000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def open_page(browser, url: str, width: int = 1440, height: int = 900):
+    """A new page at ``url``, returned once the script has run and the chart is drawn; and how long it took."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    started = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector(IDLE, timeout=90_000)
+    page.wait_for_selector(CHART, timeout=90_000)
+    page.wait_for_function(f"() => ({DRAWN_MARKS})() > 0", timeout=90_000)
+    return page, time.perf_counter() - started

@@ -1,0 +1,81 @@
+"""Figure builders without Streamlit: what they draw is the engine's timeline, they pass plotly's full
+validation (they are built unvalidated for speed), and they stay small and readable."""
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from app.charts import BAR_LIMIT, compare_figure, timeline_figure, tradeoff_figure
+from app.charts.gantt import busy_by_bin
+from app.style import KIND_COLOURS, chunk_shade, contrast, text_colour
+from engine import FAMILIES, UNIT, Costs, build_schedule, simulate
+
+
+def as_json(figure) -> dict:
+    return json.loads(pio.to_json(figure, validate=False))
+
+
+def decoded(array) -> np.ndarray:
+    if isinstance(array, dict):
+        import base64
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+    return np.asarray(array)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_every_figure_passes_plotlys_validation(name):
+    chunks = 3 if FAMILIES[name].takes_chunks else None
+    costs = Costs(forward=1, backward_input=1, backward_weight=0.5, comm=0.2, recompute=True)
+    timeline = simulate(build_schedule(name, 3, 6, chunks), costs)
+    for figure in (timeline_figure(timeline, title=name, projector=True, cursor_at=2.0),
+                   compare_figure({name: timeline, "gpipe": simulate(build_schedule("gpipe", 3, 6))}),
+                   tradeoff_figure([{"schedule": name, "peak_memory": 3.0, "bubble_fraction": 0.2}])):
+        go.Figure(as_json(figure))  # raises on any misspelt property
+
+
+def test_bars_and_idle_blocks_account_for_every_rank_and_moment():
+    timeline = simulate(build_schedule("zb-h1", 4, 8), Costs(forward=1, backward_input=1, backward_weight=0.5))
+    data = as_json(timeline_figure(timeline))["data"]
+    bars = [t for t in data if t["type"] == "bar" and t["name"][0] in "FBIW"]
+    assert sum(len(decoded(t["y"])) for t in bars) == len(timeline.frame)
+    idle = next(t for t in data if t["name"] == "idle (the bubble)")
+    per_rank = np.bincount(decoded(idle["y"]).astype(int), weights=decoded(idle["x"]), minlength=4)
+    assert per_rank == pytest.approx(timeline.idle_per_rank(), abs=1e-5)
+
+
+def test_large_timelines_are_binned_and_the_bins_keep_the_busy_time():
+    timeline = simulate(build_schedule("zb-v", 32, 64), UNIT)
+    assert len(timeline.frame) > BAR_LIMIT
+    data = as_json(timeline_figure(timeline))["data"]
+    assert [t["type"] for t in data].count("heatmap") == 1 and not any(t.get("base") is not None for t in data)
+    edges = np.linspace(0, timeline.makespan, 101)
+    assert busy_by_bin(timeline, edges).sum(axis=(1, 2)) == pytest.approx(timeline.busy_per_rank())
+
+
+@pytest.mark.parametrize("name, ranks, microbatches, limit_kib", [
+    ("zb-v", 8, 32, 300), ("interleaved-1f1b", 8, 32, 300), ("zb-v", 32, 256, 300)])
+def test_figures_stay_small(name, ranks, microbatches, limit_kib):
+    timeline = simulate(build_schedule(name, ranks, microbatches), UNIT)
+    assert len(pio.to_json(timeline_figure(timeline), validate=False)) < limit_kib * 1024
+
+
+def test_frames_only_move_shapes_and_outline_what_runs():
+    timeline = simulate(build_schedule("1f1b", 2, 2))
+    frames = as_json(timeline_figure(timeline))["frames"]
+    assert all(set(f) == {"name", "layout"} and set(f["layout"]) == {"shapes"} for f in frames)
+    middle = frames[len(frames) // 2]["layout"]["shapes"]
+    t = middle[1]["x0"]
+    running = timeline.frame[(timeline.frame["start"] <= t) & (timeline.frame["end"] > t)]
+    outlines = [s for s in middle if s["type"] == "path"]
+    assert len(outlines) == 1 and outlines[0]["path"].count("M") == len(running)
+
+
+def test_every_chunk_shade_differs_and_its_label_is_readable():
+    for kind in KIND_COLOURS:
+        for chunks in range(1, 9):
+            shades = [chunk_shade(kind, chunk, chunks) for chunk in range(chunks)]
+            assert len(set(shades)) == chunks
+            assert all(contrast(shade, text_colour(shade)) >= 4.5 for shade in shades)  # WCAG AA
