@@ -17,6 +17,7 @@ from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_
 from .model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
 from .pytorch_csv import read_csv_file
 from .runtime.config import BACKENDS, DEVICES, RunConfig
+from .runtime.result import CLOCKS
 from .schedules import FAMILIES, build_schedule
 from .simulate import simulate
 from .validate import ScheduleError, validate
@@ -142,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=BACKENDS, default="emulated")
     run.add_argument("--device", choices=DEVICES, default="auto")
     run.add_argument("--recompute", action="store_true", help="keep only stage inputs; re-run forwards")
-    run.add_argument("--steps", type=_whole(1, 100), default=2, help="steps to run; the last one is reported")
+    run.add_argument("--repeats", type=_whole(1, 100), default=3,
+                     help="measured steps after the warm-up; each action's median is shown, with its spread")
+    run.add_argument("--warmup-steps", type=_whole(0, 100), default=1, help="steps run first and not measured")
     run.add_argument("--transfer-ms", type=_number(positive=False), help="emulated: set the transfer time "
                                                                          "(default: measured)")
     run.add_argument("--timeout", type=_number(positive=True), default=30.0, help="distributed: seconds a rank may wait")
@@ -271,7 +274,8 @@ def run_command(args) -> int:
                         seq_len=args.seq_len, vocab=args.vocab, heads=args.heads, seed=args.seed, dtype=args.dtype)
     config = RunConfig(family=args.schedule, num_ranks=args.ranks, num_microbatches=args.microbatches,
                        num_chunks=args.chunks, model=model, partition=args.partition, backend=args.backend,
-                       device=args.device, recompute=args.recompute, steps=args.steps, transfer_ms=args.transfer_ms,
+                       device=args.device, recompute=args.recompute, repeats=args.repeats, warmup_steps=args.warmup_steps,
+                       transfer_ms=args.transfer_ms,
                        timeout_s=args.timeout, fail_at=args.fail_at)
     _check_writable(args.trace)
     from .runtime import run
@@ -294,15 +298,18 @@ def run_command(args) -> int:
           f"{p} ranks, {config.num_microbatches} micro-batches, {summary['backend']} on {summary['device']}")
     for note in summary["notes"]:
         print(f"  {note}")
-    print(f"makespan          {summary['makespan']:.3f} ms measured, {summary['predicted_makespan']:.3f} ms "
-          f"predicted from the measured costs (error {summary['prediction_error']:+.1%})")
+    low, high = summary["makespan_spread"]
+    print(f"makespan          {summary['makespan']:.3f} ms measured (median of {summary['repeats']} step(s); "
+          f"{low:.3f}–{high:.3f}), {summary['predicted_makespan']:.3f} ms predicted from the measured costs "
+          f"(error {summary['prediction_error']:+.1%})")
+    print(f"clock             {summary['clock']}: {CLOCKS[summary['clock']]}")
     print(f"bubble_fraction   {summary['bubble_fraction']:.4f} measured, "
           f"{summary['predicted_bubble_fraction']:.4f} predicted")
     print(f"loss              {summary['loss']:.6f} (unsplit model: {summary['reference_loss']:.6f})")
     print(f"max_grad_error    {summary['max_grad_error']:.2e} (largest relative gradient difference from the "
           f"unsplit model)")
     if summary["overhead_fraction"] is not None:
-        print(f"bookkeeping       {summary['overhead_fraction']:.1%} of the step's wall time outside timed actions")
+        print(f"bookkeeping       {summary['overhead_fraction']:.1%} of the step's CPU time outside timed actions")
     print("rank  peak activation bytes  modelled peak (micro-batches of a rank's share)")
     for r in range(p):
         print(f"{r:>4}  {summary['peak_memory_bytes'][r]:>21,}  {summary['peak_memory_model'][r]:g}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 
 import torch
 import torch.nn as nn
@@ -106,20 +107,27 @@ class GPTHead(nn.Module):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
 
 
+_BUILDING = threading.Lock()
+
+
 class ToyModel(nn.Module):
     """embed → blocks → head. ``forward(x, target)`` returns the mean loss over the batch."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        torch.manual_seed(config.seed)
-        if config.kind == "mlp":
-            self.embed = MLPEmbed(config.hidden)
-            self.blocks = nn.ModuleList(MLPBlock(config.hidden) for _ in range(config.layers))
-            self.head = MLPHead(config.hidden)
-        else:
-            self.embed = GPTEmbed(config.vocab, config.seq_len, config.hidden)
-            self.blocks = nn.ModuleList(GPTBlock(config.hidden, config.heads) for _ in range(config.layers))
-            self.head = GPTHead(config.hidden, config.vocab)
+        # PyTorch initialises layers from its one global generator: seed it, and let no other thread of this
+        # process build a model meanwhile (two runs started from two threads would interleave draws); the
+        # caller's generator state is restored afterwards
+        with _BUILDING, torch.random.fork_rng(devices=[]):
+            torch.manual_seed(config.seed)
+            if config.kind == "mlp":
+                self.embed = MLPEmbed(config.hidden)
+                self.blocks = nn.ModuleList(MLPBlock(config.hidden) for _ in range(config.layers))
+                self.head = MLPHead(config.hidden)
+            else:
+                self.embed = GPTEmbed(config.vocab, config.seq_len, config.hidden)
+                self.blocks = nn.ModuleList(GPTBlock(config.hidden, config.heads) for _ in range(config.layers))
+                self.head = GPTHead(config.hidden, config.vocab)
         self.to(torch_dtype(config))
 
     def forward(self, x, target):

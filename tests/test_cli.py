@@ -113,7 +113,7 @@ def test_run_text_output_says_clocks_are_virtual_and_shows_progress(capsys, tmp_
 
 @pytest.mark.parametrize("args, message", [
     (["--microbatches", "3", "--batch", "8"], "batch (8) must split into 3 equal micro-batches: 8 = 2×3 + 2"),
-    (["--layers", "3"], "3 layers cannot fill 4 stages"),
+    (["--layers", "3"], "3 blocks cannot fill 4 stages"),
     (["--partition", "1,2"], "partition 1,2 has 2 entries for 4 stages"),
     (["--model", "gpt", "--hidden", "30"], "hidden (30) must be a multiple of heads (4)"),
     (["--schedule", "dualpipev", "--chunks", "3"], "dualpipev always has 2 chunk(s) per rank"),
@@ -137,7 +137,7 @@ def test_run_failure_exits_1_naming_rank_and_action(capsys):
 def test_run_distributed_trace_separates_compute_and_waits(tmp_path):
     trace = tmp_path / "dist.json"
     result = subprocess.run([sys.executable, "-m", "engine", "run", "--backend", "distributed", "--ranks", "2",
-                             "--microbatches", "4", "--layers", "2", "--hidden", "16", "--batch", "8", "--steps", "1",
+                             "--microbatches", "4", "--layers", "2", "--hidden", "16", "--batch", "8", "--repeats", "1", "--warmup-steps", "0",
                              "--json", "--trace", str(trace)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
@@ -154,7 +154,7 @@ def test_run_under_torchrun():
         pytest.skip("torchrun is not next to this Python")
     result = subprocess.run([str(torchrun), "--nproc-per-node", "2", "-m", "engine", "run", "--backend", "distributed",
                              "--ranks", "2", "--microbatches", "4", "--layers", "2", "--hidden", "16", "--batch", "8",
-                             "--steps", "1", "--json"], capture_output=True, text=True, timeout=180)
+                             "--repeats", "1", "--warmup-steps", "0", "--json"], capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-2000:]
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == 1  # only rank 0 prints
@@ -282,7 +282,7 @@ def test_a_closed_pipe_is_a_quiet_exit():
     (["--timeout", "-1"], "--timeout: expected a finite number > 0, got -1"),
     (["--seed", "1e23"], "--seed: expected a whole number from 0 to 4294967295, got '1e23'"),
     (["--seed", str(10**23)], "--seed: expected a whole number from 0 to 4294967295"),
-    (["--layers", "1000000000", "--ranks", "2"], "layers must be from 1 to 256, got 1000000000"),
+    (["--layers", "1000000000", "--ranks", "2"], "blocks (layers) must be from 1 to 256, got 1000000000"),
 ])
 def test_run_arguments_say_what_is_accepted(capsys, args, message):
     code, _, err = run_cli(capsys, "run", *args)

@@ -26,9 +26,9 @@ def test_partition(layers, stages, rule, expected):
 
 
 @pytest.mark.parametrize("layers, stages, rule, message", [
-    (3, 4, "balanced", "3 layers cannot fill 4 stages"),
+    (3, 4, "balanced", "3 blocks cannot fill 4 stages"),
     (18, 4, "4,5,5", "has 3 entries for 4 stages"),
-    (18, 4, "4,5,5,5", "covers 19 layers, the model has 18: 4 + 5 + 5 + 5 = 19"),
+    (18, 4, "4,5,5,5", "covers 19 blocks, the model has 18: 4 + 5 + 5 + 5 = 19"),
     (9, 3, "4,0,5", "leaves stage 1 empty"),
     (9, 3, "a,b,c", "partition must be balanced, llama3 or blocks per stage as whole numbers ≥ 0"),
     (1, 4, "llama3", "leaves a middle stage empty"),

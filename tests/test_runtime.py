@@ -4,6 +4,7 @@ import os
 import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -39,13 +40,13 @@ def check(result):
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_emulated_matches_the_unsplit_model(name, kind, recompute):
-    check(run(RunConfig(family=name, model=small(kind), recompute=recompute, steps=1, **sizes(name))))
+    check(run(RunConfig(family=name, model=small(kind), recompute=recompute, repeats=1, warmup_steps=0, **sizes(name))))
 
 
 @pytest.mark.parametrize("name, ranks, partition", [("1f1b", 4, "1,4,2,1"), ("zb-h1", 4, "llama3"),
                                                     ("zb-v", 2, "0,4,4,0"), ("interleaved-1f1b", 2, "2,1,3,2")])
 def test_uneven_partitions(name, ranks, partition):
-    config = RunConfig(family=name, model=small("gpt"), partition=partition, steps=1,
+    config = RunConfig(family=name, model=small("gpt"), partition=partition, repeats=1, warmup_steps=0,
                        **{**sizes(name), "num_ranks": ranks})
     check(run(config))
 
@@ -74,7 +75,7 @@ def test_distributed_matches_the_unsplit_model(name):
     variants = [("mlp", False, "balanced"), ("mlp", True, "balanced"), ("gpt", False, "balanced"),
                 ("gpt", True, "balanced"), ("gpt", False, uneven(stages))]
     configs = [RunConfig(family=name, num_ranks=ranks, num_microbatches=4, num_chunks=chunks, model=small(kind),
-                         recompute=recompute, partition=partition, backend="distributed", steps=1)
+                         recompute=recompute, partition=partition, backend="distributed", repeats=1, warmup_steps=0)
                for kind, recompute, partition in variants]
     for config, result in zip(configs, run_many(configs)):
         summary = check(result)
@@ -88,7 +89,7 @@ def test_distributed_matches_the_unsplit_model(name):
 def test_measured_memory_follows_the_theory():
     """GPipe's peak on rank 0 grows with micro-batches; 1F1B's stays bounded by the ranks; recomputation lowers it."""
     def peak(name, m, recompute=False):
-        config = RunConfig(family=name, num_ranks=4, num_microbatches=m, steps=1, recompute=recompute,
+        config = RunConfig(family=name, num_ranks=4, num_microbatches=m, repeats=1, warmup_steps=0, recompute=recompute,
                            model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=32))
         return run(config).summary()["peak_memory_bytes"][0]
 
@@ -106,7 +107,7 @@ def test_measured_memory_follows_the_theory():
 
 def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
     def peak(name, m):
-        config = RunConfig(family=name, num_ranks=4, num_microbatches=m, steps=1,
+        config = RunConfig(family=name, num_ranks=4, num_microbatches=m, repeats=1, warmup_steps=0,
                            model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=4 * m))
         return run(config).summary()["peak_memory_bytes"][0]
 
@@ -116,14 +117,74 @@ def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
 
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 def test_emulated_prediction_is_close_to_the_measurement(kind):
-    """The simulator, fed the run's own measured per-stage costs, predicts its makespan. The issue's target
-    is 5 % on a quiet machine (see benchmarks/runtime.py); 20 % here keeps the test robust to noise."""
-    model = ModelConfig(kind=kind, layers=8, hidden=512 if kind == "mlp" else 128, batch=128 if kind == "mlp" else 32,
-                        seq_len=32)  # the CLI's default sizes
-    result = run(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=model, steps=2))
+    """The simulator, fed the run's own measured per-stage costs, predicts its makespan within 5 % (issue 8's
+    target): durations are CPU time and medians of 5 steps, so a busy machine does not move them."""
+    result = run(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=ModelConfig(kind=kind), repeats=5))
     check(result)
     summary = result.summary()
-    assert abs(summary["prediction_error"]) < 0.20, summary
+    assert summary["clock"] == "thread_cpu"
+    assert abs(summary["prediction_error"]) < 0.05, summary
+    low, high = summary["makespan_spread"]
+    assert low <= summary["makespan"] * 1.0001 and summary["makespan"] <= high * 1.0001
+
+
+def _busy_loops(count: int) -> list:
+    import subprocess
+    import sys
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def test_the_cpu_clock_does_not_count_time_the_thread_waited_for_a_core():
+    """The clock choice itself: the same matmuls timed by the emulated backend's clock and by the wall clock,
+    quiet and then with four busy loops on this 2-core machine. The wall clock sees the load (2.0–3.5× here);
+    the thread's CPU time barely does (0.97–1.18×)."""
+    from engine.runtime.timing import ActionClock, one_intra_op_thread
+
+    cpu, wall = ActionClock(torch.device("cpu")), ActionClock(torch.device("cpu"), "wall")
+    assert cpu.kind == "thread_cpu"
+    a = torch.randn(128, 128)
+
+    def medians():
+        samples = []
+        for _ in range(7):
+            started = cpu.start(), wall.start()
+            for _ in range(40):
+                a @ a
+            samples.append((cpu.stop(started[0]), wall.stop(started[1])))
+        return np.median(samples, axis=0)
+
+    with one_intra_op_thread():
+        quiet = medians()
+        loops = _busy_loops(4)
+        try:
+            time.sleep(0.3)
+            loaded = medians()
+        finally:
+            for loop in loops:
+                loop.kill()
+                loop.wait()
+    cpu_ratio, wall_ratio = loaded / quiet
+    assert wall_ratio > 1.5, "the busy loops did not load the machine: the check proves nothing"
+    # a busy hyperthread sibling can slow the work itself (seen once: 1.64× against the wall's 3.68×): the
+    # claim is that the CPU clock sees at most half the slowdown the wall clock sees
+    assert cpu_ratio - 1 < 0.5 * (wall_ratio - 1), (cpu_ratio, wall_ratio)
+
+
+def test_a_busy_machine_barely_moves_the_emulated_timeline():
+    """End to end, two busy loops alongside: the makespan stays within a generous bound of the quiet one."""
+    config = RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, repeats=5,
+                       model=ModelConfig(kind="mlp", layers=8, hidden=256, batch=64))
+    quiet = run(config)
+    loops = _busy_loops(2)
+    try:
+        time.sleep(0.3)
+        loaded = run(config)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    assert 0.5 < loaded.measured.makespan / quiet.measured.makespan < 2.0
+    assert abs(loaded.prediction_error) < 0.05
 
 
 def test_emulated_failure_names_rank_and_action():
@@ -155,7 +216,7 @@ def test_distributed_failure_ends_the_run_names_the_rank_and_leaves_no_process()
     started = time.monotonic()
     with pytest.raises(RunFailed, match=r"rank 2 failed during 2B1: RuntimeError: injected failure at 2B1"):
         run(RunConfig(family="1f1b", num_ranks=3, num_microbatches=4, model=small("mlp", layers=3),
-                      backend="distributed", fail_at="2:2B1", steps=1))
+                      backend="distributed", fail_at="2:2B1", repeats=1, warmup_steps=0))
     assert time.monotonic() - started < 30
     deadline = time.monotonic() + 5
     while _children() - before and time.monotonic() < deadline:
@@ -170,7 +231,7 @@ def test_two_distributed_runs_at_once_do_not_collide():
     def one(name):
         try:
             results.append(run(RunConfig(family=name, num_ranks=2, num_microbatches=4, model=small("mlp", layers=4),
-                                         backend="distributed", steps=1)))
+                                         backend="distributed", repeats=1, warmup_steps=0)))
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
@@ -196,7 +257,7 @@ def test_emulated_on_cuda(name):
 def test_measured_memory_of_identical_stages_follows_the_memory_model(name, chunks):
     """Ranks 1 and 2 of 4 hold identical blocks (rank 0 also has the embedding, rank 3 the head): the ratio of
     their measured peak bytes must be the ratio of the simulator's modelled peaks."""
-    result = run(RunConfig(family=name, num_ranks=4, num_microbatches=8, num_chunks=chunks, steps=1,
+    result = run(RunConfig(family=name, num_ranks=4, num_microbatches=8, num_chunks=chunks, repeats=1, warmup_steps=0,
                            model=ModelConfig(kind="mlp", layers=8 * (chunks or 1), hidden=64, batch=32)))
     measured, modelled = result.summary()["peak_memory_bytes"], result.summary()["peak_memory_model"]
     assert measured[2] / measured[1] == pytest.approx(modelled[2] / modelled[1], rel=0.04)

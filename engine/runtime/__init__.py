@@ -18,6 +18,9 @@ from .progress import Progress, no_progress
 def run(config: RunConfig, *, progress: Progress = no_progress) -> RunResult | None:
     """Run ``config`` on its backend and return the measured timeline, the prediction and the checks
     (None on a torchrun rank other than 0)."""
+    from .budget import check_budget
+
+    check_budget(config)  # refuse, with the arithmetic, a run this machine cannot hold
     if config.backend == "emulated":
         from .emulated import run_emulated
 
@@ -30,7 +33,11 @@ def run(config: RunConfig, *, progress: Progress = no_progress) -> RunResult | N
 def run_many(configs: list[RunConfig], *, progress: Progress = no_progress) -> list[RunResult]:
     """Several runs; distributed ones share one set of processes (they must have the same number of ranks)."""
     if all(config.backend == "distributed" for config in configs):
+        from .budget import check_budget
         from .distributed import run_distributed_many
+
+        for config in configs:
+            check_budget(config)
 
         return run_distributed_many(configs, progress=progress)
     return [run(config, progress=progress) for config in configs]

@@ -10,6 +10,7 @@ from ..dependencies import CompiledSchedule, compiled, execution_order
 from ..ir import Schedule, all_actions
 from ..limits import whole_number
 from ..model_config import ModelConfig, partition
+from ..pytorch_csv import read_csv
 from ..schedules import build_schedule
 from ..validate import validate
 
@@ -59,27 +60,38 @@ class RunConfig:
     """"auto" (one GPU per rank when there are enough, else CPU), "cpu" or "cuda"."""
     recompute: bool = False
     """Keep only stage inputs in the forward; re-run it before the backward."""
-    steps: int = 2
-    """Training steps to run; the timeline is the last one's (the first pays one-off costs such as autograd's
-    start-up, ~0.5 s in a fresh process). Weights are not updated between steps, so every step is checked
-    against the same unsplit reference."""
+    warmup_steps: int = 1
+    """Steps run and thrown away first: they pay one-off costs (autograd's start-up, ~0.5 s in a fresh
+    process; first-touch allocations)."""
+    repeats: int = 3
+    """Measured steps after the warm-up: the timeline uses each action's median, the spread its min and max.
+    Weights are not updated between steps, so every step is checked against the same unsplit reference."""
     transfer_ms: float | None = None
     """Emulated: time for an activation to reach another device; None = measured (the copy's own time)."""
     timeout_s: float = 30.0
     """Distributed: how long a rank may wait for another before the run is ended."""
     fail_at: str | None = None
     """Inject a failure, "RANK:ACTION" such as "1:1F3" (tests of the failure path)."""
+    schedule_csv: str | None = None
+    """A schedule in PyTorch's CSV format to run instead of a family (the editor's "run it for real"); the
+    ranks, micro-batches and chunks then come from it."""
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
-        whole_number("steps", self.steps, 1, MAX_STEPS)
+        whole_number("warm-up steps", self.warmup_steps, 0, MAX_STEPS)
+        whole_number("repeats", self.repeats, 1, MAX_STEPS)
+        if self.schedule_csv is not None:  # the sizes are the CSV's
+            schedule = read_csv(self.schedule_csv, name="edited").schedule
+            for name, value in (("family", "edited"), ("num_ranks", schedule.num_ranks),
+                                ("num_microbatches", schedule.num_microbatches), ("num_chunks", None)):
+                object.__setattr__(self, name, value)
         if self.model.batch % self.num_microbatches:
             b, m = self.model.batch, self.num_microbatches
             raise ValueError(f"batch ({b}) must split into {m} equal micro-batches: {b} = {b // m}×{m} + {b % m}; "
-                             f"try --batch {max(m, b - b % m)}")
+                             f"try a batch of {max(m, b - b % m)}")
         if self.transfer_ms is not None and not 0 <= self.transfer_ms < float("inf"):
             raise ValueError(f"transfer time must be a finite number ≥ 0 ms, got {self.transfer_ms}")
         if not 0 < self.timeout_s < float("inf"):
@@ -92,7 +104,10 @@ class RunConfig:
 
     @cached_property
     def plan(self) -> RunPlan:
-        schedule = validate(build_schedule(self.family, self.num_ranks, self.num_microbatches, self.num_chunks))
+        if self.schedule_csv is not None:
+            schedule = validate(read_csv(self.schedule_csv, name="edited").schedule)
+        else:
+            schedule = validate(build_schedule(self.family, self.num_ranks, self.num_microbatches, self.num_chunks))
         if self.fail_at is not None:
             rank, _, action = self.fail_at.partition(":")
             if int(rank) >= self.num_ranks:

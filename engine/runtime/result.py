@@ -15,6 +15,13 @@ from ..simulate import simulate
 from ..timeline import Timeline
 from .config import RunConfig
 
+CLOCKS = {
+    "thread_cpu": "CPU time of the thread that ran the action (time.thread_time_ns), one intra-op thread",
+    "cuda_events": "CUDA events on the device's stream",
+    "wall": "wall clock (time.perf_counter)",
+}
+"""How a run's actions were timed (``engine.runtime.timing``), in words for the output."""
+
 GRADIENT_TOLERANCE = 1e-5
 """A run's gradients "match" the unsplit model when every parameter's relative difference is below this."""
 
@@ -38,14 +45,25 @@ class RunResult:
     """Share of a micro-batch's activation bytes still held between I and W: measured when the schedule
     splits the backward, else the model's default."""
     overhead_fraction: float | None = None
-    """Emulated: share of the step's wall time spent outside the timed actions and copies (bookkeeping)."""
+    """Emulated on CPU: share of the step's CPU time spent outside the timed actions and copies (bookkeeping)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    clock: str = "wall"
+    """How actions were timed: "thread_cpu", "cuda_events" or "wall" (see ``engine.runtime.timing``)."""
+    makespan_spread: tuple[float, float] | None = None
+    """The smallest and largest makespan over the measured steps (the timeline shows the medians)."""
 
     @property
     def prediction_error(self) -> float:
         """(predicted − measured) / measured makespan."""
         measured = self.measured.makespan
         return 0.0 if measured == 0 else (self.predicted.makespan - measured) / measured
+
+    def prediction_error_per_rank(self) -> list[float]:
+        """(predicted − measured) / measured of each rank's last end."""
+        measured = self.measured.frame.groupby("rank")["end"].max()
+        predicted = self.predicted.frame.groupby("rank")["end"].max()
+        return [float((predicted[r] - measured[r]) / measured[r]) if measured.get(r, 0) else 0.0
+                for r in range(self.measured.num_ranks)]
 
     def summary(self) -> dict:
         measured = self.measured
@@ -76,6 +94,10 @@ class RunResult:
             "wall_ms_per_step": self.wall_ms_per_step,
             "overhead_fraction": self.overhead_fraction,
             "num_actions": int(len(measured.frame)),
+            "clock": self.clock,
+            "repeats": self.config.repeats,
+            "makespan_spread": list(self.makespan_spread) if self.makespan_spread else None,
+            "prediction_error_per_rank": self.prediction_error_per_rank(),
             "notes": list(self.notes),
         }
 
@@ -108,7 +130,8 @@ def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> 
 
 
 def assemble(config: RunConfig, *, starts, ends, compute_ms, memory_bytes, transfer_ms: float,
-             waits: pd.DataFrame | None = None, notes: tuple[str, ...] = (), **fields) -> RunResult:
+             waits: pd.DataFrame | None = None, notes: tuple[str, ...] = (), duration_min=None, duration_max=None,
+             **fields) -> RunResult:
     """Build the measured Timeline and the prediction from the measured costs, side by side.
 
     The prediction's memory model uses the share of bytes W still needs after I as measured in this run
@@ -121,6 +144,8 @@ def assemble(config: RunConfig, *, starts, ends, compute_ms, memory_bytes, trans
     measured = Timeline.from_slots(schedule, starts, ends, memory_bytes, source="measured", waits=waits,
                                    comm=transfer_ms,
                                    compute_ms=np.asarray(compute_ms),
+                                   duration_min=np.asarray(compute_ms if duration_min is None else duration_min),
+                                   duration_max=np.asarray(compute_ms if duration_max is None else duration_max),
                                    memory_model=predicted.frame["memory_after"].to_numpy())
     return RunResult(config=config, schedule=schedule, measured=measured, predicted=predicted,
                      transfer_ms=transfer_ms, w_memory_fraction=costs.w_memory_fraction, notes=tuple(notes),

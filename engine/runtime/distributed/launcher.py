@@ -1,8 +1,11 @@
 """Starting the rank processes on this machine, watching them, and ending them all when one fails.
 
-File-store rendezvous in a fresh temporary folder, so two runs at once never share a port or a store. A rank
-that raises writes what it was doing to ``error-<rank>.json``; the launcher reports the earliest rank that
-failed on its own (not the others' "connection closed"), then terminates what is left.
+File-store rendezvous in a fresh temporary folder, so two runs at once never share a port or a store. The
+unsplit reference is computed once, here, and each rank gets only its own parameters' gradients.
+
+When a run goes wrong the launcher names the rank that caused it, in this order of evidence: a rank killed
+by a foreign signal (SIGKILL, SIGSEGV…); a rank stopped (SIGSTOP); a rank whose own action raised; the rank
+the others wait for when nobody has moved for the time-out (heartbeats, ``status.py``); any other report.
 """
 
 from __future__ import annotations
@@ -11,21 +14,28 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import tempfile
 import time
 from dataclasses import replace
 
+import numpy as np
+import torch
 import torch.multiprocessing as mp
 
 from ...dependencies import compiled
+from ...models import stage_parameter_names
 from ..config import RunConfig
 from ..devices import choose_devices
 from ..errors import RunFailed
-from ..result import RunResult
+from ..gradients import reference_gradients
 from ..progress import Progress, no_progress
+from ..result import RunResult
 from .rank import rank_entry
+from .status import COMPUTING, FIELDS, RECEIVING, process_state, read, silent_rank
 
 LAUNCH_GRACE_S = 120.0  # spawning p processes that each import torch, on a busy machine
+POLL_S = 0.2
 
 
 def core_warning(config: RunConfig) -> list[str]:
@@ -55,6 +65,20 @@ def check_message_order(config: RunConfig) -> None:
                              f"NCCL cannot match them (gloo can): use --device cpu")
 
 
+def _write_references(configs: list[RunConfig], workdir: str) -> None:
+    """The unsplit model's loss and gradients, once per run, split into one file per rank."""
+    for index, config in enumerate(configs):
+        loss, gradients = reference_gradients(config.model)
+        names = stage_parameter_names(list(config.plan.stage_layers))
+        schedule = config.plan.schedule
+        for rank in range(config.num_ranks):
+            prefixes = [prefix for stage, mapping in enumerate(names) if schedule.rank_of(stage) == rank
+                        for prefix in mapping.values()]
+            mine = {name: grad for name, grad in gradients.items()
+                    if any(name == p or name.startswith(p + ".") for p in prefixes)}
+            torch.save({"loss": loss, "gradients": mine}, os.path.join(workdir, f"reference-{index}-{rank}.pt"))
+
+
 def run_distributed_many(configs: list[RunConfig], *, progress: Progress = no_progress) -> list[RunResult]:
     """Several runs with the same number of ranks in one set of processes (starting processes that import
     torch costs seconds; the runs themselves, milliseconds)."""
@@ -66,48 +90,106 @@ def run_distributed_many(configs: list[RunConfig], *, progress: Progress = no_pr
     num_ranks = configs[0].num_ranks
     workdir = tempfile.mkdtemp(prefix="pplab-run-")
     context = None
+    status = mp.get_context("spawn").Array("d", FIELDS * num_ranks, lock=False)
     try:
-        context = mp.start_processes(rank_entry, args=(configs, workdir, f"file://{workdir}/store"),
+        _write_references(configs, workdir)
+        context = mp.start_processes(rank_entry, args=(configs, workdir, f"file://{workdir}/store", status),
                                      nprocs=num_ranks, join=False, start_method="spawn")
-        limit_s = LAUNCH_GRACE_S + sum(c.timeout_s * (c.steps + 1) for c in configs)
-        deadline = time.monotonic() + limit_s
-        while True:
-            try:
-                if context.join(timeout=0.2):
-                    break
-            except (mp.ProcessRaisedException, mp.ProcessExitedException) as error:
-                raise RunFailed(first_failure(workdir) or f"a rank process failed: {error}") from None
-            progress(sum(not p.is_alive() for p in context.processes), num_ranks, "ranks finished")
-            if time.monotonic() > deadline:
-                raise RunFailed(f"the run did not finish within its limit of {limit_s:.0f} s "
-                                f"({LAUNCH_GRACE_S:.0f} s to start + the time-out for each step); ended it")
-        progress(num_ranks, num_ranks, "ranks finished")
+        _watch(context, configs, workdir, status, progress)
         with open(os.path.join(workdir, "result.pkl"), "rb") as handle:
             results = pickle.load(handle)
         return [replace(result, notes=tuple(core_warning(result.config)) + result.notes) for result in results]
     finally:
         if context is not None:
-            for process in context.processes:
-                if process.is_alive():
-                    process.terminate()
-            for process in context.processes:
-                process.join(timeout=5)
-                if process.is_alive():
-                    process.kill()
-                    process.join(timeout=5)
+            _end(context.processes)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def first_failure(workdir: str) -> str | None:
-    """The earliest error a rank wrote: the root cause, not the others' "connection closed"."""
+def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Progress) -> None:
+    """Wait for every rank; on a failure or a stall, raise RunFailed naming the rank to blame."""
+    num_ranks = configs[0].num_ranks
+    total = sum((c.warmup_steps + c.repeats) * c.plan.compiled.num_actions for c in configs)
+    per_rank = [sum((c.warmup_steps + c.repeats) * int(np.sum(c.plan.compiled.rank == r)) for c in configs)
+                for r in range(num_ranks)]
+    timeout = max(c.timeout_s for c in configs)
+    limit_s = LAUNCH_GRACE_S + sum(c.timeout_s * (c.warmup_steps + c.repeats + 1) for c in configs)
+    started = time.monotonic()
+    while True:
+        codes = [process.exitcode for process in context.processes]
+        if all(code == 0 for code in codes):
+            progress(total, total, "done")
+            return
+        rows = read(status, num_ranks)
+        done = sum(min(row["done"], mine) for row, mine in zip(rows, per_rank))
+        busy = [row for row in rows if row["state"] in (COMPUTING, RECEIVING)]
+        progress(done, total, f"rank {busy[0]['rank']}" if busy else "starting the ranks")
+        if any(code not in (None, 0) for code in codes):
+            raise RunFailed(_blame(context.processes, rows, workdir, configs[0]))
+        moved = max((row["updated"] for row in rows), default=0.0)
+        if moved and time.time() - moved > timeout + 2 * POLL_S:
+            raise RunFailed(_blame(context.processes, rows, workdir, configs[0], stalled_s=time.time() - moved))
+        if time.monotonic() - started > limit_s:
+            raise RunFailed(f"the run did not finish within its limit of {limit_s:.0f} s "
+                            f"({LAUNCH_GRACE_S:.0f} s to start + the time-out for each step); ended it")
+        time.sleep(POLL_S)
+
+
+def _doing(rows: list[dict], rank: int, config: RunConfig) -> str:
+    action = rows[rank]["action"]
+    if action < 0:
+        return "before its first action"
+    c = config.plan.compiled
+    return f"during {int(c.stage[action])}{'FBIW'[int(c.kind[action])]}{int(c.microbatch[action])}"
+
+
+def _blame(processes, rows: list[dict], workdir: str, config: RunConfig, stalled_s: float | None = None) -> str:
+    for rank, process in enumerate(processes):  # a foreign signal: killed, crashed
+        code = process.exitcode
+        if code is not None and code < 0 and -code != signal.SIGTERM:
+            return (f"rank {rank} died {_doing(rows, rank, config)}: killed by signal "
+                    f"{signal.Signals(-code).name} (process {process.pid})")
+    for rank, process in enumerate(processes):
+        if process.exitcode is None and process_state(process.pid) == "T":
+            return (f"rank {rank} stopped responding {_doing(rows, rank, config)}: its process {process.pid} is "
+                    f"stopped (SIGSTOP?); the other ranks waited {config.timeout_s:g} s for it")
+    reports = _reports(workdir)
+    own = [r for r in reports if r["own"]]
+    if own:
+        first = min(own, key=lambda r: r["time"])
+        where = f"during {first['action']}" if first["action"] else "before its first action"
+        return f"rank {first['rank']} failed {where}: {first['error']}"
+    silent = silent_rank(rows)
+    if silent is not None and (stalled_s is not None or reports):
+        waiting = sorted(r["rank"] for r in rows if r["state"] == RECEIVING and r["rank"] != silent)
+        return (f"rank {silent} stopped responding {_doing(rows, silent, config)}: ranks "
+                f"{', '.join(map(str, waiting))} waited {config.timeout_s:g} s for it")
+    if reports:
+        first = min(reports, key=lambda r: r["time"])
+        return f"rank {first['rank']} failed: {first['error']}"
+    codes = ", ".join(f"rank {r}: {p.exitcode}" for r, p in enumerate(processes))
+    return f"a rank process ended unexpectedly (exit codes {codes})"
+
+
+def _reports(workdir: str) -> list[dict]:
     reports = []
     for name in os.listdir(workdir):
-        if name.startswith("error-"):
-            with open(os.path.join(workdir, name)) as handle:
-                reports.append(json.load(handle))
-    if not reports:
-        return None
-    reports.sort(key=lambda r: (not r["own"], r["time"]))
-    first = reports[0]
-    where = f"during {first['action']}" if first["action"] else "before its first action"
-    return f"rank {first['rank']} failed {where}: {first['error']}"
+        if name.startswith("error-") and name.endswith(".json"):
+            try:
+                with open(os.path.join(workdir, name)) as handle:
+                    reports.append(json.load(handle))
+            except (OSError, ValueError):  # written atomically; a vanished file is not evidence
+                continue
+    return reports
+
+
+def _end(processes) -> None:
+    """Terminate what is left; kill what does not stop (a stopped process ignores SIGTERM until continued)."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=2)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5)
+
