@@ -3,8 +3,10 @@
 1. Step time of our distributed backend against PyTorch's ``torch.distributed.pipelining``
    (ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B) on the same MLP, ranks and micro-batches, in the
    same processes, alternating, median of several steps each; printed as a ratio (ours / PyTorch).
-2. The emulated backend's bookkeeping overhead — wall time outside the timed actions and copies, as a
+2. The emulated backend's bookkeeping overhead — CPU time outside the timed actions and copies, as a
    fraction of the step — and its prediction error, for the default MLP and GPT sizes.
+3. The emulated backend on a quiet machine and with busy loops alongside: makespan, its spread over the
+   measured steps, and the prediction error, side by side.
 
 Run: .venv/bin/python benchmarks/runtime.py [--ranks 2] [--microbatches 8] [--repeats 5]
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -90,7 +93,7 @@ class TorchPipeline:
 def ours_step_times(rank: int, config: RunConfig, repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
-        result = run_rank(config, rank, torch.device("cpu"))  # 2 steps, the last is kept
+        result = run_rank(config, rank, torch.device("cpu"))  # a warm-up step, then one measured
         # barrier exit to the last rank's last completed send: the same span as PyTorch's step below
         wall = [result.wall_ms_per_step if result is not None else 0.0]
         dist.broadcast_object_list(wall, src=0)
@@ -105,7 +108,7 @@ def worker(rank: int, args, store: str, out: str) -> None:
     rows = []
     for name in FAMILIES:
         config = RunConfig(family=name, num_ranks=args.ranks, num_microbatches=args.microbatches,
-                           num_chunks=2 if name == "interleaved-1f1b" else None, backend="distributed",
+                           num_chunks=2 if name == "interleaved-1f1b" else None, backend="distributed", repeats=1,
                            model=ModelConfig(kind="mlp", layers=args.layers, hidden=args.hidden, batch=args.batch))
         theirs_pipeline = TorchPipeline(rank, config, name)
         ours, theirs = [], []
@@ -128,8 +131,14 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--loops", type=int, default=2, help="busy loops alongside for section 3")
+    parser.add_argument("--only-load", action="store_true", help="run section 3 only")
     args = parser.parse_args()
 
+    if args.only_load:
+        print(f"3. Emulated backend, quiet and loaded ({args.loops} busy loops), median of {args.repeats}")
+        quiet_and_loaded(args.repeats, args.loops)
+        return
     print(f"1. Step time, distributed (gloo, CPU), MLP {args.layers}×{args.hidden}, batch {args.batch}, "
           f"{args.ranks} ranks, {args.microbatches} micro-batches, median of {args.repeats} (cores: {os.cpu_count()})")
     with tempfile.TemporaryDirectory() as folder:
@@ -143,20 +152,57 @@ def main() -> None:
                 print(f"   {name:<18} {ours:>9.2f} {theirs:>11.2f} {ours / theirs:>13.2f}")
 
     print("2. Emulated backend: bookkeeping overhead and prediction error (1F1B, 4 ranks, 8 micro-batches)")
-    print(f"   {'model':<28} {'step wall ms':>12} {'overhead':>9} {'measured ms':>12} {'predicted ms':>13} {'error':>7}")
+    print(f"   {'model':<28} {'step wall ms':>12} {'overhead (CPU)':>14} {'measured ms':>12} {'predicted ms':>13} "
+          f"{'error':>7}")
     for label, model in (("mlp 8×512, batch 128", ModelConfig(kind="mlp", layers=8, hidden=512, batch=128)),
                          ("gpt 8×128, batch 32, T 32", ModelConfig(kind="gpt", layers=8, hidden=128, batch=32))):
         errors, overheads, walls, measured, predicted = [], [], [], [], []
         for _ in range(args.repeats):
-            summary = run(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=model, steps=2)).summary()
+            summary = run(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=model)).summary()
             errors.append(summary["prediction_error"])
             overheads.append(summary["overhead_fraction"])
             walls.append(summary["wall_ms_per_step"])
             measured.append(summary["makespan"])
             predicted.append(summary["predicted_makespan"])
-        print(f"   {label:<28} {statistics.median(walls):>12.2f} {statistics.median(overheads):>9.1%} "
+        print(f"   {label:<28} {statistics.median(walls):>12.2f} {statistics.median(overheads):>14.1%} "
               f"{statistics.median(measured):>12.2f} {statistics.median(predicted):>13.2f} "
               f"{statistics.median(errors):>+7.1%}")
+
+    print("3. Emulated backend on a quiet and on a loaded machine (1F1B, 4 ranks, 8 micro-batches, mlp 8×512; "
+          f"{args.loops} busy loops; median of {args.repeats} runs each, alternating)")
+    quiet_and_loaded(args.repeats, args.loops)
+
+
+def busy_loops(count: int) -> list:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def quiet_and_loaded(repeats: int, loops: int) -> None:
+    config = RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, repeats=3,
+                       model=ModelConfig(kind="mlp", layers=8, hidden=512, batch=128))
+    rows = {"quiet": [], "loaded": []}
+    for _ in range(repeats):
+        for label in rows:
+            load = busy_loops(loops) if label == "loaded" else []
+            try:
+                time.sleep(0.3 if load else 0.0)
+                rows[label].append(run(config).summary())
+            finally:
+                for process in load:
+                    process.kill()
+                    process.wait()
+    print(f"   {'':<8} {'makespan ms':>12} {'spread ms':>17} {'prediction error':>17} {'step wall ms':>13}")
+    for label, summaries in rows.items():
+        makespan = statistics.median(s["makespan"] for s in summaries)
+        low = statistics.median(s["makespan_spread"][0] for s in summaries)
+        high = statistics.median(s["makespan_spread"][1] for s in summaries)
+        error = statistics.median(abs(s["prediction_error"]) for s in summaries)
+        wall = statistics.median(s["wall_ms_per_step"] for s in summaries)
+        print(f"   {label:<8} {makespan:>12.2f} {low:>8.2f}–{high:<8.2f} {error:>16.1%} {wall:>13.2f}")
+    ratio = statistics.median(s["makespan"] for s in rows["loaded"]) / statistics.median(
+        s["makespan"] for s in rows["quiet"])
+    print(f"   loaded / quiet makespan: {ratio:.2f}× (target ≤ 1.25×); step wall time is what the wall clock "
+          f"would have shown")
 
 
 if __name__ == "__main__":

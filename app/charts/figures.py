@@ -166,3 +166,67 @@ def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
                    range=[0, 1.25 * max(row["bubble_fraction"] for row in rows) or 0.1]),
     )
     return figure
+
+
+RANK_COLOURS = ("#1F77B4", "#D62728", "#2CA02C", "#9467BD", "#8C564B", "#E377C2", "#7F7F7F", "#BCBD22")
+
+
+def memory_unit(values) -> tuple[str, float]:
+    """The readable unit for byte counts up to ``max(values)``: (name, divisor)."""
+    top = max(values, default=0)
+    for name, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if top >= size:
+            return name, float(size)
+    return "bytes", 1.0
+
+
+def run_figure(result, *, projector: bool = False) -> go.Figure:
+    """A real run: the measured Gantt with the simulator's prediction drawn as outlines on the same rows and
+    time axis, each action's spread over the repeats as a whisker; below, measured memory (solid) against
+    the memory model in the same bytes (dashed)."""
+    size = sizes(projector)
+    measured, predicted = result.measured, result.predicted
+    end = max(float(measured.frame["end"].max()), float(predicted.frame["end"].max()))
+    traces, drawn = gantt_traces(measured, axes=dict(xaxis="x", yaxis="y"), show_legend=True)
+    if drawn == "bars":
+        frame = predicted.frame.drop_duplicates(["rank", "step"])
+        traces.append(dict(type="bar", name="predicted (outline)", legendgroup="predicted", orientation="h",
+                           y=frame["rank"].to_numpy(np.int16), base=frame["start"].to_numpy(np.float32),
+                           x=(frame["end"] - frame["start"]).to_numpy(np.float32), width=0.92, offset=-0.46,
+                           marker=dict(color="rgba(0,0,0,0)", line=dict(color="#222222", width=1.5)),
+                           hovertemplate="predicted: rank %{y} · %{base:.3f} → %{customdata:.3f} ms<extra></extra>",
+                           customdata=frame["end"].to_numpy(np.float32), xaxis="x", yaxis="y"))
+        actions = measured.frame
+        spread = actions["duration_max"] - actions["duration_min"]
+        if (spread > 1e-9).any():
+            count = len(actions)
+            x = np.column_stack([actions["start"] + actions["duration_min"], actions["start"] + actions["duration_max"],
+                                 np.full(count, np.nan)]).ravel()
+            y = np.column_stack([actions["rank"], actions["rank"], np.full(count, np.nan)]).ravel() + 0.25
+            traces.append(dict(type="scatter", name="spread over the repeats (min–max)", legendgroup="spread",
+                               x=x.astype(np.float32), y=y.astype(np.float32), mode="lines+markers",
+                               line=dict(color="#111111", width=1.2),
+                               marker=dict(symbol="line-ns", size=np.tile(np.array([7, 7, 0], np.int8), count),
+                                           line=dict(width=1.2, color="#111111")),
+                               hoverinfo="skip", xaxis="x", yaxis="y"))
+    per_unit = result.bytes_per_unit()
+    unit, divisor = memory_unit(measured.frame["memory_after"])
+    frame = measured.frame.sort_values(["rank", "end", "step"])
+    for rank, rows in frame.groupby("rank"):
+        colour = RANK_COLOURS[int(rank) % len(RANK_COLOURS)]
+        x = np.r_[0.0, rows["end"].to_numpy()]
+        for label, values, dash in (("measured", rows["memory_after"].to_numpy(), "solid"),
+                                    ("modelled", rows["memory_model"].to_numpy() * per_unit[int(rank)], "dash")):
+            traces.append(dict(type="scatter", name=f"rank {rank}, {label}", legendgroup=f"memory {label}",
+                               x=x.astype(np.float32), y=(np.r_[0.0, values] / divisor).astype(np.float32),
+                               mode="lines", line=dict(shape="hv", width=1.5, color=colour, dash=dash),
+                               hovertemplate=f"rank {rank} {label} · %{{x:.3f}} ms · %{{y:.3g}} {unit}<extra></extra>",
+                               xaxis="x2", yaxis="y2"))
+    rows = [dict(height=size.gantt_height(measured.num_ranks), yaxis=_rank_axis(measured.num_ranks)),
+            dict(height=size.memory + 40, title=f"activation memory ({unit}): measured solid, modelled dashed",
+                 yaxis=dict(rangemode="tozero"))]
+    layout = _stacked_layout(rows, title="Measured, with the prediction outlined", time_unit="ms", end=end,
+                             size=size)
+    frames = playback(layout, end, [slot_rows(measured.frame, "y")] if drawn == "bars" else [],
+                      total_rows=measured.num_ranks, time_format=".3f", font_size=size.font)
+    return _figure(traces, layout, frames)

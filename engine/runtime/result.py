@@ -58,6 +58,23 @@ class RunResult:
         measured = self.measured.makespan
         return 0.0 if measured == 0 else (self.predicted.makespan - measured) / measured
 
+    def bytes_per_unit(self) -> list[float]:
+        """Per rank, the measured bytes of the simulator's memory unit (one micro-batch through one rank's share):
+        what the forwards added, measured, over what the memory model says they add."""
+        frame = self.measured.frame
+        measured = frame["memory_after"].to_numpy()
+        modelled = frame["memory_model"].to_numpy()
+        first = np.r_[True, frame["rank"].to_numpy()[1:] != frame["rank"].to_numpy()[:-1]]  # rank-then-list order
+        added = np.where(first, measured, np.diff(measured, prepend=0.0))
+        added_model = np.where(first, modelled, np.diff(modelled, prepend=0.0))
+        forward = (frame["kind"] == "F").to_numpy()
+        result = []
+        for rank in range(self.measured.num_ranks):
+            mine = forward & (frame["rank"].to_numpy() == rank)
+            units = added_model[mine].sum()
+            result.append(float(added[mine].sum() / units) if units > 0 else 0.0)
+        return result
+
     def prediction_error_per_rank(self) -> list[float]:
         """(predicted − measured) / measured of each rank's last end."""
         measured = self.measured.frame.groupby("rank")["end"].max()

@@ -32,7 +32,8 @@ from ..gradients import reference_gradients
 from ..progress import Progress, no_progress
 from ..result import RunResult
 from .rank import rank_entry
-from .status import COMPUTING, FIELDS, RECEIVING, process_state, read, silent_rank
+from .status import (BETWEEN_STEPS, COMPUTING, FIELDS, FINISHED, RECEIVING, STARTING, process_state, read,
+                     silent_rank)
 
 LAUNCH_GRACE_S = 120.0  # spawning p processes that each import torch, on a busy machine
 POLL_S = 0.2
@@ -135,9 +136,11 @@ def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Pr
 
 
 def _doing(rows: list[dict], rank: int, config: RunConfig) -> str:
-    action = rows[rank]["action"]
-    if action < 0:
-        return "before its first action"
+    action, state = rows[rank]["action"], rows[rank]["state"]
+    if state == STARTING:
+        return "while starting (before its first action)"
+    if state in (BETWEEN_STEPS, FINISHED) or action < 0:
+        return "between two steps"
     c = config.plan.compiled
     return f"during {int(c.stage[action])}{'FBIW'[int(c.kind[action])]}{int(c.microbatch[action])}"
 

@@ -1,0 +1,64 @@
+"""Real runs for the app: one at a time per server process, each in its own child process (its memory goes
+back to the system when it ends, and a run past its limit is ended), results kept per visitor.
+
+A real measurement is neither pure nor deterministic, so it never goes into ``st.cache_data``
+(DESIGN.md habit 13): each visitor's last result lives in their own ``st.session_state``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from engine.runtime import RunConfig
+from engine.runtime import budget
+from engine.runtime.budget import BUDGET_SHARE, estimate, human_bytes
+from engine.runtime.isolated import run_isolated
+
+ONE_AT_A_TIME = threading.Lock()
+"""Shared by every session of this server process (module state outlives reruns)."""
+WAIT_LIMIT_S = 600.0
+TIME_LIMIT_S = 300.0
+"""A real run started from the page is ended after this long."""
+
+
+@dataclass
+class Busy:
+    since: float = 0.0
+    what: str = ""
+
+
+BUSY = Busy()
+
+
+def memory_check(config: RunConfig) -> tuple[str, str | None]:
+    """(a line saying what the run will use, or the refusal with the arithmetic)."""
+    needed = estimate(config)
+    free = budget.available_bytes()
+    allowed = int(BUDGET_SHARE * free)
+    line = (f"Estimated memory: {human_bytes(needed.total)} of the {human_bytes(allowed)} a run may use here "
+            f"({BUDGET_SHARE:.0%} of {human_bytes(free)} free).")
+    if needed.total > allowed:
+        return line, (f"This run would need about {human_bytes(needed.total)} ({needed.describe()}), more than the "
+                      f"{human_bytes(allowed)} a run may use on this machine: choose fewer blocks, a narrower "
+                      f"hidden width, fewer micro-batches or fewer ranks.")
+    return line, None
+
+
+def run_one(config: RunConfig, *, progress, waiting) -> object:
+    """Run ``config`` once no other run of this server is in progress; ``waiting(text)`` is told meanwhile."""
+    started = time.monotonic()
+    while not ONE_AT_A_TIME.acquire(timeout=0.5):
+        waited = time.monotonic() - started
+        if waited > WAIT_LIMIT_S:
+            raise TimeoutError(f"another visitor's run has taken the machine for over {WAIT_LIMIT_S:.0f} s; "
+                               f"try again later")
+        waiting(f"Waiting for the run in progress ({BUSY.what}, running for "
+                f"{time.monotonic() - BUSY.since:.0f} s): this server measures one real run at a time, so "
+                f"timings are not disturbed.")
+    try:
+        BUSY.since, BUSY.what = time.monotonic(), f"{config.family} on {config.num_ranks} ranks"
+        return run_isolated(config, progress=progress, time_limit_s=TIME_LIMIT_S)
+    finally:
+        ONE_AT_A_TIME.release()
