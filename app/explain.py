@@ -84,8 +84,12 @@ def rank_table(timeline: Timeline) -> None:
     st.dataframe(table, width="stretch", height=min(400, 38 + 35 * len(table)))
 
 
-def lecture_controls(prefix: str, schedule: Schedule, timeline: Timeline, comm: float, fingerprint) -> float | None:
+def lecture_controls(prefix: str, schedule: Schedule, timeline: Timeline, comm: float, fingerprint, *,
+                     start_on: bool = False) -> float | None:
     """The lecturer's "next": step event by event, each told in words. Returns the time to draw, or None."""
+    if start_on and st.session_state.get(f"{prefix}_lecture_for") != fingerprint:
+        st.session_state[f"{prefix}_lecture_for"] = fingerprint
+        st.session_state[f"{prefix}_lecture"] = True
     if not st.toggle("Step through events (lecture mode)", key=f"{prefix}_lecture",
                      help="Advance one event at a time — each moment some rank starts work — with what every "
                           "rank is doing and why the idle ones wait."):
@@ -97,12 +101,12 @@ def lecture_controls(prefix: str, schedule: Schedule, timeline: Timeline, comm: 
         st.session_state[f"{prefix}_event_for"] = fingerprint
         st.session_state[index_key] = 0
     columns = st.columns([1, 1, 1, 5])
-    if columns[0].button("◀ Previous", key=f"{prefix}_previous", disabled=st.session_state[index_key] == 0):
+    if columns[0].button("◀ Previous", key=f"{prefix}_event_previous", disabled=st.session_state[index_key] == 0):
         st.session_state[index_key] -= 1
-    if columns[1].button("Next ▶", key=f"{prefix}_next", type="primary",
+    if columns[1].button("Next ▶", key=f"{prefix}_event_next", type="primary",
                          disabled=st.session_state[index_key] >= count - 1):
         st.session_state[index_key] += 1
-    if columns[2].button("⏮ Start", key=f"{prefix}_restart"):
+    if columns[2].button("Start over", key=f"{prefix}_event_restart"):
         st.session_state[index_key] = 0
     index = min(st.session_state[index_key], count - 1)
     event = narration.event(index)

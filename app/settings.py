@@ -21,7 +21,7 @@ MAX_COST = 100.0
 APP_MAX_PAIRS = 16_384
 """What one visitor may ask the public app for: ranks × micro-batches × chunks (stage, micro-batch pairs).
 32 ranks × 256 micro-batches × 2 chunks fit; 32 × 256 × 8 = 65,536 does not."""
-URL_KEYS = ("schedule", "ranks", "microbatches", "chunks", "costs", "comm", "recompute", "projector")
+URL_KEYS = ("schedule", "ranks", "microbatches", "chunks", "costs", "comm", "recompute", "projector", "scale")
 COMPARE_DEFAULT = ("gpipe", "1f1b", "zb-h1")
 
 
@@ -47,6 +47,8 @@ class LabSettings:
     recompute: bool = False
     keep: float = 0.1
     """With recomputation, the share of its activations a forward keeps."""
+    scale: tuple[float, ...] | None = None
+    """Optional cost multiplier per stage (an imbalanced model); one entry per stage."""
 
     @property
     def family(self):
@@ -76,7 +78,8 @@ class LabSettings:
                      backward_input=self.backward_input if split else None,
                      backward_weight=self.backward_weight if split else None,
                      overlapped=self.overlapped if self.schedule == "dualpipev" else None,
-                     comm=self.comm, recompute=self.recompute, recompute_memory_fraction=self.keep)
+                     comm=self.comm, recompute=self.recompute, recompute_memory_fraction=self.keep,
+                     stage_scale=self.scale)
 
     def split_costs(self) -> Costs:
         """F, I and W whatever the family (B = I + W): the editor's and Compare's shared costs."""
@@ -94,7 +97,8 @@ class LabSettings:
     def to_query(self) -> dict[str, str]:
         return {"schedule": self.schedule, "ranks": str(self.ranks), "microbatches": str(self.microbatches),
                 "chunks": str(self.chunks), "costs": self.costs_text(), "comm": f"{self.comm:g}",
-                "recompute": str(int(self.recompute))}
+                "recompute": str(int(self.recompute)),
+                **({"scale": ",".join(f"{x:g}" for x in self.scale)} if self.scale else {})}
 
     def title(self) -> str:
         """What ran, with the effective sizes."""
@@ -178,7 +182,22 @@ def settings_from_query(query: Mapping[str, str], base: LabSettings = LabSetting
         comm=_number(query, "comm", problems, base.comm),
         recompute=_flag(query, "recompute", problems, base.recompute),
     )
-    return _costs(query, settings, problems), problems
+    return _scale(query, _costs(query, settings, problems), problems), problems
+
+
+def _scale(query, settings: LabSettings, problems) -> LabSettings:
+    text = query.get("scale")
+    if not text:
+        return settings
+    try:
+        scale = tuple(float(part) for part in text.split(","))
+        if not all(0 < x <= MAX_COST for x in scale):
+            raise ValueError
+    except ValueError:
+        problems.append(f"scale={text}: expected numbers from 0 to {MAX_COST:g} separated by commas, one per stage; "
+                        f"using none")
+        return settings
+    return replace(settings, scale=scale)
 
 
 @dataclass(frozen=True)

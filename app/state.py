@@ -37,9 +37,10 @@ def seed(values: dict[str, object]) -> None:
         kept[key] = value
 
 
-def new_link(page: str) -> dict[str, str] | None:
-    """The query string, when it was not written by this page itself (a link someone opened or edited)."""
-    query = st.query_params.to_dict()
+def new_link(page: str, keys: tuple[str, ...]) -> dict[str, str] | None:
+    """This page's keys in the query string, when this page did not write them itself (a link someone opened or
+    edited); another page's keys left in the address bar are not a link to this one."""
+    query = {key: value for key, value in st.query_params.to_dict().items() if key in keys and key != "projector"}
     if query and query != st.session_state.get(f"_url_{page}"):
         return query
     return None
@@ -47,7 +48,7 @@ def new_link(page: str) -> dict[str, str] | None:
 
 def write_link(page: str, query: dict[str, str]) -> None:
     """Keep the address bar in step with the widgets, so the view can be shared."""
-    st.session_state[f"_url_{page}"] = query
+    st.session_state[f"_url_{page}"] = {key: value for key, value in query.items() if key != "projector"}
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
 

@@ -27,7 +27,18 @@ def keys(prefix: str) -> dict[str, str]:
 def widget_values(prefix: str, settings: LabSettings) -> dict[str, object]:
     values = {keys(prefix)[field]: value for field, value in asdict(settings).items()}
     values[f"{prefix}_overlapped"] = DEFAULT_OVERLAPPED if settings.overlapped is None else settings.overlapped
+    values[f"{prefix}_scale"] = ",".join(f"{x:g}" for x in settings.scale) if settings.scale else ""
     return values
+
+
+def parse_scale(text: str) -> tuple[float, ...] | None:
+    """The multipliers typed in the sidebar, or None; ValueError in words."""
+    if not text.strip():
+        return None
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"stage cost multipliers are numbers separated by commas, got {text!r}") from None
 
 
 def projector_toggle() -> bool:
@@ -76,6 +87,8 @@ def lab_sidebar(prefix: str, *, with_schedule: bool = True, split_costs: bool | 
                             step=0.25, help="One forward and one backward run together; F + B means no gain.")
         st.number_input("Transfer between ranks", key=names["comm"], **number,
                         help="Time from the end of an action to its output's arrival on another rank.")
+        st.text_input("Stage cost multipliers (optional)", key=names["scale"], placeholder="e.g. 1.5,1,1,1.5",
+                      help="One number per stage: an imbalanced model, where one stage is slower than the others.")
         recompute = st.toggle("Recompute activations", key=names["recompute"],
                               help="A forward keeps only part of its activations; the backward re-runs it first.")
         if recompute:
@@ -83,10 +96,16 @@ def lab_sidebar(prefix: str, *, with_schedule: bool = True, split_costs: bool | 
                       help="The stage input and little else; the rest is rebuilt by re-running the forward.")
     remember(list(names.values()))
     state = st.session_state
+    try:
+        scale = parse_scale(state[names["scale"]])
+    except ValueError as error:
+        st.sidebar.error(f"{error}; using none")
+        scale = None
     schedule = state[names["schedule"]] if with_schedule else "zb-h1"
     return LabSettings(schedule=schedule, ranks=state[names["ranks"]], microbatches=state[names["microbatches"]],
                        chunks=state[names["chunks"]], forward=state[names["forward"]],
                        backward=state[names["backward"]], backward_input=state[names["backward_input"]],
                        backward_weight=state[names["backward_weight"]],
                        overlapped=state[names["overlapped"]] if schedule == "dualpipev" else None,
-                       comm=state[names["comm"]], recompute=state[names["recompute"]], keep=state[names["keep"]])
+                       comm=state[names["comm"]], recompute=state[names["recompute"]], keep=state[names["keep"]],
+                       scale=scale)

@@ -146,7 +146,7 @@ def test_lecture_mode_steps_event_by_event_with_the_reason():
     at.toggle(key="pg_lecture").set_value(True)
     at.run()
     assert any("Event 1 of" in m.value for m in at.markdown)
-    at.button(key="pg_next").click()
+    at.button(key="pg_event_next").click()
     at.run()
     assert any("Event 2 of" in m.value for m in at.markdown)
     story = " ".join(m.value for m in at.markdown)

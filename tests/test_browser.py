@@ -68,6 +68,13 @@ def test_every_page_in_a_real_browser(tmp_path):
             assert page.locator('[data-testid="stDataFrame"]').first.is_visible()  # the table (a canvas grid)
             _save(page, "compare", tmp_path)
 
+            # a lesson's deep link: the GPipe staircase, a third idle, stepped event by event
+            page, _ = open_page(browser, f"{url}/lessons?lesson=2")
+            assert "33.3%" in _metric(page, "Bubble fraction")
+            assert page.evaluate(DRAWN_MARKS) >= 4 * 6  # the 24 forwards of the staircase (and the idle blocks)
+            assert "Event 1 of" in page.inner_text("body")
+            _save(page, "lesson-2", tmp_path)
+
             page, _ = open_page(browser, f"{url}/editor")
             assert "Valid:" in page.inner_text('[data-testid="stAlert"] >> nth=0')
             _save(page, "editor", tmp_path)

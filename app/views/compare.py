@@ -5,7 +5,7 @@ import streamlit as st
 
 from app import state
 from app.charts import compare_figure, tradeoff_figure
-from app.settings import COMPARE_DEFAULT, CompareSettings, compare_from_query
+from app.settings import COMPARE_DEFAULT, URL_KEYS, CompareSettings, compare_from_query
 from app.simulation import simulated
 from app.widgets import lab_sidebar, projector_toggle, widget_values
 from engine import FAMILIES
@@ -17,7 +17,7 @@ st.title("Compare schedules")
 st.caption("The same model, ranks, micro-batches and costs under different schedules: one time axis, so the "
            "longer step is visibly longer. B = I + W for the schedules without a split backward.")
 
-link = state.new_link(PAGE)
+link = state.new_link(PAGE, ("schedules",) + URL_KEYS)
 problems: list[str] = []
 if link is not None:
     linked, problems = compare_from_query(link)

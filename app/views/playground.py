@@ -7,7 +7,7 @@ import streamlit as st
 from app import state
 from app.charts import timeline_figure
 from app.explain import lecture_controls, legend_notes, metric_cards, rank_table, why_panel
-from app.settings import settings_from_query
+from app.settings import URL_KEYS, settings_from_query
 from app.simulation import simulated
 from app.widgets import lab_sidebar, projector_toggle, widget_values
 
@@ -17,7 +17,7 @@ st.title("Playground")
 st.caption("Choose a schedule and the sizes; the exact simulator times every action. Costs are per micro-batch "
            "through one rank's share of the model.")
 
-link = state.new_link(PAGE)
+link = state.new_link(PAGE, URL_KEYS)
 problems: list[str] = []
 if link is not None:  # someone opened or edited a link: it wins over what this visitor had
     linked, problems = settings_from_query(link)
