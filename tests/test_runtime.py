@@ -124,8 +124,10 @@ def test_emulated_prediction_is_close_to_the_measurement(kind):
     summary = result.summary()
     assert summary["clock"] == "thread_cpu"
     assert abs(summary["prediction_error"]) < 0.05, summary
+    # the timeline places each action's median; the steps' own makespans bracket it, give or take how the
+    # medians of different steps combine
     low, high = summary["makespan_spread"]
-    assert low <= summary["makespan"] * 1.0001 and summary["makespan"] <= high * 1.0001
+    assert low <= high and 0.95 * low <= summary["makespan"] <= 1.05 * high
 
 
 def _busy_loops(count: int) -> list:

@@ -13,6 +13,7 @@ from app.widgets import projector_toggle, schedule_picker
 from engine import FAMILIES
 from engine.model_config import MODEL_DEFAULTS, MODEL_TITLES, ModelConfig
 from engine.runtime import GRADIENT_TOLERANCE, RunConfig
+from engine.runtime import budget
 from engine.runtime.budget import human_bytes
 
 PAGE = "rr"
@@ -25,7 +26,15 @@ st.title("Real run")
 st.caption("The same schedule executed on a real model: every action runs on real tensors and is timed; the "
            "gradients are checked against the unsplit model; the simulator predicts the timeline from the "
            "costs this run measured.")
-st.caption(f"This machine: {CORES} CPU core(s), {human_bytes(__import__('psutil').virtual_memory().available)} "
+@st.cache_resource(show_spinner=False)
+def gpus() -> int:
+    """GPUs this server sees (PyTorch is imported once per server for it)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+st.caption(f"This machine: {CORES} CPU core(s), {gpus() or 'no'} GPU(s), {human_bytes(budget.available_bytes())} "
            f"free. The emulated backend shows up to {MAX_RANKS} devices on any number of cores; the distributed "
            f"backend starts one process per rank (more ranks than cores distort its wall clock). "
            f"One real run at a time on this server.")
