@@ -13,7 +13,7 @@ from engine.narrate import Narration
 from .charts import BAR_LIMIT
 
 
-def metric_cards(timeline: Timeline, *, time_unit: str = "") -> None:
+def metric_cards(timeline: Timeline, *, time_unit: str = "", projector: bool = False) -> None:
     summary = timeline.summary()
     idle = sum(summary["idle"])
     span_idle = sum(summary["span_idle"])
@@ -32,39 +32,59 @@ def metric_cards(timeline: Timeline, *, time_unit: str = "") -> None:
          "activations held at once on the busiest rank, in micro-batches through one rank's share"),
         ("Transfers", f"{summary['transfers']:,}", "hand-offs from one rank to another in the step"),
     ]
-    for column, (label, value, help_text) in zip(st.columns(len(cards)), cards):
-        column.metric(label, value, help=help_text)
+    per_row = 3 if projector else len(cards)  # large fonts need wider cards
+    for first in range(0, len(cards), per_row):
+        row = cards[first:first + per_row]
+        for column, (label, value, help_text) in zip(st.columns(per_row), row):
+            column.metric(label, value, help=help_text)
+    if span_idle < 0.5 * idle:  # the two counts tell different stories (ZB-H2, ZB-V)
+        st.caption("Idle inside span leaves out each rank's wait before its first action and after its last: the "
+                   "Zero Bubble papers' count, because the next step's warm-up fills those. A \"zero bubble\" "
+                   "schedule is zero by this count, not by the bubble fraction of one step on its own.")
 
 
 def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> None:
-    notes = ["Hatched grey blocks are idle time — the bubble."]
+    binned = len(timeline.frame) > BAR_LIMIT
+    notes = ["Grey columns are slices of time a rank was mostly idle — the bubble." if binned else
+             "Hatched grey blocks are idle time — the bubble."]
     if num_chunks > 1:
         notes.append(f"Each rank holds {num_chunks} model chunks: chunk 0 (nearest the input) in the darkest shade, "
                      f"each later chunk lighter.")
     if costs is not None and costs.recompute:
         notes.append(f"Recomputation: a forward keeps {costs.recompute_memory_fraction:.0%} of its activations (the "
                      f"stage input); each backward first re-runs the forward (the cross-hatched start of B/I bars, "
-                     f"+F each), rebuilding what it needs — memory saved, time added.")
+                     f"+F each) and holds the rebuilt activations while it runs — the peak counts them. Memory "
+                     f"saved, time added.")
     if costs is not None and costs.comm > 0:
         notes.append(f"Arrows are transfers between ranks: each takes {costs.comm:g}.")
-    if len(timeline.frame) > BAR_LIMIT:
+    if binned:
         notes.append(f"{len(timeline.frame):,} actions are too many to draw one by one: each column is a slice of "
-                     f"time coloured by the kind that ran most in it (grey when the rank was mostly idle).")
-    notes.append("▶ Play sweeps a cursor through the step: what has not happened yet is veiled, what runs is "
-                 "outlined. The slider scrubs.")
+                     f"time coloured by the kind that ran most in it.")
+    if timeline.num_ranks > 8:
+        notes.append("The memory chart shows rank 0, the last rank and the busiest.")
+    notes.append("▶ Play (top right of the chart) sweeps a cursor through the step: what has not happened yet is "
+                 "veiled, what runs is outlined. The slider below scrubs; click a legend entry to hide it.")
     st.caption(" ".join(notes))
 
 
 def why_panel(family: str, schedule: Schedule, costs: Costs, timeline: Timeline) -> None:
     """The family's closed forms with this configuration's numbers, next to the simulated values."""
     st.markdown(STORIES.get(family, ""))
+    if timeline.makespan == 0:
+        st.markdown("Every cost is zero, so nothing takes time: there is no bubble to explain.")
+        return
     forms = closed_forms(family, schedule, costs, timeline)
     if not forms:
         st.markdown("This family has no simple closed form: the simulated value is the answer.")
     for form in forms:
-        show = (lambda x: f"{x:.1%}") if form.kind == "share" else (lambda x: f"{x:.4g}")
+        show = {"share": lambda x: f"{x:.1%}", "ratio": lambda x: f"{x:.3f}"}.get(form.kind, lambda x: f"{x:.4g}")
         agree = "equals" if form.holds else "differs from"
-        st.markdown(f"**{form.quantity}** — {form.formula} = {form.filled} = **{show(form.predicted)}**; "
+        steps = list(dict.fromkeys([form.formula, form.filled]))  # "p = 4", not "p = 4 = 4"
+        if steps[-1] != show(form.predicted):
+            steps.append(f"**{show(form.predicted)}**")
+        else:
+            steps[-1] = f"**{steps[-1]}**"
+        st.markdown(f"**{form.quantity}** — {' = '.join(steps)}; "
                     f"the simulation gives **{show(form.simulated)}**, which {agree} it. "
                     f"<span style='opacity:0.75'>({form.source})</span>", unsafe_allow_html=True)
         if form.departures:
@@ -80,7 +100,7 @@ def rank_table(timeline: Timeline) -> None:
     table = pd.DataFrame({
         "busy": summary["busy"], "idle": summary["idle"], "idle inside span": summary["span_idle"],
         "peak memory": summary["peak_memory"],
-    }).rename_axis("rank")
+    }).round(3).rename_axis("rank")
     st.dataframe(table, width="stretch", height=min(400, 38 + 35 * len(table)))
 
 
@@ -100,10 +120,10 @@ def lecture_controls(prefix: str, schedule: Schedule, timeline: Timeline, comm: 
     if st.session_state.get(f"{prefix}_event_for") != fingerprint:
         st.session_state[f"{prefix}_event_for"] = fingerprint
         st.session_state[index_key] = 0
-    columns = st.columns([1, 1, 1, 5])
-    if columns[0].button("◀ Previous", key=f"{prefix}_event_previous", disabled=st.session_state[index_key] == 0):
+    columns = st.columns([1.3, 1.2, 1, 4])
+    if columns[0].button("◀ Previous event", key=f"{prefix}_event_previous", disabled=st.session_state[index_key] == 0):
         st.session_state[index_key] -= 1
-    if columns[1].button("Next ▶", key=f"{prefix}_event_next", type="primary",
+    if columns[1].button("Next event ▶", key=f"{prefix}_event_next", type="primary",
                          disabled=st.session_state[index_key] >= count - 1):
         st.session_state[index_key] += 1
     if columns[2].button("Start over", key=f"{prefix}_event_restart"):

@@ -43,6 +43,7 @@ SIMULATED_METRICS = {
     "idle_per_rank": lambda t: max(t.idle_per_rank()),
     "peak_memory": lambda t: max(t.peak_memory_per_rank()),
     "peak_memory_last_rank": lambda t: t.peak_memory_per_rank()[-1],
+    "held_between_actions": lambda t: float(t.frame["memory_after"].max()),
     "transfers": lambda t: t.num_transfers,
     "busy_per_rank": lambda t: max(t.busy_per_rank()),
 }

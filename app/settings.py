@@ -71,6 +71,13 @@ class LabSettings:
             raise ValueError(f"{self.ranks} ranks × {built} micro-batches × {chunks} chunk(s) = {self.pairs:,} "
                              f"(stage, micro-batch) pairs; this app draws up to {APP_MAX_PAIRS:,} "
                              f"(the command line simulates more)")
+        stages = self.ranks * chunks
+        if self.scale is not None and len(self.scale) != stages:
+            raise ValueError(f"{len(self.scale)} stage cost multiplier(s) given, but the schedule has {stages} stages "
+                             f"({self.ranks} ranks × {chunks} chunk(s) each): give one per stage")
+        costs = self.costs()
+        if costs.forward + costs.backward == 0:
+            raise ValueError("every cost is 0, so nothing takes any time: give the forward a duration")
 
     def costs(self) -> Costs:
         split = self.family.splits_backward
@@ -103,12 +110,16 @@ class LabSettings:
     def title(self) -> str:
         """What ran, with the effective sizes."""
         built = self.family.built_for(self.ranks, self.microbatches)
-        text = f"{self.family.title}: {self.ranks} ranks, {self.microbatches} micro-batches"
+        text = f"{self.family.title}: {plural(self.ranks, 'rank')}, {plural(self.microbatches, 'micro-batch')}"
         if built != self.microbatches:
             text += f" (built for {built}, {built - self.microbatches} dropped)"
         if self.num_chunks:
             text += f", {self.num_chunks} chunks per rank"
         return text
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}{'es' if noun.endswith('ch') else 's'}"
 
 
 def _whole(query, key, low, high, problems, default):

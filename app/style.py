@@ -13,6 +13,9 @@ TRANSFER_COLOUR = "#6F6F6F"
 VEIL = "rgba(127,127,127,0.55)"
 """Laid over the part of the timeline that has not happened yet while the animation plays."""
 CURSOR = "#D62728"
+RANK_COLOURS = ("#222222", "#E45756", "#17BECF", "#9D755D", "#BCBD22", "#FF7F0E", "#7F7F7F", "#8C564B")
+"""Memory lines, one per rank: apart from the action colours (blue, orange-ish B aside, green, purple) and
+readable on light and dark backgrounds."""
 LIGHTEST = 0.6
 """The last chunk's colour is this far from the kind's colour towards white."""
 

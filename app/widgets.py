@@ -60,7 +60,8 @@ def schedule_picker(key: str, label: str = "Schedule") -> Family:
     return FAMILIES[name]
 
 
-def lab_sidebar(prefix: str, *, with_schedule: bool = True, split_costs: bool | None = None) -> LabSettings:
+def lab_sidebar(prefix: str, *, with_schedule: bool = True, split_costs: bool | None = None,
+                show_chunks: bool = True) -> LabSettings:
     """The schedule, sizes and costs of one configuration. ``split_costs`` forces the F, I, W inputs (Compare,
     editor); by default the family decides (B, or I and W)."""
     names = keys(prefix)
@@ -69,7 +70,7 @@ def lab_sidebar(prefix: str, *, with_schedule: bool = True, split_costs: bool | 
         family = schedule_picker(names["schedule"]) if with_schedule else None
         st.slider("Ranks (devices), p", 1, MAX_RANKS, key=names["ranks"])
         st.slider("Micro-batches, m", 1, MAX_MICROBATCHES, key=names["microbatches"])
-        if family is None or family.takes_chunks:
+        if (family is None and show_chunks) or (family is not None and family.takes_chunks):
             st.slider("Chunks per rank, v", MIN_CHUNKS, MAX_CHUNKS, key=names["chunks"],
                       help="Model chunks each rank holds (interleaved schedules only).")
         st.markdown("**Costs** (one micro-batch through one rank's share of the model)")

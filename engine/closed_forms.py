@@ -29,7 +29,7 @@ class ClosedForm:
     predicted: float
     simulated: float
     kind: str
-    """"share" (shown as a percentage), "time" or "memory" (micro-batches of a rank's share)."""
+    """"share" (shown as a percentage), "ratio", "time" or "memory" (micro-batches of a rank's share)."""
     source: str
     """Where the formula comes from."""
     assumptions: tuple[str, ...]
@@ -105,7 +105,7 @@ def _bubble_forms(s: Setting, t: Timeline, source: str) -> list[ClosedForm]:
               f"({s.p} − 1) / ({s.m} + {s.p} − 1) = {s.p - 1}/{s.m + s.p - 1}", (s.p - 1) / (s.m + s.p - 1),
               t.bubble_fraction, "share", source, base),
         _form(s, "bubble ratio, idle / busy", "(p − 1) / m", f"({s.p} − 1) / {s.m} = {s.p - 1}/{s.m}",
-              (s.p - 1) / s.m, t.bubble_ratio, "share", "Megatron-LM (Narayanan et al. 2021)", base),
+              (s.p - 1) / s.m, t.bubble_ratio, "ratio", "Megatron-LM (Narayanan et al. 2021)", base),
     ]
 
 
@@ -117,30 +117,36 @@ def closed_forms(family: str, schedule: Schedule, costs: Costs, timeline: Timeli
     """The closed forms of ``family`` for this configuration (empty for a family without one)."""
     s = Setting.of(schedule, costs)
     p, m, v = s.p, s.m, s.v
-    keep = "" if s.keep == 1 else f" × {_n(s.keep)} (recomputation keeps {_n(s.keep)} of the activations)"
+    def held(quantity: str, formula: str, filled: str, count: float, source: str, assumptions: list) -> ClosedForm:
+        """A peak-memory form; with recomputation the held micro-batches keep k of their activations and the
+        running backward rebuilds the other (1 − k) of one chunk."""
+        if s.recompute:
+            k = _n(s.keep)
+            formula, filled = f"{formula} × k + (1 − k) / v", f"{filled} × {k} + (1 − {k}) / {v}"
+            count = count * s.keep + (1 - s.keep) / v
+        return _form(s, quantity, formula, filled, count, _peak(timeline), "memory", source, assumptions)
+
     if family == "gpipe":
         return _bubble_forms(s, timeline, "GPipe §2.3 (Huang et al. 2019)") + [
-            _form(s, "peak activation memory, micro-batches held at once", "m", f"{m}{keep}", m * s.keep,
-                  _peak(timeline), "memory", "GPipe: every forward runs before any backward", [])]
+            held("peak activation memory, micro-batches held at once", "m", f"{m}", m,
+                 "GPipe: every forward runs before any backward", [])]
     if family == "1f1b":
-        return _bubble_forms(s, timeline, "GPipe §2.3; PipeDream-flush keeps it") + [
-            _form(s, "peak activation memory, micro-batches held at once (rank 0)", "min(p, m)",
-                  f"min({p}, {m}){keep}", min(p, m) * s.keep, _peak(timeline), "memory",
-                  "PipeDream-flush (Narayanan et al. 2021)", [])]
+        return _bubble_forms(s, timeline, "GPipe §2.3; PipeDream-Flush keeps it") + [
+            held("peak activation memory, micro-batches held at once (rank 0)", "min(p, m)", f"min({p}, {m})",
+                 min(p, m), "PipeDream-Flush (Narayanan et al. 2021)", [])]
     if family in ("interleaved-1f1b", "looped-bfs"):
         forms = [_form(s, "bubble ratio, idle / busy", "(p − 1) / (v · m)",
                        f"({p} − 1) / ({v} · {m}) = {p - 1}/{v * m}", (p - 1) / (v * m), timeline.bubble_ratio,
-                       "share", "Megatron-LM §2.2.2 (Narayanan et al. 2021)",
+                       "ratio", "Megatron-LM §2.2.2 (Narayanan et al. 2021)",
                        [NO_TRANSFER, EQUAL_STAGES, M_MULTIPLE_OF_P])]
         if family == "interleaved-1f1b":
             warm = (v - 1) * p + 2 * (p - 1) + 1
-            forms.append(_form(s, "peak activation memory on rank 0 (chunks of 1/v)",
-                               "min((v − 1)·p + 2(p − 1) + 1, v·m) / v",
-                               f"min({warm}, {v * m}) / {v}{keep}", min(warm, v * m) / v * s.keep,
-                               _peak(timeline), "memory", "Megatron-LM's warm-up count", [M_MULTIPLE_OF_P]))
+            forms.append(held("peak activation memory on rank 0 (chunks of 1/v)",
+                              "min((v − 1)·p + 2(p − 1) + 1, v·m) / v", f"min({warm}, {v * m}) / {v}",
+                              min(warm, v * m) / v, "Megatron-LM's warm-up count", [M_MULTIPLE_OF_P]))
         else:
-            forms.append(_form(s, "peak activation memory, micro-batches held at once", "m", f"{m}{keep}",
-                               m * s.keep, _peak(timeline), "memory", "breadth first: all forwards first", []))
+            forms.append(held("peak activation memory, micro-batches held at once", "m", f"{m}", m,
+                              "breadth first: all forwards first", []))
         return forms
     zero_bubble = [NO_TRANSFER, EQUAL_STAGES, M_AT_LEAST_P, W_AT_MOST_F]
     idle = lambda per_rank: max(per_rank, default=0.0)  # noqa: E731 - every rank idles the same
@@ -170,7 +176,7 @@ def closed_forms(family: str, schedule: Schedule, costs: Costs, timeline: Timeli
                   "as ZB-H1", [M_AT_LEAST_P, M_MULTIPLE_OF_P, NO_RECOMPUTE])]
     if family == "zb-v":
         return [
-            _form(s, "idle time inside each rank's span", "0 when F = I = W", "0", 0.0,
+            _form(s, "idle time inside each rank's span (when F = I = W)", "0", "0", 0.0,
                   idle(timeline.span_idle_per_rank()), "time", "Qi et al. 2024 (controllable memory), §4",
                   [NO_TRANSFER, EQUAL_STAGES, M_AT_LEAST_2P_1, UNIT_COSTS]),
             _form(s, "peak activation memory (every rank)", "p", f"{p}", float(p), _peak(timeline), "memory",
@@ -203,6 +209,6 @@ STORIES = {
             "rank idles inside its span, at 1F1B's memory.",
     "dualpipev": "DeepSeek-V3's schedule, cut in half: a V like ZB-V, and in the steady phase one chunk's "
                  "forward runs together with the other chunk's backward, so one micro-batch's transfers hide "
-                 "behind another's compute. No simple closed form: the F&B cost sets its gain.",
+                 "behind another's compute; the F&B cost sets its gain.",
 }
 """One or two sentences per family on why its numbers are what they are."""

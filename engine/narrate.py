@@ -34,10 +34,10 @@ class Event:
     ranks: tuple[RankState, ...]
 
     def headline(self) -> str:
-        starting = [r for r in self.ranks if r.state == "starts"]
-        waiting = [r for r in self.ranks if r.state == "waits"]
-        return (f"t = {self.time:g}: {len(starting)} rank(s) start, {len(waiting)} wait, "
-                f"{sum(r.state == 'busy' for r in self.ranks)} busy")
+        count = {state: sum(r.state == state for r in self.ranks) for state in ("starts", "busy", "finished")}
+        waiting = sum(r.state in ("waits", "not started") for r in self.ranks)
+        return (f"t = {self.time:g}: {count['starts']} start, {count['busy']} busy, {waiting} waiting"
+                + (f", {count['finished']} finished" if count["finished"] else ""))
 
 
 def describe_action(stage: int, kind: int, microbatch: int) -> str:

@@ -5,8 +5,8 @@ model (how long each slot takes) and the memory model.
 
 Memory, in units of one micro-batch's activations through one rank's share of the model (a stage of a
 schedule with v chunks per rank holds 1/v of that): F adds 1/v; I frees all but ``w_memory_fraction``;
-W frees the rest; B frees all. With recomputation F keeps only ``recompute_memory_fraction``, and I
-rebuilds the part W needs.
+W frees the rest; B frees all. With recomputation F keeps only ``recompute_memory_fraction``; a backward
+first rebuilds the rest (held while it runs: ``memory_peak``), and I keeps the part W needs.
 """
 
 from __future__ import annotations
@@ -54,15 +54,20 @@ def _overlapped_slots(c: CompiledSchedule) -> np.ndarray:
     return np.flatnonzero(np.diff(c.slot_first_action) > 1)
 
 
-def memory_after(schedule: Schedule, costs: Costs) -> np.ndarray:
-    """Modelled activation memory on each rank after each action (compiled action order)."""
+def memory_model(schedule: Schedule, costs: Costs) -> tuple[np.ndarray, np.ndarray]:
+    """Modelled activation memory on each rank after each action, and the most held during it (compiled
+    action order). A recomputing backward first rebuilds the (1 − kept) part of its micro-batch's activations,
+    so while it runs the rank holds that much more than before it."""
     c = compiled(schedule)
     share = 1.0 / schedule.num_chunks
     keep = costs.recompute_memory_fraction if costs.recompute else 1.0
     w_part = costs.w_memory_fraction
     change = np.zeros(len(Kind))
     change[Kind.F], change[Kind.B], change[Kind.I], change[Kind.W] = keep, -keep, -keep + w_part, -w_part
-    return _cumsum_by_group(change[c.kind] * share, c.rank)  # actions are in rank-then-list order
+    after = _cumsum_by_group(change[c.kind] * share, c.rank)  # actions are in rank-then-list order
+    before = after - change[c.kind] * share
+    rebuilt = np.where(costs.recompute & ((c.kind == Kind.B) | (c.kind == Kind.I)), (1.0 - keep) * share, 0.0)
+    return after, np.maximum(after, before + rebuilt)
 
 
 def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = True) -> Timeline:
@@ -74,8 +79,9 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
     if ends and not np.isfinite(ends).all():
         raise ValueError(f"the simulated times overflow (a step ends at {max(ends):g}): the costs are too large "
                          f"for {schedule.num_actions:,} actions; use smaller numbers")
-    return Timeline.from_slots(schedule, starts, ends, memory_after(schedule, costs), source="simulated",
-                               comm=costs.comm, recompute=recompute_time(schedule, costs))
+    after, peak = memory_model(schedule, costs)
+    return Timeline.from_slots(schedule, starts, ends, after, source="simulated", comm=costs.comm,
+                               recompute=recompute_time(schedule, costs), memory_peak=peak)
 
 
 def recompute_time(schedule: Schedule, costs: Costs) -> np.ndarray:

@@ -55,6 +55,7 @@ class Timeline:
         "start",  # time units (simulated) or milliseconds (measured)
         "end",
         "memory_after",  # activation memory on the rank after the action (see engine.simulate)
+        "memory_peak",  # the most it held during the action (a recomputing backward rebuilds activations)
         "step",  # position in the rank's list; both actions of an overlapped pair share it
         "overlapped",  # True for the two halves of an overlapped F&B pair
         "source",  # "simulated" or "measured"
@@ -69,6 +70,9 @@ class Timeline:
         frame["source"] = source
         if "recompute" not in frame:
             frame["recompute"] = 0.0
+        if "memory_peak" not in frame:  # at least what it held before and after
+            before = frame.groupby("rank")["memory_after"].shift(1, fill_value=0.0) if len(frame) else frame["memory_after"]
+            frame["memory_peak"] = np.maximum(frame["memory_after"], before)
         extras = [c for c in frame.columns if c not in cls.COLUMNS]
         return cls(frame[list(cls.COLUMNS) + extras], num_ranks, name, waits, transfers)
 
@@ -182,7 +186,7 @@ class Timeline:
     @cached_property
     def _peaks(self) -> tuple[float, ...]:
         peaks = np.zeros(self.num_ranks)
-        np.fmax.at(peaks, self.frame["rank"].to_numpy(), self.frame["memory_after"].to_numpy())
+        np.fmax.at(peaks, self.frame["rank"].to_numpy(), self.frame["memory_peak"].to_numpy())
         return tuple(round(float(peak), 9) for peak in peaks)
 
     def peak_memory_per_rank(self) -> list[float]:

@@ -114,7 +114,7 @@ def test_over_the_bound_is_an_error_with_the_arithmetic_and_the_last_chart_stays
 def test_a_family_built_for_more_microbatches_says_so_in_a_notice_and_the_title():
     at = open_app({"schedule": "zb-v", "ranks": "4", "microbatches": "1"})
     assert any("built for 7 and runs the first 1" in i.value for i in at.info)
-    assert "1 micro-batches (built for 7, 6 dropped)" in figure(at)["layout"]["title"]["text"]
+    assert "1 micro-batch (built for 7, 6 dropped)" in figure(at)["layout"]["title"]["text"]
 
 
 def test_recomputation_states_its_memory_rule_and_draws_its_segment():

@@ -148,7 +148,11 @@ def test_recompute_adds_a_forward_to_each_backward_and_keeps_only_inputs():
     costs = Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.25)
     timeline = simulate(build_schedule("1f1b", p, m), costs)
     assert timeline.busy_per_rank() == pytest.approx([m * 4] * p)
-    assert timeline.peak_memory_per_rank() == pytest.approx([0.25 * min(p - s, m) for s in range(p)])
+    # rank s holds min(p − s, m) micro-batches at a quarter each, and its first backward rebuilds the other
+    # three quarters of one of them while it runs
+    assert timeline.peak_memory_per_rank() == pytest.approx([0.25 * min(p - s, m) + 0.75 for s in range(p)])
+    assert list(timeline.frame["memory_after"].groupby(timeline.frame["rank"]).max()) == pytest.approx(
+        [0.25 * min(p - s, m) for s in range(p)])  # between actions, only the kept quarters
 
 
 def test_stage_scale_slows_one_stage_and_everyone_waits():

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from engine import Timeline
 
-from ..style import sizes
+from ..style import RANK_COLOURS, sizes
 from .gantt import gantt_traces, time_format
 from .playback import playback, slot_rows
 
@@ -22,7 +22,7 @@ MEMORY_LINES = 8
 MEMORY_POINTS = 600
 GAP_PX = 46
 """Space between stacked subplots (room for a subplot title)."""
-CONTROLS_PX = 150
+CONTROLS_PX = 120
 """Below the plots: the time axis, its title, the Play buttons and the slider."""
 
 
@@ -34,7 +34,8 @@ def _rank_axis(num_ranks: int) -> dict:
 
 
 def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
-    frame = timeline.frame.sort_values(["rank", "end", "step"])
+    # one value per occupied slot (an overlapped pair's halves end together: draw where the pair leaves it)
+    frame = timeline.frame.sort_values(["rank", "end", "step"]).drop_duplicates(["rank", "step"], keep="last")
     peaks = timeline.peak_memory_per_rank()
     ranks = list(range(timeline.num_ranks))
     if len(ranks) > MEMORY_LINES:
@@ -52,7 +53,7 @@ def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
             x, y = edges[:-1][keep], highest[keep]
         traces.append(dict(type="scatter", name=f"memory, rank {rank}", legendgroup="memory",
                            x=x.astype(np.float32), y=y.astype(np.float32), mode="lines",
-                           line=dict(shape="hv", width=1.5),
+                           line=dict(shape="hv", width=1.5, color=RANK_COLOURS[rank % len(RANK_COLOURS)]),
                            hovertemplate=f"rank {rank} · t %{{x:.4g}} · %{{y:.3g}}<extra></extra>", **axes))
     return traces
 
@@ -86,8 +87,8 @@ def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float,
         uniformtext=dict(minsize=max(8, size.font - 4), mode="hide"),
         legend=dict(orientation="v", x=1.01, xanchor="left", y=1, yanchor="top", font=dict(size=size.font - 1),
                     groupclick="toggleitem"),
-        height=total + CONTROLS_PX + (50 if title else 30),
-        margin=dict(l=10, r=10, t=50 if title else 30, b=CONTROLS_PX),
+        height=total + CONTROLS_PX + (60 if title else 45),
+        margin=dict(l=10, r=10, t=60 if title else 45, b=CONTROLS_PX),
         hoverlabel=dict(font=dict(size=size.font)),
     )
     return layout
@@ -168,7 +169,6 @@ def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
     return figure
 
 
-RANK_COLOURS = ("#1F77B4", "#D62728", "#2CA02C", "#9467BD", "#8C564B", "#E377C2", "#7F7F7F", "#BCBD22")
 
 
 def memory_unit(values) -> tuple[str, float]:

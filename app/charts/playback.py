@@ -20,7 +20,8 @@ HIGHLIGHT_LIMIT = 16
 """Outline the running actions only while there are at most this many rows (shapes cost bytes per frame)."""
 SPEEDS = (("▶ Play", 1.0), ("▶ ½×", 0.5), ("▶ 2×", 2.0))
 BELOW_AXIS_PX = 58
-"""How far below the plotting area the controls start: under the time axis and its title."""
+"""How far below the plotting area the slider starts: under the time axis and its title (more for larger
+fonts)."""
 
 
 def slot_rows(frame, yref: str) -> tuple[np.ndarray, str]:
@@ -31,21 +32,31 @@ def slot_rows(frame, yref: str) -> tuple[np.ndarray, str]:
 
 def shapes_at(t: float, end: float, rows: list[tuple[np.ndarray, str]], highlight: bool) -> list[dict]:
     """The shapes that show moment ``t``: a veil from t to the end, the cursor, and an outline around each
-    action running at t (one path per subplot, so a frame stays a few hundred bytes)."""
-    shapes = []
-    if t < end:
-        shapes.append(dict(type="rect", xref="x", yref="paper", x0=t, x1=end, y0=0, y1=1,
-                           fillcolor=VEIL, line=dict(width=0), layer="above"))
-    shapes.append(dict(type="line", xref="x", yref="paper", x0=t, x1=t, y0=0, y1=1,
-                       line=dict(color=CURSOR, width=2), layer="above"))
+    action running at t (one path per subplot, so a frame stays a few hundred bytes).
+
+    Every moment has the same shapes in the same order — an empty veil at the end, a hidden outline where
+    nothing runs — because Plotly updates shapes by position and keeps any a frame does not mention."""
+    shapes = [dict(type="rect", xref="x", yref="paper", x0=t, x1=max(t, end), y0=0, y1=1, fillcolor=VEIL,
+                   line=dict(width=0), layer="above", visible=t < end),
+              dict(type="line", xref="x", yref="paper", x0=t, x1=t, y0=0, y1=1,
+                   line=dict(color=CURSOR, width=2), layer="above")]
     if highlight:
         for slots, yref in rows:
             running = slots[(slots[:, 0] <= t) & (slots[:, 1] > t)]
-            if len(running):
-                path = "".join(f"M{a:.6g},{r - 0.45:g}H{b:.6g}V{r + 0.45:g}H{a:.6g}Z" for a, b, r in running)
-                shapes.append(dict(type="path", xref="x", yref=yref, path=path,
-                                   line=dict(color="#111111", width=2.5), layer="above"))
+            path = "".join(f"M{a:.6g},{r - 0.45:g}H{b:.6g}V{r + 0.45:g}H{a:.6g}Z" for a, b, r in running)
+            shapes.append(dict(type="path", xref="x", yref=yref, path=path or "M0,0", visible=bool(path),
+                               line=dict(color="#111111", width=2.5), layer="above"))
     return shapes
+
+
+def frame_times(end: float) -> np.ndarray:
+    """About ``FRAMES`` moments from 0 to ``end`` at a round step (1, 2, 2.5 or 5 × 10^k), so the slider reads
+    0, 0.5, 1.0… rather than 0.41, 0.82…; the last frame is ``end`` itself."""
+    raw = end / FRAMES
+    power = 10.0 ** np.floor(np.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    times = np.arange(0.0, end, step)
+    return np.r_[times, end] if end - times[-1] > 1e-9 * end else times
 
 
 def playback(layout: dict, end: float, rows: list[tuple[np.ndarray, str]], *, total_rows: int, time_format: str,
@@ -56,10 +67,10 @@ def playback(layout: dict, end: float, rows: list[tuple[np.ndarray, str]], *, to
     if end <= 0:
         return []
     highlight = total_rows <= HIGHLIGHT_LIMIT
-    times = np.linspace(0.0, end, FRAMES + 1)
+    times = frame_times(end)
     names = [f"{t:{time_format}}" for t in times]
     frames = [dict(name=name, layout=dict(shapes=shapes_at(t, end, rows, highlight))) for name, t in zip(names, times)]
-    frame_ms = 1000 * SECONDS / FRAMES
+    frame_ms = 1000 * SECONDS / len(times)
 
     def play(speed: float, from_current: bool) -> dict:
         return dict(frame=dict(duration=frame_ms / speed, redraw=False), transition=dict(duration=0),
@@ -73,13 +84,15 @@ def playback(layout: dict, end: float, rows: list[tuple[np.ndarray, str]], *, to
     ]
     active = len(times) - 1 if cursor_at is None else int(np.abs(times - cursor_at).argmin())
     area = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]  # the plotting area, in pixels
-    below = -BELOW_AXIS_PX / area
+    below = -(BELOW_AXIS_PX + 2 * (font_size - 13)) / area
+    above = 6 / area
     layout.update(
         shapes=shapes_at(cursor_at, end, rows, highlight) if cursor_at is not None else [],
-        updatemenus=[dict(type="buttons", direction="left", showactive=False, x=0, xanchor="left", y=below,
-                          yanchor="top", pad=dict(t=4, r=6), buttons=buttons, font=dict(size=font_size))],
+        # the buttons above the chart's top right, where they are seen without scrolling; the slider below it
+        updatemenus=[dict(type="buttons", direction="left", showactive=False, x=1.0, xanchor="right", y=1 + above,
+                          yanchor="bottom", pad=dict(t=0, r=0), buttons=buttons, font=dict(size=font_size))],
         sliders=[dict(
-            active=active, x=0.36, xanchor="left", len=0.64, y=below, yanchor="top", pad=dict(t=0, b=0),
+            active=active, x=0, xanchor="left", len=1.0, y=below, yanchor="top", pad=dict(t=0, b=0),
             currentvalue=dict(prefix="t = ", xanchor="right", font=dict(size=font_size)),
             font=dict(size=max(font_size - 3, 9)),
             steps=[dict(label=name, method="animate",

@@ -27,7 +27,8 @@ state.restore([SCHEDULES], {SCHEDULES: list(COMPARE_DEFAULT)})
 names = st.sidebar.multiselect("Schedules (2 to 4)", list(FAMILIES), key=SCHEDULES, max_selections=4,
                                format_func=lambda n: FAMILIES[n].title)
 state.remember([SCHEDULES])
-lab = lab_sidebar(PAGE, with_schedule=False, split_costs=True)
+lab = lab_sidebar(PAGE, with_schedule=False, split_costs=True,
+                  show_chunks=any(FAMILIES[name].takes_chunks for name in names))
 settings = CompareSettings(tuple(names), lab)
 state.write_link(PAGE, {**settings.to_query(), **({"projector": "1"} if projector else {})})
 for problem in problems:

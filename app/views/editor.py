@@ -30,7 +30,7 @@ if st.sidebar.button("Load it into the editor", key=f"{PAGE}_load", type="primar
         state.seed({TEXT: build_schedule(start.schedule, start.ranks, start.microbatches, start.num_chunks).to_csv()})
     except ValueError as error:
         st.sidebar.error(str(error))
-upload = st.sidebar.file_uploader(f"…or upload a CSV (up to {EDITOR_MAX_BYTES // 1024} KiB)", type=["csv", "txt"],
+upload = st.sidebar.file_uploader(f"…or upload a CSV (the editor reads up to {EDITOR_MAX_BYTES // 1024} KiB)", type=["csv", "txt"],
                                   key=f"{PAGE}_upload")
 if upload is not None and st.session_state.get(f"{PAGE}_uploaded") != upload.file_id:
     st.session_state[f"{PAGE}_uploaded"] = upload.file_id
@@ -63,11 +63,11 @@ if reading is None:
     if good is None:
         st.stop()
     reading, timeline = good
-    st.caption("Below: the last version that ran.")
-
+    st.caption(f"Below, for reference: the last version that ran ({reading.describe()}).")
+else:
+    st.success(f"Valid: {reading.describe()}. Simulated with the sidebar's costs (B = I + W).")
 schedule = reading.schedule
-st.success(f"Valid: {reading.describe()}. Simulated with the sidebar's costs (B = I + W).")
-metric_cards(timeline)
+metric_cards(timeline, projector=projector)
 st.plotly_chart(timeline_figure(timeline, title=f"Edited schedule: {schedule.num_ranks} ranks, "
                                                 f"{schedule.num_microbatches} micro-batches",
                                 projector=projector), width="stretch", key="ed_gantt")

@@ -95,7 +95,7 @@ st.markdown(render(step.text, step, real_results))
 if step.config is not None:
     schedule, timeline = simulated(step.config)
     costs = step.config.costs()
-    metric_cards(timeline)
+    metric_cards(timeline, projector=projector)
     cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, real_key, start_on=step.mode == "steps")
     st.plotly_chart(timeline_figure(timeline, title=step.config.title(), projector=projector, cursor_at=cursor),
                     width="stretch", key=f"{PAGE}_chart")
@@ -154,6 +154,6 @@ before = (lesson.number, index - 1) if index > 0 else (
     (lesson.number - 1, len(by_number[lesson.number - 1].steps) - 1) if lesson.number > 1 else None)
 after = (lesson.number, index + 1) if index < len(lesson.steps) - 1 else (
     (lesson.number + 1, 0) if lesson.number < max(by_number) else None)
-previous.button("◀ Previous", key=f"{PAGE}_previous", disabled=before is None, on_click=go, args=before or (1, 0))
-following.button("Next ▶", key=f"{PAGE}_next", type="primary", disabled=after is None, on_click=go,
+previous.button("◀ Previous step", key=f"{PAGE}_previous", disabled=before is None, on_click=go, args=before or (1, 0))
+following.button("Next step ▶", key=f"{PAGE}_next", type="primary", disabled=after is None, on_click=go,
                  args=after or (1, 0))

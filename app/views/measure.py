@@ -62,7 +62,7 @@ with st.sidebar:
             st.rerun()
     else:
         family = schedule_picker(f"{PAGE}_schedule")
-        st.slider("Ranks, p", 1, MAX_RANKS, key=f"{PAGE}_ranks")
+        st.slider("Ranks (devices), p", 1, MAX_RANKS, key=f"{PAGE}_ranks")
         st.select_slider("Micro-batches, m", [1, 2, 4, 8, 16, 32], key=f"{PAGE}_microbatches")
         if family.takes_chunks:
             st.slider("Chunks per rank, v", 2, 4, key=f"{PAGE}_chunks")

@@ -44,7 +44,7 @@ except ValueError as error:  # the engine's message carries the arithmetic
 
 for note in settings.family.size_notes(settings.ranks, settings.microbatches):
     st.info(note)
-metric_cards(timeline)
+metric_cards(timeline, projector=projector)
 cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, (settings, projector))
 st.plotly_chart(timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor),
                 width="stretch", key="pg_gantt")

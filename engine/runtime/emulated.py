@@ -56,7 +56,7 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
         inbox: dict[int, torch.Tensor] = {}  # hand-off key -> tensor waiting for its consumer
         handles: list = [None] * c.num_actions
         step_copies: list[float] = []
-        memory = np.zeros(c.num_actions)
+        memory, peak = np.zeros(c.num_actions), np.zeros(c.num_actions)
         cpu_begin, wall_begin = time.thread_time(), time.perf_counter()
         for done, flat in enumerate(plan.order):
             rank = slot_rank[flat]
@@ -74,6 +74,7 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
                     consumer = owner[sends_to[i]]
                     inbox[makes[i]] = _transfer(output, devices[consumer], clock, consumer != rank, step_copies)
                 memory[i] = worker.memory_bytes()
+                peak[i] = worker.peak_during
             progress(step * c.num_slots + done + 1, total,
                      f"{'step' if measuring else 'warm-up'} {step + 1}/{steps}, rank {rank}")
         for clock in clocks:
@@ -108,7 +109,7 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
     if config.transfer_ms is None:
         notes.append(f"transfer: median measured activation copy, {transfer_ms:.4f} ms over {len(copies)} copies")
     return assemble(config, starts=starts, ends=ends, compute_ms=median, memory_bytes=memory,
-                    transfer_ms=transfer_ms, loss=loss, reference_loss=reference_loss,
+                    memory_peak=peak, transfer_ms=transfer_ms, loss=loss, reference_loss=reference_loss,
                     max_grad_error=max(errors.values()), device=device_label(devices), wall_ms_per_step=wall_ms,
                     overhead_fraction=overhead, notes=tuple(notes), clock=clocks[0].kind,
                     makespan_spread=(min(makespans), max(makespans)), duration_min=low, duration_max=high)

@@ -146,9 +146,16 @@ def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> 
     return float(np.clip(1.0 + change[is_input].sum() / added, 0.0, 1.0))
 
 
+def _with_neighbours(during: np.ndarray, after: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """The most held during each action: what it reported, and no less than before and after it."""
+    before = np.r_[0.0, after[:-1]]
+    before[np.r_[True, rank[1:] != rank[:-1]]] = 0.0
+    return np.maximum.reduce([during, after, before])
+
+
 def assemble(config: RunConfig, *, starts, ends, compute_ms, memory_bytes, transfer_ms: float,
              waits: pd.DataFrame | None = None, notes: tuple[str, ...] = (), duration_min=None, duration_max=None,
-             **fields) -> RunResult:
+             memory_peak=None, **fields) -> RunResult:
     """Build the measured Timeline and the prediction from the measured costs, side by side.
 
     The prediction's memory model uses the share of bytes W still needs after I as measured in this run
@@ -163,7 +170,10 @@ def assemble(config: RunConfig, *, starts, ends, compute_ms, memory_bytes, trans
                                    compute_ms=np.asarray(compute_ms),
                                    duration_min=np.asarray(compute_ms if duration_min is None else duration_min),
                                    duration_max=np.asarray(compute_ms if duration_max is None else duration_max),
-                                   memory_model=predicted.frame["memory_after"].to_numpy())
+                                   memory_model=predicted.frame["memory_after"].to_numpy(),
+                                   **({} if memory_peak is None else {"memory_peak": _with_neighbours(
+                                       np.asarray(memory_peak, float), np.asarray(memory_bytes, float),
+                                       compiled(schedule).rank)}))
     return RunResult(config=config, schedule=schedule, measured=measured, predicted=predicted,
                      transfer_ms=transfer_ms, w_memory_fraction=costs.w_memory_fraction, notes=tuple(notes),
                      **fields)

@@ -71,6 +71,7 @@ class RankWorker:
         self.recompute = recompute
         self.device = device
         self.fail_at = fail_at  # inject a failure at this action (tests)
+        self.peak_during = 0  # the most held during the last action, when it rebuilt activations (recompute)
         self.states: dict[tuple[int, int], MicrobatchState] = {}
         self.losses: dict[int, float] = {}
         self._parameter_storages = {p.untyped_storage().data_ptr() for s in stages.values() for p in s.parameters()}
@@ -86,6 +87,7 @@ class RankWorker:
 
         Returns what the neighbour needs: the activation for F, the input gradient for B and I, else None.
         """
+        self.peak_during = 0
         if self.fail_at is not None and str(action) == self.fail_at:
             raise RuntimeError(f"injected failure at {action}")
         if action.kind is Kind.F:
@@ -139,8 +141,9 @@ class RankWorker:
     def _backward(self, stage_index: int, mb: int, grad_output, *, split: bool):
         stage = self.stages[stage_index]
         state = self.states[(stage_index, mb)]
-        if self.recompute:  # re-run the forward, this time with a graph
+        if self.recompute:  # re-run the forward, this time with a graph; the rebuilt activations are the peak
             state.output = self._run_recording(stage, state.input, mb, state, keep_layers=split)
+            self.peak_during = self.memory_bytes()
         wants_input_grad = not stage.is_first_stage
         grad = None if stage.is_last_stage else grad_output
         if not split:

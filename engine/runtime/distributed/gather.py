@@ -18,19 +18,20 @@ from ..timing import median_and_spread
 
 def _step_arrays(c, gathered: list[dict], step: int, same_host: bool):
     """Start, end and memory of every action (compiled order), in ms, and the waits, for one measured step."""
-    began, ended, memory = np.zeros(c.num_actions), np.zeros(c.num_actions), np.zeros(c.num_actions)
+    began, ended = np.zeros(c.num_actions), np.zeros(c.num_actions)
+    memory, peak = np.zeros(c.num_actions), np.zeros(c.num_actions)
     waits = []
     for payload in gathered:
         rank, record = payload["rank"], payload["steps"][step]
         shift = record["origin"] if same_host else 0.0  # back to the shared clock, see the module docstring
         first = int(c.slot_first_action[c.rank_first_slot[rank]])  # a rank's events are its actions in order
-        for offset, (start, end, bytes_held) in enumerate(record["events"]):
+        for offset, (start, end, bytes_held, bytes_during) in enumerate(record["events"]):
             began[first + offset], ended[first + offset] = (start + shift) * 1e3, (end + shift) * 1e3
-            memory[first + offset] = bytes_held
+            memory[first + offset], peak[first + offset] = bytes_held, bytes_during
         for start, end, need, action in record["waits"]:
             waits.append({"rank": rank, "start": (start + shift) * 1e3, "end": (end + shift) * 1e3,
                           "waiting_for": str(c.decode(need)), "action": action, "need": need})
-    return began, ended, memory, pd.DataFrame(waits, columns=["rank", "start", "end", "waiting_for", "action", "need"])
+    return began, ended, (memory, peak), pd.DataFrame(waits, columns=["rank", "start", "end", "waiting_for", "action", "need"])
 
 
 def assemble_distributed(config: RunConfig, gathered: list[dict], device, reference_loss: float) -> RunResult:
@@ -43,7 +44,7 @@ def assemble_distributed(config: RunConfig, gathered: list[dict], device, refere
         began, ended, _, _ = _step_arrays(c, gathered, step, same_host)
         durations.append(ended - began)
     median, low, high = median_and_spread(np.array(durations))
-    began, ended, memory, waits = _step_arrays(c, gathered, shown, same_host)
+    began, ended, (memory, peak), waits = _step_arrays(c, gathered, shown, same_host)
     # a slot spans from its first action's start to its last action's end
     starts = began[c.slot_first_action[:-1]]
     ends = np.zeros(c.num_slots)
@@ -61,7 +62,7 @@ def assemble_distributed(config: RunConfig, gathered: list[dict], device, refere
     for step in range(config.repeats):
         b, e, _, w = _step_arrays(c, gathered, step, same_host)
         spans.append(float(e.max() - min(b.min(), w["start"].min() if len(w) else np.inf)))
-    return assemble(config, starts=starts, ends=ends, compute_ms=median, memory_bytes=memory,
+    return assemble(config, starts=starts, ends=ends, compute_ms=median, memory_bytes=memory, memory_peak=peak,
                     transfer_ms=transfer_ms, waits=waits, loss=float(sum(p["loss"] for p in gathered)),
                     reference_loss=reference_loss, max_grad_error=max(errors.values()),
                     device=str(device) if device.type == "cuda" else "cpu", wall_ms_per_step=walls[shown],

@@ -137,7 +137,7 @@ def run_rank(config: RunConfig, rank: int, device: torch.device, current: dict |
                 raise ActionFailed(rank, action, error) from error
             ended = time.perf_counter()
             done += 1
-            events.append((began - origin, ended - origin, worker.memory_bytes()))  # in list order
+            events.append((began - origin, ended - origin, worker.memory_bytes(), worker.peak_during))  # list order
             if c.sends_to[i] >= 0 and output is not None:
                 consumer_rank = int(c.owner[c.sends_to[i]])
                 if consumer_rank == rank:
