@@ -23,8 +23,7 @@ def metric_cards(timeline: Timeline, *, time_unit: str = "", projector: bool = F
         ("Bubble ratio", f"{summary['bubble_ratio']:.3f}", "idle / busy (Megatron's (p−1)/m convention)"),
     ]
     if abs(span_idle - idle) > 1e-9 * max(1.0, idle):
-        share = span_idle / (timeline.num_ranks * summary["makespan"]) if summary["makespan"] else 0.0
-        cards.append(("Idle inside span", f"{share:.1%}",
+        cards.append(("Idle inside span", f"{summary['span_idle_fraction']:.1%}",
                       "idle between each rank's first start and last end, / (ranks × makespan): the Zero Bubble "
                       "papers' count, since the next step's warm-up fills the rest"))
     cards += [

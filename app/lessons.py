@@ -39,7 +39,7 @@ SIMULATED_METRICS = {
     "makespan": lambda t: t.makespan,
     "bubble_fraction": lambda t: t.bubble_fraction,
     "bubble_ratio": lambda t: t.bubble_ratio,
-    "idle_inside_span": lambda t: sum(t.span_idle_per_rank()) / (t.num_ranks * t.makespan),
+    "idle_inside_span": lambda t: t.span_idle_fraction,
     "idle_per_rank": lambda t: max(t.idle_per_rank()),
     "peak_memory": lambda t: max(t.peak_memory_per_rank()),
     "peak_memory_last_rank": lambda t: t.peak_memory_per_rank()[-1],

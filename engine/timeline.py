@@ -25,6 +25,14 @@ from .ir import Kind, Schedule
 KIND_LETTERS = np.array([kind.name for kind in Kind])
 
 
+def before_on_rank(values, ranks) -> np.ndarray:
+    """Each row's value just before it on its rank (0 before a rank's first row); rows in rank-then-list order."""
+    values, ranks = np.asarray(values, dtype=float), np.asarray(ranks)
+    before = np.r_[0.0, values[:-1]]
+    before[np.r_[True, ranks[1:] != ranks[:-1]]] = 0.0
+    return before
+
+
 def _snap(idle: float, scale: float) -> float:
     """Sums of float durations leave ±1e-16 crumbs; an idle time that small is zero."""
     return 0.0 if abs(idle) <= 1e-9 * max(scale, 1.0) else idle
@@ -70,9 +78,10 @@ class Timeline:
         frame["source"] = source
         if "recompute" not in frame:
             frame["recompute"] = 0.0
-        if "memory_peak" not in frame:  # at least what it held before and after
-            before = frame.groupby("rank")["memory_after"].shift(1, fill_value=0.0) if len(frame) else frame["memory_after"]
-            frame["memory_peak"] = np.maximum(frame["memory_after"], before)
+        # the most held during an action: what was reported, and never less than before and after it
+        before = before_on_rank(frame["memory_after"], frame["rank"])
+        reported = frame["memory_peak"].to_numpy() if "memory_peak" in frame else 0.0
+        frame["memory_peak"] = np.maximum.reduce([np.broadcast_to(reported, len(frame)), frame["memory_after"], before])
         extras = [c for c in frame.columns if c not in cls.COLUMNS]
         return cls(frame[list(cls.COLUMNS) + extras], num_ranks, name, waits, transfers)
 
@@ -179,6 +188,12 @@ class Timeline:
         return self._idle_intervals.copy()
 
     @property
+    def span_idle_fraction(self) -> float:
+        """Idle time inside each rank's span / (ranks × makespan): the Zero Bubble papers' count as a share."""
+        total = self.num_ranks * self.makespan
+        return 0.0 if total == 0 else sum(self.span_idle_per_rank()) / total
+
+    @property
     def num_transfers(self) -> int:
         """Hand-offs that cross from one rank to another (each pays the transfer time once)."""
         return 0 if self.transfers is None else len(self.transfers)
@@ -203,6 +218,7 @@ class Timeline:
             "busy": self.busy_per_rank(),
             "idle": self.idle_per_rank(),
             "span_idle": self.span_idle_per_rank(),
+            "span_idle_fraction": self.span_idle_fraction,
             "peak_memory": self.peak_memory_per_rank(),
             "num_actions": int(len(self.frame)),
             "transfers": self.num_transfers,

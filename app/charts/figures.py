@@ -209,14 +209,13 @@ def run_figure(result, *, projector: bool = False) -> go.Figure:
                                marker=dict(symbol="line-ns", size=np.tile(np.array([7, 7, 0], np.int8), count),
                                            line=dict(width=1.2, color="#111111")),
                                hoverinfo="skip", xaxis="x", yaxis="y"))
-    per_unit = result.bytes_per_unit()
     unit, divisor = memory_unit(measured.frame["memory_after"])
-    frame = measured.frame.sort_values(["rank", "end", "step"])
+    frame = measured.frame.assign(modelled_bytes=result.modelled_bytes()).sort_values(["rank", "end", "step"])
     for rank, rows in frame.groupby("rank"):
         colour = RANK_COLOURS[int(rank) % len(RANK_COLOURS)]
         x = np.r_[0.0, rows["end"].to_numpy()]
         for label, values, dash in (("measured", rows["memory_after"].to_numpy(), "solid"),
-                                    ("modelled", rows["memory_model"].to_numpy() * per_unit[int(rank)], "dash")):
+                                    ("modelled", rows["modelled_bytes"].to_numpy(), "dash")):
             traces.append(dict(type="scatter", name=f"rank {rank}, {label}", legendgroup=f"memory {label}",
                                x=x.astype(np.float32), y=(np.r_[0.0, values] / divisor).astype(np.float32),
                                mode="lines", line=dict(shape="hv", width=1.5, color=colour, dash=dash),

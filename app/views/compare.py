@@ -57,9 +57,8 @@ for name, (one, schedule, timeline) in results.items():
 rows = []
 for name, (one, schedule, timeline) in results.items():
     summary = timeline.summary()
-    span_share = sum(summary["span_idle"]) / (timeline.num_ranks * summary["makespan"])
     rows.append({"schedule": name, "makespan": summary["makespan"], "bubble_fraction": summary["bubble_fraction"],
-                 "bubble_ratio": summary["bubble_ratio"], "idle_inside_span": span_share,
+                 "bubble_ratio": summary["bubble_ratio"], "idle_inside_span": summary["span_idle_fraction"],
                  "peak_memory": max(summary["peak_memory"]), "transfers": summary["transfers"]})
 table = pd.DataFrame(rows).set_index("schedule")
 first = table.iloc[0]

@@ -15,6 +15,7 @@ from engine.model_config import MODEL_DEFAULTS, MODEL_TITLES, ModelConfig
 from engine.runtime import GRADIENT_TOLERANCE, RunConfig
 from engine.runtime import budget
 from engine.runtime.budget import human_bytes
+from engine.runtime.devices import gpu_count
 
 PAGE = "rr"
 HANDOFF = "rr_schedule_csv"  # set by the schedule editor's "Run it for real"
@@ -26,15 +27,7 @@ st.title("Real run")
 st.caption("The same schedule executed on a real model: every action runs on real tensors and is timed; the "
            "gradients are checked against the unsplit model; the simulator predicts the timeline from the "
            "costs this run measured.")
-@st.cache_resource(show_spinner=False)
-def gpus() -> int:
-    """GPUs this server sees (PyTorch is imported once per server for it)."""
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-st.caption(f"This machine: {CORES} CPU core(s), {gpus() or 'no'} GPU(s), {human_bytes(budget.available_bytes())} "
+st.caption(f"This machine: {CORES} CPU core(s), {gpu_count() or 'no'} GPU(s), {human_bytes(budget.available_bytes())} "
            f"free. The emulated backend shows up to {MAX_RANKS} devices on any number of cores; the distributed "
            f"backend starts one process per rank (more ranks than cores distort its wall clock). "
            f"One real run at a time on this server.")
@@ -169,10 +162,8 @@ per_rank = pd.DataFrame({
     "error": [f"{e:+.1%}" for e in summary["prediction_error_per_rank"]],
 }).rename_axis("rank")
 unit, divisor = memory_unit(summary["peak_memory_bytes"])
-per_unit = result.bytes_per_unit()
 per_rank[f"peak memory, measured ({unit})"] = [round(b / divisor, 2) for b in summary["peak_memory_bytes"]]
-per_rank[f"peak memory, modelled ({unit})"] = [round(m * u / divisor, 2)
-                                               for m, u in zip(summary["peak_memory_model"], per_unit)]
+per_rank[f"peak memory, modelled ({unit})"] = [round(b / divisor, 2) for b in result.modelled_peak_bytes()]
 st.dataframe(per_rank, width="stretch")
 if FAMILIES.get(result.schedule.name) is None or FAMILIES[result.schedule.name].splits_backward:
     st.caption(f"Between I and W a micro-batch keeps {summary['w_memory_fraction']:.0%} of its activation bytes "

@@ -11,7 +11,7 @@ from .config import RunConfig
 
 def choose_devices(config: RunConfig) -> list[torch.device]:
     """One device per rank: a GPU each when there are enough (auto), otherwise the CPU."""
-    available = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    available = gpu_count()
     if config.device == "cpu" or (config.device == "auto" and available < config.num_ranks):
         return [torch.device("cpu")] * config.num_ranks
     if available == 0:
@@ -19,6 +19,11 @@ def choose_devices(config: RunConfig) -> list[torch.device]:
     if config.backend == "distributed" and available < config.num_ranks and "LOCAL_RANK" not in os.environ:
         raise ValueError(f"distributed on cuda needs one GPU per rank: {config.num_ranks} ranks, {available} GPUs")
     return [torch.device(f"cuda:{rank % available}") for rank in range(config.num_ranks)]
+
+
+def gpu_count() -> int:
+    """CUDA devices this process sees (0 without CUDA)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def device_label(devices: list[torch.device]) -> str:

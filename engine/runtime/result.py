@@ -12,7 +12,7 @@ from ..costs import Costs
 from ..dependencies import compiled
 from ..ir import Kind, Schedule
 from ..simulate import simulate
-from ..timeline import Timeline
+from ..timeline import Timeline, before_on_rank
 from .config import RunConfig
 
 CLOCKS = {
@@ -62,11 +62,8 @@ class RunResult:
         """Per rank, the measured bytes of the simulator's memory unit (one micro-batch through one rank's share):
         what the forwards added, measured, over what the memory model says they add."""
         frame = self.measured.frame
-        measured = frame["memory_after"].to_numpy()
-        modelled = frame["memory_model"].to_numpy()
-        first = np.r_[True, frame["rank"].to_numpy()[1:] != frame["rank"].to_numpy()[:-1]]  # rank-then-list order
-        added = np.where(first, measured, np.diff(measured, prepend=0.0))
-        added_model = np.where(first, modelled, np.diff(modelled, prepend=0.0))
+        added = frame["memory_after"].to_numpy() - before_on_rank(frame["memory_after"], frame["rank"])
+        added_model = frame["memory_model"].to_numpy() - before_on_rank(frame["memory_model"], frame["rank"])
         forward = (frame["kind"] == "F").to_numpy()
         result = []
         for rank in range(self.measured.num_ranks):
@@ -74,6 +71,15 @@ class RunResult:
             units = added_model[mine].sum()
             result.append(float(added[mine].sum() / units) if units > 0 else 0.0)
         return result
+
+    def modelled_bytes(self) -> np.ndarray:
+        """The memory model in bytes, per action: its micro-batch units × the rank's measured bytes per unit."""
+        frame = self.measured.frame
+        return frame["memory_model"].to_numpy() * np.asarray(self.bytes_per_unit())[frame["rank"].to_numpy()]
+
+    def modelled_peak_bytes(self) -> list[float]:
+        per_unit = self.bytes_per_unit()
+        return [peak * unit for peak, unit in zip(self.predicted.peak_memory_per_rank(), per_unit)]
 
     def prediction_error_per_rank(self) -> list[float]:
         """(predicted − measured) / measured of each rank's last end."""
@@ -131,10 +137,7 @@ def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> 
     """What share of a micro-batch's bytes is still held after I (W's inputs), from the measured changes:
     1 + Σ(change at I) / Σ(change at the forwards of split micro-batches). None when nothing is split."""
     c = compiled(schedule)
-    memory = np.asarray(memory_bytes, dtype=float)
-    before = np.r_[0.0, memory[:-1]]
-    before[np.r_[True, c.rank[1:] != c.rank[:-1]]] = 0.0  # each rank starts empty
-    change = memory - before
+    change = np.asarray(memory_bytes, dtype=float) - before_on_rank(memory_bytes, c.rank)
     is_input = c.kind == Kind.I
     if not is_input.any():
         return None
@@ -144,13 +147,6 @@ def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> 
     if added <= 0:
         return None
     return float(np.clip(1.0 + change[is_input].sum() / added, 0.0, 1.0))
-
-
-def _with_neighbours(during: np.ndarray, after: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """The most held during each action: what it reported, and no less than before and after it."""
-    before = np.r_[0.0, after[:-1]]
-    before[np.r_[True, rank[1:] != rank[:-1]]] = 0.0
-    return np.maximum.reduce([during, after, before])
 
 
 def assemble(config: RunConfig, *, starts, ends, compute_ms, memory_bytes, transfer_ms: float,
@@ -171,9 +167,7 @@ def assemble(config: RunConfig, *, starts, ends, compute_ms, memory_bytes, trans
                                    duration_min=np.asarray(compute_ms if duration_min is None else duration_min),
                                    duration_max=np.asarray(compute_ms if duration_max is None else duration_max),
                                    memory_model=predicted.frame["memory_after"].to_numpy(),
-                                   **({} if memory_peak is None else {"memory_peak": _with_neighbours(
-                                       np.asarray(memory_peak, float), np.asarray(memory_bytes, float),
-                                       compiled(schedule).rank)}))
+                                   **({} if memory_peak is None else {"memory_peak": np.asarray(memory_peak, float)}))
     return RunResult(config=config, schedule=schedule, measured=measured, predicted=predicted,
                      transfer_ms=transfer_ms, w_memory_fraction=costs.w_memory_fraction, notes=tuple(notes),
                      **fields)

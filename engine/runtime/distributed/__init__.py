@@ -5,6 +5,7 @@ nodes. Each rank runs its own list (``rank.py``); rank 0 assembles the result (`
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from ..config import RunConfig
 from ..result import RunResult
@@ -25,8 +26,6 @@ def run_distributed(config: RunConfig, *, progress: Progress = no_progress) -> R
         result = torchrun_main(config)
         if result is None:
             return None
-        from dataclasses import replace
-
         return replace(result, notes=tuple(core_warning(config)) + result.notes)
     return run_distributed_many([config], progress=progress)[0]
 
