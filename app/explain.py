@@ -23,46 +23,67 @@ def metric_cards(timeline: Timeline, *, time_unit: str = "", projector: bool = F
         ("Bubble ratio", f"{summary['bubble_ratio']:.3f}", "idle / busy (Megatron's (p−1)/m convention)"),
     ]
     if abs(span_idle - idle) > 1e-9 * max(1.0, idle):
-        cards.append(("Idle inside span", f"{summary['span_idle_fraction']:.1%}",
-                      "idle between each rank's first start and last end, / (ranks × makespan): the Zero Bubble "
-                      "papers' count, since the next step's warm-up fills the rest"))
+        cards.append(
+            (
+                "Idle inside span",
+                f"{summary['span_idle_fraction']:.1%}",
+                "idle between each rank's first start and last end, / (ranks × makespan): the Zero Bubble "
+                "papers' count, since the next step's warm-up fills the rest",
+            )
+        )
     cards += [
-        ("Peak memory", f"{max(summary['peak_memory'], default=0):.3g}",
-         "activations held at once on the busiest rank, in micro-batches through one rank's share"),
+        (
+            "Peak memory",
+            f"{max(summary['peak_memory'], default=0):.3g}",
+            "activations held at once on the busiest rank, in micro-batches through one rank's share",
+        ),
         ("Transfers", f"{summary['transfers']:,}", "hand-offs from one rank to another in the step"),
     ]
     per_row = 3 if projector else len(cards)  # large fonts need wider cards
     for first in range(0, len(cards), per_row):
-        row = cards[first:first + per_row]
+        row = cards[first : first + per_row]
         for column, (label, value, help_text) in zip(st.columns(per_row), row):
             column.metric(label, value, help=help_text)
     if span_idle < 0.5 * idle:  # the two counts tell different stories (ZB-H2, ZB-V)
-        st.caption("Idle inside span leaves out each rank's wait before its first action and after its last: the "
-                   "Zero Bubble papers' count, because the next step's warm-up fills those. A \"zero bubble\" "
-                   "schedule is zero by this count, not by the bubble fraction of one step on its own.")
+        st.caption(
+            "Idle inside span leaves out each rank's wait before its first action and after its last: the "
+            "Zero Bubble papers' count, because the next step's warm-up fills those. A \"zero bubble\" "
+            "schedule is zero by this count, not by the bubble fraction of one step on its own."
+        )
 
 
 def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> None:
     binned = len(timeline.frame) > BAR_LIMIT
-    notes = ["Grey columns are slices of time a rank was mostly idle — the bubble." if binned else
-             "Hatched grey blocks are idle time — the bubble."]
+    notes = [
+        "Grey columns are slices of time a rank was mostly idle — the bubble."
+        if binned
+        else "Hatched grey blocks are idle time — the bubble."
+    ]
     if num_chunks > 1:
-        notes.append(f"Each rank holds {num_chunks} model chunks: chunk 0 (nearest the input) in the darkest shade, "
-                     f"each later chunk lighter.")
+        notes.append(
+            f"Each rank holds {num_chunks} model chunks: chunk 0 (nearest the input) in the darkest shade, "
+            f"each later chunk lighter."
+        )
     if costs is not None and costs.recompute:
-        notes.append(f"Recomputation: a forward keeps {costs.recompute_memory_fraction:.0%} of its activations (the "
-                     f"stage input); each backward first re-runs the forward (the cross-hatched start of B/I bars, "
-                     f"+F each) and holds the rebuilt activations while it runs — the peak counts them. Memory "
-                     f"saved, time added.")
+        notes.append(
+            f"Recomputation: a forward keeps {costs.recompute_memory_fraction:.0%} of its activations (the "
+            f"stage input); each backward first re-runs the forward (the cross-hatched start of B/I bars, "
+            f"+F each) and holds the rebuilt activations while it runs — the peak counts them. Memory "
+            f"saved, time added."
+        )
     if costs is not None and costs.comm > 0:
         notes.append(f"Arrows are transfers between ranks: each takes {costs.comm:g}.")
     if binned:
-        notes.append(f"{len(timeline.frame):,} actions are too many to draw one by one: each column is a slice of "
-                     f"time coloured by the kind that ran most in it.")
+        notes.append(
+            f"{len(timeline.frame):,} actions are too many to draw one by one: each column is a slice of "
+            f"time coloured by the kind that ran most in it."
+        )
     if timeline.num_ranks > 8:
         notes.append("The memory chart shows rank 0, the last rank and the busiest.")
-    notes.append("▶ Play (top right of the chart) sweeps a cursor through the step: what has not happened yet is "
-                 "veiled, what runs is outlined. The slider below scrubs; click a legend entry to hide it.")
+    notes.append(
+        "▶ Play (top right of the chart) sweeps a cursor through the step: what has not happened yet is "
+        "veiled, what runs is outlined. The slider below scrubs; click a legend entry to hide it."
+    )
     st.caption(" ".join(notes))
 
 
@@ -83,35 +104,53 @@ def why_panel(family: str, schedule: Schedule, costs: Costs, timeline: Timeline)
             steps.append(f"**{show(form.predicted)}**")
         else:
             steps[-1] = f"**{steps[-1]}**"
-        st.markdown(f"**{form.quantity}** — {' = '.join(steps)}; "
-                    f"the simulation gives **{show(form.simulated)}**, which {agree} it. "
-                    f"<span style='opacity:0.75'>({form.source})</span>", unsafe_allow_html=True)
+        st.markdown(
+            f"**{form.quantity}** — {' = '.join(steps)}; "
+            f"the simulation gives **{show(form.simulated)}**, which {agree} it. "
+            f"<span style='opacity:0.75'>({form.source})</span>",
+            unsafe_allow_html=True,
+        )
         if form.departures:
-            st.markdown("The closed form assumes " + "; ".join(form.departures) + " — this configuration does not, "
-                        + ("so the simulated value is the one to trust." if not form.holds else
-                           "yet it happens to hold here."))
+            st.markdown(
+                "The closed form assumes "
+                + "; ".join(form.departures)
+                + " — this configuration does not, "
+                + ("so the simulated value is the one to trust." if not form.holds else "yet it happens to hold here.")
+            )
         elif not form.holds:  # pragma: no cover - the tests keep every formula holding under its assumptions
             st.warning("The closed form's assumptions hold but the simulation differs: please report this.")
 
 
 def rank_table(timeline: Timeline) -> None:
     summary = timeline.summary()
-    table = pd.DataFrame({
-        "busy": summary["busy"], "idle": summary["idle"], "idle inside span": summary["span_idle"],
-        "peak memory": summary["peak_memory"],
-    }).round(3).rename_axis("rank")
+    table = (
+        pd.DataFrame(
+            {
+                "busy": summary["busy"],
+                "idle": summary["idle"],
+                "idle inside span": summary["span_idle"],
+                "peak memory": summary["peak_memory"],
+            }
+        )
+        .round(3)
+        .rename_axis("rank")
+    )
     st.dataframe(table, width="stretch", height=min(400, 38 + 35 * len(table)))
 
 
-def lecture_controls(prefix: str, schedule: Schedule, timeline: Timeline, comm: float, fingerprint, *,
-                     start_on: bool = False) -> float | None:
+def lecture_controls(
+    prefix: str, schedule: Schedule, timeline: Timeline, comm: float, fingerprint, *, start_on: bool = False
+) -> float | None:
     """The lecturer's "next": step event by event, each told in words. Returns the time to draw, or None."""
     if start_on and st.session_state.get(f"{prefix}_lecture_for") != fingerprint:
         st.session_state[f"{prefix}_lecture_for"] = fingerprint
         st.session_state[f"{prefix}_lecture"] = True
-    if not st.toggle("Step through events (lecture mode)", key=f"{prefix}_lecture",
-                     help="Advance one event at a time — each moment some rank starts work — with what every "
-                          "rank is doing and why the idle ones wait."):
+    if not st.toggle(
+        "Step through events (lecture mode)",
+        key=f"{prefix}_lecture",
+        help="Advance one event at a time — each moment some rank starts work — with what every "
+        "rank is doing and why the idle ones wait.",
+    ):
         return None
     narration = Narration(schedule, timeline, comm)
     count = len(narration.times)
@@ -122,14 +161,17 @@ def lecture_controls(prefix: str, schedule: Schedule, timeline: Timeline, comm: 
     columns = st.columns([1.3, 1.2, 1, 4])
     if columns[0].button("◀ Previous event", key=f"{prefix}_event_previous", disabled=st.session_state[index_key] == 0):
         st.session_state[index_key] -= 1
-    if columns[1].button("Next event ▶", key=f"{prefix}_event_next", type="primary",
-                         disabled=st.session_state[index_key] >= count - 1):
+    if columns[1].button(
+        "Next event ▶", key=f"{prefix}_event_next", type="primary", disabled=st.session_state[index_key] >= count - 1
+    ):
         st.session_state[index_key] += 1
     if columns[2].button("Start over", key=f"{prefix}_event_restart"):
         st.session_state[index_key] = 0
     index = min(st.session_state[index_key], count - 1)
     event = narration.event(index)
     columns[3].markdown(f"**Event {index + 1} of {count}** · {event.headline()}")
-    st.markdown("\n".join(f"- **rank {state.rank}** {state.text}" for state in event.ranks[:16])
-                + (f"\n- … and {len(event.ranks) - 16} more ranks" if len(event.ranks) > 16 else ""))
+    st.markdown(
+        "\n".join(f"- **rank {state.rank}** {state.text}" for state in event.ranks[:16])
+        + (f"\n- … and {len(event.ranks) - 16} more ranks" if len(event.ranks) > 16 else "")
+    )
     return event.time

@@ -124,8 +124,13 @@ def _real(spec: dict, where: str) -> RunConfig:
     model_keys = {"model", "layers", "hidden", "batch", "seq_len", "vocab", "heads"}
     model = ModelConfig(kind=spec.pop("model", "mlp"), **{k: spec.pop(k) for k in list(spec) if k in model_keys})
     try:
-        return RunConfig(family=spec.pop("schedule", "1f1b"), num_ranks=spec.pop("ranks", 4),
-                         num_microbatches=spec.pop("microbatches", 8), model=model, **spec)
+        return RunConfig(
+            family=spec.pop("schedule", "1f1b"),
+            num_ranks=spec.pop("ranks", 4),
+            num_microbatches=spec.pop("microbatches", 8),
+            model=model,
+            **spec,
+        )
     except (TypeError, ValueError) as error:
         raise LessonError(f"{where}: {error}") from None
 
@@ -136,24 +141,39 @@ def load_lesson(path: Path) -> Lesson:
     for index, step in enumerate(data.get("steps", [])):
         where = f"{path.name}, step {index + 1} ({step.get('id', '?')})"
         question = step.get("question")
-        steps.append(Step(
-            id=step["id"], title=step["title"], text=step["text"].strip(),
-            config=_settings(step["config"], where) if "config" in step else None,
-            configs={name: _settings(query, f"{where}, configs.{name}") for name, query in step.get("configs", {}).items()},
-            real={name: _real(spec, f"{where}, real.{name}") for name, spec in step.get("real", {}).items()},
-            mode=step.get("mode", "play"),
-            question=None if question is None else Question(
-                prompt=question["prompt"], hint=question.get("hint", ""), kind=question.get("kind", "numeric"),
-                answer=question.get("answer", ""), percent=question.get("percent", False),
-                tolerance=question.get("tolerance", 0.0),
-                options=tuple((o["label"], o["value"]) for o in question.get("options", [])),
-                pick=question.get("pick", "min"), tie=question.get("tie", ""),
-                explanation=question.get("explanation", "")),
-            try_this=tuple(step.get("try", [])),
-            query={key: str(value) for key, value in step.get("config", {}).items()},
-        ))
-    return Lesson(number=data["number"], id=data["id"], title=data["title"], summary=data.get("summary", ""),
-                  steps=tuple(steps))
+        steps.append(
+            Step(
+                id=step["id"],
+                title=step["title"],
+                text=step["text"].strip(),
+                config=_settings(step["config"], where) if "config" in step else None,
+                configs={
+                    name: _settings(query, f"{where}, configs.{name}")
+                    for name, query in step.get("configs", {}).items()
+                },
+                real={name: _real(spec, f"{where}, real.{name}") for name, spec in step.get("real", {}).items()},
+                mode=step.get("mode", "play"),
+                question=None
+                if question is None
+                else Question(
+                    prompt=question["prompt"],
+                    hint=question.get("hint", ""),
+                    kind=question.get("kind", "numeric"),
+                    answer=question.get("answer", ""),
+                    percent=question.get("percent", False),
+                    tolerance=question.get("tolerance", 0.0),
+                    options=tuple((o["label"], o["value"]) for o in question.get("options", [])),
+                    pick=question.get("pick", "min"),
+                    tie=question.get("tie", ""),
+                    explanation=question.get("explanation", ""),
+                ),
+                try_this=tuple(step.get("try", [])),
+                query={key: str(value) for key, value in step.get("config", {}).items()},
+            )
+        )
+    return Lesson(
+        number=data["number"], id=data["id"], title=data["title"], summary=data.get("summary", ""), steps=tuple(steps)
+    )
 
 
 def load_lessons(folder: Path = LESSONS) -> list[Lesson]:
@@ -177,13 +197,18 @@ def _names(expression: str) -> ast.AST:
 def evaluate(expression: str, step: Step, real_results: dict | None = None) -> float:
     """The value of ``expression`` for ``step``: metrics of its configurations (and of its real runs, when
     their results are given)."""
+
     def value(node: ast.AST) -> float:
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
             return float(node.value)
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
             left, right = value(node.left), value(node.right)
-            return {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right,
-                    ast.Div: left / right if right else float("nan")}[type(node.op)]
+            return {
+                ast.Add: left + right,
+                ast.Sub: left - right,
+                ast.Mult: left * right,
+                ast.Div: left / right if right else float("nan"),
+            }[type(node.op)]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -value(node.operand)
         if isinstance(node, ast.Name):
@@ -232,6 +257,7 @@ def claims(text: str) -> list[tuple[str, str]]:
 
 def render(text: str, step: Step, real_results: dict | None = None) -> str:
     """The text with every marked number replaced by the engine's (live values left as "…" until run)."""
+
     def claim(match: re.Match) -> str:
         literal, expression = match.groups()
         return f"**{format_like(literal, evaluate(expression, step))}**"

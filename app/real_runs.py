@@ -37,12 +37,16 @@ def memory_check(config: RunConfig) -> tuple[str, str | None]:
     needed = estimate(config)
     free = budget.available_bytes()
     allowed = int(BUDGET_SHARE * free)
-    line = (f"Estimated memory: {human_bytes(needed.total)} of the {human_bytes(allowed)} a run may use here "
-            f"({BUDGET_SHARE:.0%} of {human_bytes(free)} free).")
+    line = (
+        f"Estimated memory: {human_bytes(needed.total)} of the {human_bytes(allowed)} a run may use here "
+        f"({BUDGET_SHARE:.0%} of {human_bytes(free)} free)."
+    )
     if needed.total > allowed:
-        return line, (f"This run would need about {human_bytes(needed.total)} ({needed.describe()}), more than the "
-                      f"{human_bytes(allowed)} a run may use on this machine: choose fewer blocks, a narrower "
-                      f"hidden width, fewer micro-batches or fewer ranks.")
+        return line, (
+            f"This run would need about {human_bytes(needed.total)} ({needed.describe()}), more than the "
+            f"{human_bytes(allowed)} a run may use on this machine: choose fewer blocks, a narrower "
+            f"hidden width, fewer micro-batches or fewer ranks."
+        )
     return line, None
 
 
@@ -52,11 +56,14 @@ def run_one(config: RunConfig, *, progress, waiting) -> object:
     while not ONE_AT_A_TIME.acquire(timeout=0.5):
         waited = time.monotonic() - started
         if waited > WAIT_LIMIT_S:
-            raise TimeoutError(f"another visitor's run has taken the machine for over {WAIT_LIMIT_S:.0f} s; "
-                               f"try again later")
-        waiting(f"Waiting for the run in progress ({BUSY.what}, running for "
-                f"{time.monotonic() - BUSY.since:.0f} s): this server measures one real run at a time, so "
-                f"timings are not disturbed.")
+            raise TimeoutError(
+                f"another visitor's run has taken the machine for over {WAIT_LIMIT_S:.0f} s; try again later"
+            )
+        waiting(
+            f"Waiting for the run in progress ({BUSY.what}, running for "
+            f"{time.monotonic() - BUSY.since:.0f} s): this server measures one real run at a time, so "
+            f"timings are not disturbed."
+        )
     try:
         BUSY.since, BUSY.what = time.monotonic(), f"{config.family} on {config.num_ranks} ranks"
         return run_isolated(config, progress=progress, time_limit_s=TIME_LIMIT_S)

@@ -68,25 +68,34 @@ class LabSettings:
         chunks = self.num_chunks or self.family.fixed_chunks
         built = self.family.built_for(self.ranks, self.microbatches)
         if self.pairs > APP_MAX_PAIRS:
-            raise ValueError(f"{self.ranks} ranks × {built} micro-batches × {chunks} chunk(s) = {self.pairs:,} "
-                             f"(stage, micro-batch) pairs; this app draws up to {APP_MAX_PAIRS:,} "
-                             f"(the command line simulates more)")
+            raise ValueError(
+                f"{self.ranks} ranks × {built} micro-batches × {chunks} chunk(s) = {self.pairs:,} "
+                f"(stage, micro-batch) pairs; this app draws up to {APP_MAX_PAIRS:,} "
+                f"(the command line simulates more)"
+            )
         stages = self.ranks * chunks
         if self.scale is not None and len(self.scale) != stages:
-            raise ValueError(f"{len(self.scale)} stage cost multiplier(s) given, but the schedule has {stages} stages "
-                             f"({self.ranks} ranks × {chunks} chunk(s) each): give one per stage")
+            raise ValueError(
+                f"{len(self.scale)} stage cost multiplier(s) given, but the schedule has {stages} stages "
+                f"({self.ranks} ranks × {chunks} chunk(s) each): give one per stage"
+            )
         costs = self.costs()
         if costs.forward + costs.backward == 0:
             raise ValueError("every cost is 0, so nothing takes any time: give the forward a duration")
 
     def costs(self) -> Costs:
         split = self.family.splits_backward
-        return Costs(forward=self.forward, backward=None if split else self.backward,
-                     backward_input=self.backward_input if split else None,
-                     backward_weight=self.backward_weight if split else None,
-                     overlapped=self.overlapped if self.schedule == "dualpipev" else None,
-                     comm=self.comm, recompute=self.recompute, recompute_memory_fraction=self.keep,
-                     stage_scale=self.scale)
+        return Costs(
+            forward=self.forward,
+            backward=None if split else self.backward,
+            backward_input=self.backward_input if split else None,
+            backward_weight=self.backward_weight if split else None,
+            overlapped=self.overlapped if self.schedule == "dualpipev" else None,
+            comm=self.comm,
+            recompute=self.recompute,
+            recompute_memory_fraction=self.keep,
+            stage_scale=self.scale,
+        )
 
     def split_costs(self) -> Costs:
         """F, I and W whatever the family (B = I + W): the editor's and Compare's shared costs."""
@@ -102,10 +111,16 @@ class LabSettings:
         return text
 
     def to_query(self) -> dict[str, str]:
-        return {"schedule": self.schedule, "ranks": str(self.ranks), "microbatches": str(self.microbatches),
-                "chunks": str(self.chunks), "costs": self.costs_text(), "comm": f"{self.comm:g}",
-                "recompute": str(int(self.recompute)),
-                **({"scale": ",".join(f"{x:g}" for x in self.scale)} if self.scale else {})}
+        return {
+            "schedule": self.schedule,
+            "ranks": str(self.ranks),
+            "microbatches": str(self.microbatches),
+            "chunks": str(self.chunks),
+            "costs": self.costs_text(),
+            "comm": f"{self.comm:g}",
+            "recompute": str(int(self.recompute)),
+            **({"scale": ",".join(f"{x:g}" for x in self.scale)} if self.scale else {}),
+        }
 
     def title(self) -> str:
         """What ran, with the effective sizes."""
@@ -173,8 +188,14 @@ def _costs(query, settings: LabSettings, problems) -> LabSettings:
         problems.append(f"costs={text}: {error}; using {settings.costs_text()}")
         return settings
     overlapped = costs.overlapped if "F&B" in text.upper() else None
-    return replace(settings, forward=costs.forward, backward=costs.backward, backward_input=costs.backward_input,
-                   backward_weight=costs.backward_weight, overlapped=overlapped)
+    return replace(
+        settings,
+        forward=costs.forward,
+        backward=costs.backward,
+        backward_input=costs.backward_input,
+        backward_weight=costs.backward_weight,
+        overlapped=overlapped,
+    )
 
 
 def settings_from_query(query: Mapping[str, str], base: LabSettings = LabSettings()) -> tuple[LabSettings, list[str]]:
@@ -182,11 +203,13 @@ def settings_from_query(query: Mapping[str, str], base: LabSettings = LabSetting
     problems: list[str] = []
     schedule = query.get("schedule", base.schedule)
     if schedule not in FAMILIES:
-        problems.append(f"schedule={schedule}: not a schedule; choose one of {', '.join(FAMILIES)}; "
-                        f"using {base.schedule}")
+        problems.append(
+            f"schedule={schedule}: not a schedule; choose one of {', '.join(FAMILIES)}; using {base.schedule}"
+        )
         schedule = base.schedule
     settings = replace(
-        base, schedule=schedule,
+        base,
+        schedule=schedule,
         ranks=_whole(query, "ranks", 1, MAX_RANKS, problems, base.ranks),
         microbatches=_whole(query, "microbatches", 1, MAX_MICROBATCHES, problems, base.microbatches),
         chunks=_whole(query, "chunks", MIN_CHUNKS, MAX_CHUNKS, problems, base.chunks),
@@ -205,8 +228,9 @@ def _scale(query, settings: LabSettings, problems) -> LabSettings:
         if not all(0 < x <= MAX_COST for x in scale):
             raise ValueError
     except ValueError:
-        problems.append(f"scale={text}: expected numbers from 0 to {MAX_COST:g} separated by commas, one per stage; "
-                        f"using none")
+        problems.append(
+            f"scale={text}: expected numbers from 0 to {MAX_COST:g} separated by commas, one per stage; using none"
+        )
         return settings
     return replace(settings, scale=scale)
 
@@ -237,7 +261,8 @@ def compare_from_query(query: Mapping[str, str]) -> tuple[CompareSettings, list[
     if unknown:
         problems.append(f"schedules: {', '.join(unknown)} not known; choose from {', '.join(FAMILIES)}")
     if not 2 <= len(unique) <= 4:
-        problems.append(f"schedules: compare 2 to 4 different schedules (got {len(unique)}); "
-                        f"using {', '.join(COMPARE_DEFAULT)}")
+        problems.append(
+            f"schedules: compare 2 to 4 different schedules (got {len(unique)}); using {', '.join(COMPARE_DEFAULT)}"
+        )
         unique = COMPARE_DEFAULT
     return CompareSettings(unique, lab), problems

@@ -35,9 +35,11 @@ def chunk_shade(kind: str, chunk: int, num_chunks: int) -> str:
 
 def _luminance(hex_colour: str) -> float:
     """WCAG relative luminance."""
+
     def channel(c: int) -> float:
         c = c / 255
         return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
     red, green, blue = (channel(c) for c in _rgb(hex_colour))
     return 0.2126 * red + 0.7152 * green + 0.0722 * blue
 

@@ -60,8 +60,9 @@ def schedule_picker(key: str, label: str = "Schedule") -> Family:
     return FAMILIES[name]
 
 
-def lab_sidebar(prefix: str, *, with_schedule: bool = True, split_costs: bool | None = None,
-                show_chunks: bool = True) -> LabSettings:
+def lab_sidebar(
+    prefix: str, *, with_schedule: bool = True, split_costs: bool | None = None, show_chunks: bool = True
+) -> LabSettings:
     """The schedule, sizes and costs of one configuration. ``split_costs`` forces the F, I, W inputs (Compare,
     editor); by default the family decides (B, or I and W)."""
     names = keys(prefix)
@@ -71,30 +72,62 @@ def lab_sidebar(prefix: str, *, with_schedule: bool = True, split_costs: bool | 
         st.slider("Ranks (devices), p", 1, MAX_RANKS, key=names["ranks"])
         st.slider("Micro-batches, m", 1, MAX_MICROBATCHES, key=names["microbatches"])
         if (family is None and show_chunks) or (family is not None and family.takes_chunks):
-            st.slider("Chunks per rank, v", MIN_CHUNKS, MAX_CHUNKS, key=names["chunks"],
-                      help="Model chunks each rank holds (interleaved schedules only).")
+            st.slider(
+                "Chunks per rank, v",
+                MIN_CHUNKS,
+                MAX_CHUNKS,
+                key=names["chunks"],
+                help="Model chunks each rank holds (interleaved schedules only).",
+            )
         st.markdown("**Costs** (one micro-batch through one rank's share of the model)")
         number = dict(min_value=0.0, max_value=MAX_COST, step=0.25)
         st.number_input("F forward", key=names["forward"], **number)
         split = family.splits_backward if split_costs is None else split_costs
         if split:
-            st.number_input("I input-gradient backward", key=names["backward_input"], **number,
-                            help="The Zero Bubble paper calls this pass B.")
+            st.number_input(
+                "I input-gradient backward",
+                key=names["backward_input"],
+                **number,
+                help="The Zero Bubble paper calls this pass B.",
+            )
             st.number_input("W weight-gradient backward", key=names["backward_weight"], **number)
         else:
             st.number_input("B full backward", key=names["backward"], **number)
         if family is not None and family.name == "dualpipev":
-            st.number_input("F&B overlapped pair", key=names["overlapped"], min_value=0.0, max_value=2 * MAX_COST,
-                            step=0.25, help="One forward and one backward run together; F + B means no gain.")
-        st.number_input("Transfer between ranks", key=names["comm"], **number,
-                        help="Time from the end of an action to its output's arrival on another rank.")
-        st.text_input("Stage cost multipliers (optional)", key=names["scale"], placeholder="e.g. 1.5,1,1,1.5",
-                      help="One number per stage: an imbalanced model, where one stage is slower than the others.")
-        recompute = st.toggle("Recompute activations", key=names["recompute"],
-                              help="A forward keeps only part of its activations; the backward re-runs it first.")
+            st.number_input(
+                "F&B overlapped pair",
+                key=names["overlapped"],
+                min_value=0.0,
+                max_value=2 * MAX_COST,
+                step=0.25,
+                help="One forward and one backward run together; F + B means no gain.",
+            )
+        st.number_input(
+            "Transfer between ranks",
+            key=names["comm"],
+            **number,
+            help="Time from the end of an action to its output's arrival on another rank.",
+        )
+        st.text_input(
+            "Stage cost multipliers (optional)",
+            key=names["scale"],
+            placeholder="e.g. 1.5,1,1,1.5",
+            help="One number per stage: an imbalanced model, where one stage is slower than the others.",
+        )
+        recompute = st.toggle(
+            "Recompute activations",
+            key=names["recompute"],
+            help="A forward keeps only part of its activations; the backward re-runs it first.",
+        )
         if recompute:
-            st.slider("Share a forward keeps", 0.0, 1.0, step=0.05, key=names["keep"],
-                      help="The stage input and little else; the rest is rebuilt by re-running the forward.")
+            st.slider(
+                "Share a forward keeps",
+                0.0,
+                1.0,
+                step=0.05,
+                key=names["keep"],
+                help="The stage input and little else; the rest is rebuilt by re-running the forward.",
+            )
     remember(list(names.values()))
     state = st.session_state
     try:
@@ -103,10 +136,18 @@ def lab_sidebar(prefix: str, *, with_schedule: bool = True, split_costs: bool | 
         st.sidebar.error(f"{error}; using none")
         scale = None
     schedule = state[names["schedule"]] if with_schedule else "zb-h1"
-    return LabSettings(schedule=schedule, ranks=state[names["ranks"]], microbatches=state[names["microbatches"]],
-                       chunks=state[names["chunks"]], forward=state[names["forward"]],
-                       backward=state[names["backward"]], backward_input=state[names["backward_input"]],
-                       backward_weight=state[names["backward_weight"]],
-                       overlapped=state[names["overlapped"]] if schedule == "dualpipev" else None,
-                       comm=state[names["comm"]], recompute=state[names["recompute"]], keep=state[names["keep"]],
-                       scale=scale)
+    return LabSettings(
+        schedule=schedule,
+        ranks=state[names["ranks"]],
+        microbatches=state[names["microbatches"]],
+        chunks=state[names["chunks"]],
+        forward=state[names["forward"]],
+        backward=state[names["backward"]],
+        backward_input=state[names["backward_input"]],
+        backward_weight=state[names["backward_weight"]],
+        overlapped=state[names["overlapped"]] if schedule == "dualpipev" else None,
+        comm=state[names["comm"]],
+        recompute=state[names["recompute"]],
+        keep=state[names["keep"]],
+        scale=scale,
+    )

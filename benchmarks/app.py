@@ -31,8 +31,15 @@ SIZES = ((4, 8), (8, 32), (32, 256))
 def server_rerun(schedule: str, ranks: int, microbatches: int, repeat: int) -> tuple[float, float, int]:
     """(cold ms, warm ms median, figure bytes) of the Playground at this size."""
     at = AppTest.from_file(str(ROOT / "app" / "streamlit_app.py"), default_timeout=120)
-    at.query_params.update({"schedule": schedule, "ranks": str(ranks), "microbatches": str(microbatches),
-                            "costs": "F=1,I=1,W=1", "comm": str(time.time() % 1)})  # a fresh cache entry
+    at.query_params.update(
+        {
+            "schedule": schedule,
+            "ranks": str(ranks),
+            "microbatches": str(microbatches),
+            "costs": "F=1,I=1,W=1",
+            "comm": str(time.time() % 1),
+        }
+    )  # a fresh cache entry
     started = time.perf_counter()
     at.run()
     cold = (time.perf_counter() - started) * 1e3
@@ -55,15 +62,20 @@ def browser_draws(schedule: str, repeat: int) -> dict[tuple[int, int], float]:
         try:
             for round_index in range(repeat + 1):  # the first round warms the server's cache and imports
                 for ranks, microbatches in times:
-                    page, _ = open_page(browser, f"{url}/?schedule={schedule}&ranks={ranks}"
-                                                 f"&microbatches={microbatches - 1}&costs=F=1,I=1,W=1")
+                    page, _ = open_page(
+                        browser,
+                        f"{url}/?schedule={schedule}&ranks={ranks}&microbatches={microbatches - 1}&costs=F=1,I=1,W=1",
+                    )
                     page.locator('[data-testid="stSlider"] input[type="range"]').nth(1).focus()
                     started = time.perf_counter()
                     page.keyboard.press("ArrowRight")
                     page.wait_for_function(
                         "m => { const p = document.querySelector('.js-plotly-plot');"
                         " return p && p.layout.title && p.layout.title.text.includes(m + ' micro-batches')"
-                        " && p._fullData.length > 0; }", arg=microbatches, timeout=120_000)
+                        " && p._fullData.length > 0; }",
+                        arg=microbatches,
+                        timeout=120_000,
+                    )
                     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
                     if round_index:
                         times[ranks, microbatches].append(time.perf_counter() - started)
@@ -80,8 +92,10 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true")
     args = parser.parse_args()
     server_rerun(args.schedule, 2, 2, 1)  # imports and first-use costs, once, outside the figures
-    print(f"1. Playground rerun on the server ({args.schedule}, F=I=W=1; new configuration = not yet cached; "
-          f"median of {args.repeat} reruns of the same)")
+    print(
+        f"1. Playground rerun on the server ({args.schedule}, F=I=W=1; new configuration = not yet cached; "
+        f"median of {args.repeat} reruns of the same)"
+    )
     print(f"   {'size':>8} {'actions':>8} {'new ms':>8} {'same ms':>8} {'figure KB':>10}")
     for ranks, microbatches in SIZES:
         cold, warm, size = server_rerun(args.schedule, ranks, microbatches, args.repeat)

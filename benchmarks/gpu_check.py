@@ -36,10 +36,12 @@ def check(label: str, config: RunConfig) -> bool:
         return True
     ok = summary["max_grad_error"] < GRADIENT_TOLERANCE
     overhead = summary["overhead_fraction"]
-    print(f"   {label:<22} {summary['device']:<14} {summary['clock']:<12} grad {summary['max_grad_error']:.1e} "
-          f"{'ok ' if ok else 'BAD'} measured {summary['makespan']:8.3f} ms predicted {summary['predicted_makespan']:8.3f}"
-          f" ({summary['prediction_error']:+.1%}) overhead {'-' if overhead is None else f'{overhead:.1%}'} "
-          f"peak {max(summary['peak_memory_bytes']):,} B, {time.perf_counter() - started:.1f} s")
+    print(
+        f"   {label:<22} {summary['device']:<14} {summary['clock']:<12} grad {summary['max_grad_error']:.1e} "
+        f"{'ok ' if ok else 'BAD'} measured {summary['makespan']:8.3f} ms predicted {summary['predicted_makespan']:8.3f}"
+        f" ({summary['prediction_error']:+.1%}) overhead {'-' if overhead is None else f'{overhead:.1%}'} "
+        f"peak {max(summary['peak_memory_bytes']):,} B, {time.perf_counter() - started:.1f} s"
+    )
     return ok
 
 
@@ -49,8 +51,10 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, default=2)
     args = parser.parse_args()
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    print(f"torch {torch.__version__}, CUDA available: {torch.cuda.is_available()}, GPUs: {gpus}"
-          + (f" ({torch.cuda.get_device_name(0)})" if gpus else ""))
+    print(
+        f"torch {torch.__version__}, CUDA available: {torch.cuda.is_available()}, GPUs: {gpus}"
+        + (f" ({torch.cuda.get_device_name(0)})" if gpus else "")
+    )
     if args.device == "cuda" and not gpus:
         print("no CUDA device visible: nothing to check (use --device cpu for the CPU smoke test)")
         return 2
@@ -59,20 +63,42 @@ def main() -> int:
     print(f"1. emulated backend on {args.device}, every family, {args.ranks} ranks, 8 micro-batches, {model.kind}")
     for name, family in FAMILIES.items():
         chunks = 2 if family.takes_chunks else None
-        ok &= check(name, RunConfig(family=name, num_ranks=args.ranks, num_microbatches=8, num_chunks=chunks,
-                                    model=model, device=args.device, repeats=3))
+        ok &= check(
+            name,
+            RunConfig(
+                family=name,
+                num_ranks=args.ranks,
+                num_microbatches=8,
+                num_chunks=chunks,
+                model=model,
+                device=args.device,
+                repeats=3,
+            ),
+        )
     if args.device == "cuda" and gpus >= 2:
         ranks = min(gpus, 8)
         print(f"2. distributed backend, NCCL, {ranks} ranks on {ranks} GPUs")
         for name, family in FAMILIES.items():
             chunks = 2 if family.takes_chunks else None
-            ok &= check(name, RunConfig(family=name, num_ranks=ranks, num_microbatches=2 * ranks,
-                                        num_chunks=chunks, model=model, device="cuda", backend="distributed"))
+            ok &= check(
+                name,
+                RunConfig(
+                    family=name,
+                    num_ranks=ranks,
+                    num_microbatches=2 * ranks,
+                    num_chunks=chunks,
+                    model=model,
+                    device="cuda",
+                    backend="distributed",
+                ),
+            )
     else:
         print("2. distributed with NCCL: skipped (needs 2 or more GPUs)")
     print("3. --device auto")
-    ok &= check("1f1b auto", RunConfig(family="1f1b", num_ranks=min(max(gpus, 1), 4), num_microbatches=8,
-                                       model=model, device="auto"))
+    ok &= check(
+        "1f1b auto",
+        RunConfig(family="1f1b", num_ranks=min(max(gpus, 1), 4), num_microbatches=8, model=model, device="auto"),
+    )
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 

@@ -66,11 +66,16 @@ class TorchPipeline:
         num_stages = p * v
         self.rank, self.p = rank, p
         self.stages = split_model(ToyModel(config.model), list(config.plan.stage_layers))
-        mine = [pipelining.PipelineStage(TorchStage(self.stages[s]), s, num_stages, torch.device("cpu"))
-                for s in range(rank, num_stages, p)]
+        mine = [
+            pipelining.PipelineStage(TorchStage(self.stages[s]), s, num_stages, torch.device("cpu"))
+            for s in range(rank, num_stages, p)
+        ]
         schedule_class = getattr(pipelining, FAMILIES[schedule_name])
-        self.schedule = schedule_class(mine if v > 1 else mine[0], n_microbatches=config.num_microbatches,
-                                       loss_fn=lambda output, target: F.mse_loss(output, target))
+        self.schedule = schedule_class(
+            mine if v > 1 else mine[0],
+            n_microbatches=config.num_microbatches,
+            loss_fn=lambda output, target: F.mse_loss(output, target),
+        )
         self.x, self.target = make_batch(config.model)
         self.last_rank = (num_stages - 1) % p
         self.step_ms()  # warm-up step (also infers the shapes)
@@ -103,13 +108,18 @@ def ours_step_times(rank: int, config: RunConfig, repeats: int) -> list[float]:
 
 def worker(rank: int, args, store: str, out: str) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=store, rank=rank, world_size=args.ranks,
-                            timeout=timedelta(seconds=120))
+    dist.init_process_group("gloo", init_method=store, rank=rank, world_size=args.ranks, timeout=timedelta(seconds=120))
     rows = []
     for name in FAMILIES:
-        config = RunConfig(family=name, num_ranks=args.ranks, num_microbatches=args.microbatches,
-                           num_chunks=2 if name == "interleaved-1f1b" else None, backend="distributed", repeats=1,
-                           model=ModelConfig(kind="mlp", layers=args.layers, hidden=args.hidden, batch=args.batch))
+        config = RunConfig(
+            family=name,
+            num_ranks=args.ranks,
+            num_microbatches=args.microbatches,
+            num_chunks=2 if name == "interleaved-1f1b" else None,
+            backend="distributed",
+            repeats=1,
+            model=ModelConfig(kind="mlp", layers=args.layers, hidden=args.hidden, batch=args.batch),
+        )
         theirs_pipeline = TorchPipeline(rank, config, name)
         ours, theirs = [], []
         for _ in range(args.repeats):  # alternate, so drifts in machine load hit both alike
@@ -139,8 +149,10 @@ def main() -> None:
         print(f"3. Emulated backend, quiet and loaded ({args.loops} busy loops), median of {args.repeats}")
         quiet_and_loaded(args.repeats, args.loops)
         return
-    print(f"1. Step time, distributed (gloo, CPU), MLP {args.layers}×{args.hidden}, batch {args.batch}, "
-          f"{args.ranks} ranks, {args.microbatches} micro-batches, median of {args.repeats} (cores: {os.cpu_count()})")
+    print(
+        f"1. Step time, distributed (gloo, CPU), MLP {args.layers}×{args.hidden}, batch {args.batch}, "
+        f"{args.ranks} ranks, {args.microbatches} micro-batches, median of {args.repeats} (cores: {os.cpu_count()})"
+    )
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "rows.tsv")
         mp.spawn(worker, args=(args, f"file://{folder}/store", out), nprocs=args.ranks, join=True)
@@ -152,10 +164,14 @@ def main() -> None:
                 print(f"   {name:<18} {ours:>9.2f} {theirs:>11.2f} {ours / theirs:>13.2f}")
 
     print("2. Emulated backend: bookkeeping overhead and prediction error (1F1B, 4 ranks, 8 micro-batches)")
-    print(f"   {'model':<28} {'step wall ms':>12} {'overhead (CPU)':>14} {'measured ms':>12} {'predicted ms':>13} "
-          f"{'error':>7}")
-    for label, model in (("mlp 8×512, batch 128", ModelConfig(kind="mlp", layers=8, hidden=512, batch=128)),
-                         ("gpt 8×128, batch 32, T 32", ModelConfig(kind="gpt", layers=8, hidden=128, batch=32))):
+    print(
+        f"   {'model':<28} {'step wall ms':>12} {'overhead (CPU)':>14} {'measured ms':>12} {'predicted ms':>13} "
+        f"{'error':>7}"
+    )
+    for label, model in (
+        ("mlp 8×512, batch 128", ModelConfig(kind="mlp", layers=8, hidden=512, batch=128)),
+        ("gpt 8×128, batch 32, T 32", ModelConfig(kind="gpt", layers=8, hidden=128, batch=32)),
+    ):
         errors, overheads, walls, measured, predicted = [], [], [], [], []
         for _ in range(args.repeats):
             summary = run(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=model)).summary()
@@ -164,12 +180,16 @@ def main() -> None:
             walls.append(summary["wall_ms_per_step"])
             measured.append(summary["makespan"])
             predicted.append(summary["predicted_makespan"])
-        print(f"   {label:<28} {statistics.median(walls):>12.2f} {statistics.median(overheads):>14.1%} "
-              f"{statistics.median(measured):>12.2f} {statistics.median(predicted):>13.2f} "
-              f"{statistics.median(errors):>+7.1%}")
+        print(
+            f"   {label:<28} {statistics.median(walls):>12.2f} {statistics.median(overheads):>14.1%} "
+            f"{statistics.median(measured):>12.2f} {statistics.median(predicted):>13.2f} "
+            f"{statistics.median(errors):>+7.1%}"
+        )
 
-    print("3. Emulated backend on a quiet and on a loaded machine (1F1B, 4 ranks, 8 micro-batches, mlp 8×512; "
-          f"{args.loops} busy loops; median of {args.repeats} runs each, alternating)")
+    print(
+        "3. Emulated backend on a quiet and on a loaded machine (1F1B, 4 ranks, 8 micro-batches, mlp 8×512; "
+        f"{args.loops} busy loops; median of {args.repeats} runs each, alternating)"
+    )
     quiet_and_loaded(args.repeats, args.loops)
 
 
@@ -178,8 +198,13 @@ def busy_loops(count: int) -> list:
 
 
 def quiet_and_loaded(repeats: int, loops: int) -> None:
-    config = RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, repeats=3,
-                       model=ModelConfig(kind="mlp", layers=8, hidden=512, batch=128))
+    config = RunConfig(
+        family="1f1b",
+        num_ranks=4,
+        num_microbatches=8,
+        repeats=3,
+        model=ModelConfig(kind="mlp", layers=8, hidden=512, batch=128),
+    )
     rows = {"quiet": [], "loaded": []}
     for _ in range(repeats):
         for label in rows:
@@ -200,9 +225,12 @@ def quiet_and_loaded(repeats: int, loops: int) -> None:
         wall = statistics.median(s["wall_ms_per_step"] for s in summaries)
         print(f"   {label:<8} {makespan:>12.2f} {low:>8.2f}–{high:<8.2f} {error:>16.1%} {wall:>13.2f}")
     ratio = statistics.median(s["makespan"] for s in rows["loaded"]) / statistics.median(
-        s["makespan"] for s in rows["quiet"])
-    print(f"   loaded / quiet makespan: {ratio:.2f}× (target ≤ 1.25×); step wall time is what the wall clock "
-          f"would have shown")
+        s["makespan"] for s in rows["quiet"]
+    )
+    print(
+        f"   loaded / quiet makespan: {ratio:.2f}× (target ≤ 1.25×); step wall time is what the wall clock "
+        f"would have shown"
+    )
 
 
 if __name__ == "__main__":

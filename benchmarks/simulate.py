@@ -49,10 +49,14 @@ def main() -> None:
         checks.append(time.perf_counter() - started)
     cold_s, warm_s, validate_s = (statistics.median(x) for x in (cold, warm, checks))
     n = schedule.num_actions
-    print(f"{args.schedule}: {args.ranks} ranks × {args.microbatches} micro-batches = {n:,} actions "
-          f"(median of {args.repeat})")
-    print(f"  simulate a freshly built schedule  {cold_s:.3f} s  ({n / cold_s:,.0f} actions/s; compiles it to arrays, "
-          f"checks it, times it, builds the DataFrame)")
+    print(
+        f"{args.schedule}: {args.ranks} ranks × {args.microbatches} micro-batches = {n:,} actions "
+        f"(median of {args.repeat})"
+    )
+    print(
+        f"  simulate a freshly built schedule  {cold_s:.3f} s  ({n / cold_s:,.0f} actions/s; compiles it to arrays, "
+        f"checks it, times it, builds the DataFrame)"
+    )
     print(f"  simulate it again (compiled)       {warm_s:.3f} s  ({cold_s / warm_s:.2f}× faster)")
     print(f"  validate (checks + deadlock walk)  {validate_s:.3f} s")
     print(f"  build the schedule (generator)     {build_s:.3f} s")

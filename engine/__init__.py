@@ -10,6 +10,18 @@ from .timeline import Timeline
 from .validate import validate
 
 __all__ = [
-    "Action", "Costs", "FAMILIES", "Kind", "Overlap", "Schedule", "ScheduleError", "Timeline", "UNIT",
-    "build_schedule", "read_csv", "read_csv_file", "simulate", "validate",
+    "Action",
+    "Costs",
+    "FAMILIES",
+    "Kind",
+    "Overlap",
+    "Schedule",
+    "ScheduleError",
+    "Timeline",
+    "UNIT",
+    "build_schedule",
+    "read_csv",
+    "read_csv_file",
+    "simulate",
+    "validate",
 ]

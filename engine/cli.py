@@ -44,6 +44,7 @@ def _whole(low: int, high: int):
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {value}")
         return value
+
     return parse
 
 
@@ -57,6 +58,7 @@ def _number(*, positive: bool):
         if not math.isfinite(value) or value < 0 or (positive and value == 0):
             raise argparse.ArgumentTypeError(f"expected {accepted}, got {text}")
         return value
+
     return parse
 
 
@@ -68,8 +70,12 @@ the user hears what is wrong with the value, not "expected one argument"."""
 def _join_dashed_values(argv: list[str]) -> list[str]:
     joined, index = [], 0
     while index < len(argv):
-        if argv[index] in OPTIONS_TAKING_DASHED_VALUES and index + 1 < len(argv) and argv[index + 1].startswith("-") \
-                and not argv[index + 1].startswith("--"):
+        if (
+            argv[index] in OPTIONS_TAKING_DASHED_VALUES
+            and index + 1 < len(argv)
+            and argv[index + 1].startswith("-")
+            and not argv[index + 1].startswith("--")
+        ):
             joined.append(f"{argv[index]}={argv[index + 1]}")
             index += 2
         else:
@@ -99,23 +105,35 @@ def _write_trace(timeline, path: str) -> None:
         raise UsageError(f"cannot write the trace to {path}: {error.strerror}") from None
 
 
-LIMITS = (f"limits: ranks ≤ {MAX_RANKS}, micro-batches ≤ {MAX_MICROBATCHES}, chunks ≤ {MAX_CHUNKS},\n"
-          f"        ranks × micro-batches × chunks ≤ {MAX_PAIRS:,} (a few seconds and < 1 GB at the limit),\n"
-          f"        a schedule CSV of at most {MAX_CSV_BYTES // 2**20} MiB.")
+LIMITS = (
+    f"limits: ranks ≤ {MAX_RANKS}, micro-batches ≤ {MAX_MICROBATCHES}, chunks ≤ {MAX_CHUNKS},\n"
+    f"        ranks × micro-batches × chunks ≤ {MAX_PAIRS:,} (a few seconds and < 1 GB at the limit),\n"
+    f"        a schedule CSV of at most {MAX_CSV_BYTES // 2**20} MiB."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m engine", description="The pipeline-parallelism lab's engine.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sim = commands.add_parser("simulate", help="time a schedule with the exact simulator", epilog=LIMITS,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    sim = commands.add_parser(
+        "simulate",
+        help="time a schedule with the exact simulator",
+        epilog=LIMITS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sim.add_argument("--schedule", choices=list(FAMILIES), help="schedule family")
-    sim.add_argument("--from-csv", metavar="FILE", help="simulate a PyTorch-format per-rank CSV instead "
-                                                        "(compute-only or lowered with SEND/RECV actions)")
+    sim.add_argument(
+        "--from-csv",
+        metavar="FILE",
+        help="simulate a PyTorch-format per-rank CSV instead (compute-only or lowered with SEND/RECV actions)",
+    )
     sim.add_argument("--ranks", type=_whole(1, MAX_RANKS), help="pipeline ranks (devices), p")
     sim.add_argument("--microbatches", type=_whole(1, MAX_MICROBATCHES), help="micro-batches per step, m")
-    sim.add_argument("--chunks", type=_whole(1, MAX_CHUNKS),
-                     help="model chunks per rank, v (interleaved-1f1b, interleaved-zb, looped-bfs)")
+    sim.add_argument(
+        "--chunks",
+        type=_whole(1, MAX_CHUNKS),
+        help="model chunks per rank, v (interleaved-1f1b, interleaved-zb, looped-bfs)",
+    )
     sim.add_argument("--costs", default="F=1,B=2", help='durations per rank share: "F=1,B=2" or "F=1,I=1,W=1"')
     sim.add_argument("--comm", type=_number(positive=False), default=0.0, help="transfer time between ranks")
     sim.add_argument("--stage-scale", metavar="S0,S1,...", help="cost multiplier per stage, for imbalance")
@@ -131,9 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--chunks", type=_whole(1, MAX_CHUNKS), help="model chunks per rank, v")
     run.add_argument("--model", choices=MODEL_KINDS, default="mlp", help="toy model")
     run.add_argument("--layers", type=_whole(1, 10**9), help=f"blocks (default: {mlp['layers']})")
-    run.add_argument("--hidden", type=_whole(1, 10**9), help=f"width (default: mlp {mlp['hidden']}, gpt {gpt['hidden']})")
-    run.add_argument("--batch", type=_whole(1, 10**9), help=f"samples per step (default: mlp {mlp['batch']}, "
-                                                            f"gpt {gpt['batch']})")
+    run.add_argument(
+        "--hidden", type=_whole(1, 10**9), help=f"width (default: mlp {mlp['hidden']}, gpt {gpt['hidden']})"
+    )
+    run.add_argument(
+        "--batch", type=_whole(1, 10**9), help=f"samples per step (default: mlp {mlp['batch']}, gpt {gpt['batch']})"
+    )
     run.add_argument("--seq-len", type=_whole(1, 10**9), help=f"tokens per sample (gpt; default {gpt['seq_len']})")
     run.add_argument("--vocab", type=_whole(1, 10**9), help=f"vocabulary (gpt; default {gpt['vocab']})")
     run.add_argument("--heads", type=_whole(1, 10**9), help=f"attention heads (gpt; default {gpt['heads']})")
@@ -143,12 +164,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=BACKENDS, default="emulated")
     run.add_argument("--device", choices=DEVICES, default="auto")
     run.add_argument("--recompute", action="store_true", help="keep only stage inputs; re-run forwards")
-    run.add_argument("--repeats", type=_whole(1, 100), default=3,
-                     help="measured steps after the warm-up; each action's median is shown, with its spread")
+    run.add_argument(
+        "--repeats",
+        type=_whole(1, 100),
+        default=3,
+        help="measured steps after the warm-up; each action's median is shown, with its spread",
+    )
     run.add_argument("--warmup-steps", type=_whole(0, 100), default=1, help="steps run first and not measured")
-    run.add_argument("--transfer-ms", type=_number(positive=False), help="emulated: set the transfer time "
-                                                                         "(default: measured)")
-    run.add_argument("--timeout", type=_number(positive=True), default=30.0, help="distributed: seconds a rank may wait")
+    run.add_argument(
+        "--transfer-ms", type=_number(positive=False), help="emulated: set the transfer time (default: measured)"
+    )
+    run.add_argument(
+        "--timeout", type=_number(positive=True), default=30.0, help="distributed: seconds a rank may wait"
+    )
     run.add_argument("--fail-at", metavar="RANK:ACTION", help=argparse.SUPPRESS)  # failure injection (tests)
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
@@ -167,16 +195,27 @@ def _schedule_from(args) -> tuple:
             validate(schedule)
         except ScheduleError as error:
             if reading.microbatches_inferred:
-                raise ScheduleError(f"{args.from_csv}: {error}\n(micro-batches: {schedule.num_microbatches}, "
-                                    f"inferred as the most forwards any stage runs; --microbatches sets it)") from None
+                raise ScheduleError(
+                    f"{args.from_csv}: {error}\n(micro-batches: {schedule.num_microbatches}, "
+                    f"inferred as the most forwards any stage runs; --microbatches sets it)"
+                ) from None
             raise ScheduleError(f"{args.from_csv}: {error}") from None
-        for flag, given, found in (("--ranks", args.ranks, schedule.num_ranks),
-                                   ("--chunks", args.chunks, schedule.num_chunks)):
+        for flag, given, found in (
+            ("--ranks", args.ranks, schedule.num_ranks),
+            ("--chunks", args.chunks, schedule.num_chunks),
+        ):
             if given is not None and given != found:
                 raise UsageError(f"{flag} {given} does not match {args.from_csv}, which has {found}")
         return schedule, reading
-    missing = [flag for flag, value in (("--schedule", args.schedule), ("--ranks", args.ranks),
-                                        ("--microbatches", args.microbatches)) if value is None]
+    missing = [
+        flag
+        for flag, value in (
+            ("--schedule", args.schedule),
+            ("--ranks", args.ranks),
+            ("--microbatches", args.microbatches),
+        )
+        if value is None
+    ]
     if missing:
         raise UsageError(f"missing {', '.join(missing)} (or give --from-csv FILE)")
     return build_schedule(args.schedule, args.ranks, args.microbatches, args.chunks), None
@@ -210,12 +249,20 @@ def _print_json(summary: dict) -> None:
 def simulate_command(args) -> int:
     _check_writable(args.trace)
     schedule, reading = _schedule_from(args)
-    costs = Costs.parse(args.costs, comm=args.comm, recompute=args.recompute,
-                        stage_scale=_numbers(args.stage_scale, "--stage-scale") if args.stage_scale else None)
+    costs = Costs.parse(
+        args.costs,
+        comm=args.comm,
+        recompute=args.recompute,
+        stage_scale=_numbers(args.stage_scale, "--stage-scale") if args.stage_scale else None,
+    )
     timeline = simulate(schedule, costs, check=False)  # validated above
     summary = timeline.summary()
-    summary.update(schedule=schedule.name, microbatches=schedule.num_microbatches,
-                   chunks=schedule.num_chunks, placement=schedule.placement)
+    summary.update(
+        schedule=schedule.name,
+        microbatches=schedule.num_microbatches,
+        chunks=schedule.num_chunks,
+        placement=schedule.placement,
+    )
     if reading is not None:
         summary.update(read=reading.describe(), set_aside=reading.set_aside)
     if args.trace:
@@ -231,15 +278,19 @@ def simulate_command(args) -> int:
         print(schedule.grid())
         print()
     p = schedule.num_ranks
-    print(f"{schedule.name}: {p} ranks × {schedule.num_chunks} chunk(s) each, "
-          f"{schedule.num_microbatches} micro-batches, {summary['num_actions']} actions")
+    print(
+        f"{schedule.name}: {p} ranks × {schedule.num_chunks} chunk(s) each, "
+        f"{schedule.num_microbatches} micro-batches, {summary['num_actions']} actions"
+    )
     print(f"makespan        {summary['makespan']:g}")
     print(f"bubble_fraction {summary['bubble_fraction']:.4f}  (idle / (ranks × makespan))")
     print(f"bubble_ratio    {summary['bubble_ratio']:.4f}  (idle / busy)")
     print("rank  busy      idle      idle-in-span  peak-memory")
     for r in range(p):
-        print(f"{r:>4}  {summary['busy'][r]:<8g}  {summary['idle'][r]:<8g}  {summary['span_idle'][r]:<12g}  "
-              f"{summary['peak_memory'][r]:g}")
+        print(
+            f"{r:>4}  {summary['busy'][r]:<8g}  {summary['idle'][r]:<8g}  {summary['span_idle'][r]:<12g}  "
+            f"{summary['peak_memory'][r]:g}"
+        )
     if args.trace:
         print(f"trace written to {args.trace} (open it in ui.perfetto.dev or chrome://tracing)")
     return 0
@@ -270,13 +321,33 @@ def _tqdm_progress(enabled: bool):
 
 
 def run_command(args) -> int:
-    model = ModelConfig(kind=args.model, layers=args.layers, hidden=args.hidden, batch=args.batch,
-                        seq_len=args.seq_len, vocab=args.vocab, heads=args.heads, seed=args.seed, dtype=args.dtype)
-    config = RunConfig(family=args.schedule, num_ranks=args.ranks, num_microbatches=args.microbatches,
-                       num_chunks=args.chunks, model=model, partition=args.partition, backend=args.backend,
-                       device=args.device, recompute=args.recompute, repeats=args.repeats, warmup_steps=args.warmup_steps,
-                       transfer_ms=args.transfer_ms,
-                       timeout_s=args.timeout, fail_at=args.fail_at)
+    model = ModelConfig(
+        kind=args.model,
+        layers=args.layers,
+        hidden=args.hidden,
+        batch=args.batch,
+        seq_len=args.seq_len,
+        vocab=args.vocab,
+        heads=args.heads,
+        seed=args.seed,
+        dtype=args.dtype,
+    )
+    config = RunConfig(
+        family=args.schedule,
+        num_ranks=args.ranks,
+        num_microbatches=args.microbatches,
+        num_chunks=args.chunks,
+        model=model,
+        partition=args.partition,
+        backend=args.backend,
+        device=args.device,
+        recompute=args.recompute,
+        repeats=args.repeats,
+        warmup_steps=args.warmup_steps,
+        transfer_ms=args.transfer_ms,
+        timeout_s=args.timeout,
+        fail_at=args.fail_at,
+    )
     _check_writable(args.trace)
     from .runtime import run
 
@@ -294,20 +365,28 @@ def run_command(args) -> int:
         _print_json(summary)
         return 0
     p = config.num_ranks
-    print(f"{summary['schedule']} on the {model.kind} ({model.layers} blocks, hidden {model.hidden}), "
-          f"{p} ranks, {config.num_microbatches} micro-batches, {summary['backend']} on {summary['device']}")
+    print(
+        f"{summary['schedule']} on the {model.kind} ({model.layers} blocks, hidden {model.hidden}), "
+        f"{p} ranks, {config.num_microbatches} micro-batches, {summary['backend']} on {summary['device']}"
+    )
     for note in summary["notes"]:
         print(f"  {note}")
     low, high = summary["makespan_spread"]
-    print(f"makespan          {summary['makespan']:.3f} ms measured (median of {summary['repeats']} step(s); "
-          f"{low:.3f}–{high:.3f}), {summary['predicted_makespan']:.3f} ms predicted from the measured costs "
-          f"(error {summary['prediction_error']:+.1%})")
+    print(
+        f"makespan          {summary['makespan']:.3f} ms measured (median of {summary['repeats']} step(s); "
+        f"{low:.3f}–{high:.3f}), {summary['predicted_makespan']:.3f} ms predicted from the measured costs "
+        f"(error {summary['prediction_error']:+.1%})"
+    )
     print(f"clock             {summary['clock']}: {CLOCKS[summary['clock']]}")
-    print(f"bubble_fraction   {summary['bubble_fraction']:.4f} measured, "
-          f"{summary['predicted_bubble_fraction']:.4f} predicted")
+    print(
+        f"bubble_fraction   {summary['bubble_fraction']:.4f} measured, "
+        f"{summary['predicted_bubble_fraction']:.4f} predicted"
+    )
     print(f"loss              {summary['loss']:.6f} (unsplit model: {summary['reference_loss']:.6f})")
-    print(f"max_grad_error    {summary['max_grad_error']:.2e} (largest relative gradient difference from the "
-          f"unsplit model)")
+    print(
+        f"max_grad_error    {summary['max_grad_error']:.2e} (largest relative gradient difference from the "
+        f"unsplit model)"
+    )
     if summary["overhead_fraction"] is not None:
         print(f"bookkeeping       {summary['overhead_fraction']:.1%} of the step's CPU time outside timed actions")
     print("rank  peak activation bytes  modelled peak (micro-batches of a rank's share)")
@@ -338,4 +417,3 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-

@@ -86,8 +86,10 @@ class Costs:
         overlapped = self.overlapped if self.overlapped is not None else self.forward + b
         for label, value in (("B", b), ("I", i), ("W", w), ("F&B", overlapped)):
             if not math.isfinite(value):
-                raise ValueError(f"cost {label} works out to {value:g} from F={self.forward:g}: durations must be "
-                                 f"finite; use smaller numbers")
+                raise ValueError(
+                    f"cost {label} works out to {value:g} from F={self.forward:g}: durations must be "
+                    f"finite; use smaller numbers"
+                )
         for name, value in (("backward", b), ("backward_input", i), ("backward_weight", w), ("overlapped", overlapped)):
             object.__setattr__(self, name, float(value))
 

@@ -62,8 +62,9 @@ class Handoff(NamedTuple):
         return f"{self.stage}I{self.microbatch}/{self.stage}B{self.microbatch}"
 
 
-def handoff_keys(kind: np.ndarray, stage: np.ndarray, microbatch: np.ndarray, num_stages: int,
-                 num_microbatches: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def handoff_keys(
+    kind: np.ndarray, stage: np.ndarray, microbatch: np.ndarray, num_stages: int, num_microbatches: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rules of [Note: hand-off rules] for arrays of actions: the key each action makes, the key it needs
     from a neighbour stage and the key it needs from its own stage (−1: none)."""
     per_product = num_stages * num_microbatches
@@ -143,8 +144,9 @@ class CompiledSchedule:
                 pair = type(slot) is Overlap
                 flat.extend(slot.actions if pair else (slot,))
                 slot_sizes.append(2 if pair else 1)
-        triples = np.fromiter((value for action in flat for value in action), dtype=np.int64,
-                              count=3 * len(flat)).reshape(-1, 3)  # (stage, kind, micro-batch) per action
+        triples = np.fromiter(
+            (value for action in flat for value in action), dtype=np.int64, count=3 * len(flat)
+        ).reshape(-1, 3)  # (stage, kind, micro-batch) per action
         stage, kind, microbatch = triples[:, 0], triples[:, 1], triples[:, 2]
         sizes = np.asarray(slot_sizes, dtype=np.int64)
         slot = np.repeat(np.arange(len(sizes)), sizes)
@@ -157,13 +159,22 @@ class CompiledSchedule:
         keys = handoff_keys(kind, np.clip(stage, 0, num_stages - 1), np.clip(microbatch, 0, m - 1), num_stages, m)
         makes, from_neighbour, from_own = (np.where(in_range, k, -1) for k in keys)
         return cls(
-            num_ranks=schedule.num_ranks, num_stages=num_stages, num_microbatches=m,
-            rank=rank_of_slot[slot], step=step_of_slot[slot], stage=stage, kind=kind, microbatch=microbatch,
-            slot=slot, overlapped=sizes[slot] > 1,
+            num_ranks=schedule.num_ranks,
+            num_stages=num_stages,
+            num_microbatches=m,
+            rank=rank_of_slot[slot],
+            step=step_of_slot[slot],
+            stage=stage,
+            kind=kind,
+            microbatch=microbatch,
+            slot=slot,
+            overlapped=sizes[slot] > 1,
             slot_first_action=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
             rank_first_slot=rank_first_slot,
             owner=np.asarray([schedule.rank_of(s) for s in range(num_stages)], dtype=np.int64),
-            makes=makes, from_neighbour=from_neighbour, from_own=from_own,
+            makes=makes,
+            from_neighbour=from_neighbour,
+            from_own=from_own,
         )
 
     def decode(self, key: int) -> Handoff:
@@ -178,8 +189,9 @@ class CompiledSchedule:
     def neighbour_is_remote(self) -> np.ndarray:
         """True where the neighbour's product comes from another rank (and pays the transfer time)."""
         needs = self.from_neighbour >= 0
-        producer_stage = np.where(needs, (self.from_neighbour % (self.num_stages * self.num_microbatches))
-                                  // self.num_microbatches, 0)
+        producer_stage = np.where(
+            needs, (self.from_neighbour % (self.num_stages * self.num_microbatches)) // self.num_microbatches, 0
+        )
         return needs & (self.owner[producer_stage] != self.rank)
 
     @cached_property
@@ -273,8 +285,11 @@ def walk(schedule: Schedule, slot_durations=None, comm: float = 0.0) -> Walk:
         pointer[rank] = flat
     stuck = {r: pointer[r] - int(c.rank_first_slot[r]) for r in range(p) if pointer[r] < stop[r]}
     if stuck:
-        notes = {rank: f"waits for {c.decode(key)} (rank {c.producer_rank(key)})"
-                 for key, ranks in waiting.items() for rank in ranks}
+        notes = {
+            rank: f"waits for {c.decode(key)} (rank {c.producer_rank(key)})"
+            for key, ranks in waiting.items()
+            for rank in ranks
+        }
         raise ScheduleError(
             f"deadlock: {len(stuck)} rank(s) wait for each other and can never continue\n"
             + schedule.grid(mark=stuck, notes=notes, max_rows=24)

@@ -78,7 +78,9 @@ class Action(NamedTuple):
             raise ValueError(f"cannot read action {text!r}: expected stage, kind, micro-batch like '2F0' or '5I3'")
         stage, kind, microbatch = match.groups()
         if len(stage) > 6 or len(microbatch) > 6:
-            raise ValueError(f"cannot read action {text!r}: stage and micro-batch indices above 999999 are not supported")
+            raise ValueError(
+                f"cannot read action {text!r}: stage and micro-batch indices above 999999 are not supported"
+            )
         return cls(int(stage), Kind[kind], int(microbatch))
 
 
@@ -184,8 +186,9 @@ class Schedule:
         """PyTorch's compute-only CSV: one line per rank, comma-separated actions."""
         return "\n".join(",".join(str(slot) for slot in slots) for slots in self.ranks) + "\n"
 
-    def grid(self, mark: dict[int, int] | None = None, notes: dict[int, str] | None = None,
-             max_rows: int | None = None) -> str:
+    def grid(
+        self, mark: dict[int, int] | None = None, notes: dict[int, str] | None = None, max_rows: int | None = None
+    ) -> str:
         """Step × rank table, like PyTorch's ``_format_pipeline_order``.
 
         ``mark`` maps rank → step index to flag with ``<-- here`` (the offending action); ``notes`` maps
@@ -206,8 +209,9 @@ class Schedule:
         def cell(slots, step: int) -> str:
             return str(slots[step]) if step < len(slots) else ""
 
-        width = max([len(cell(slots, step)) for step in shown for slots in self.ranks]
-                    + [len(f"Rank {self.num_ranks - 1}")])
+        width = max(
+            [len(cell(slots, step)) for step in shown for slots in self.ranks] + [len(f"Rank {self.num_ranks - 1}")]
+        )
         step_width = len(str(max(num_steps - 1, 0)))
         header = " " * (step_width + 7) + "  ".join(f"Rank {r}".ljust(width) for r in range(self.num_ranks))
         lines = [header.rstrip()]
@@ -216,12 +220,18 @@ class Schedule:
             if step != previous + 1:
                 lines.append("       ...")
             previous = step
-            row = f"Step {str(step).zfill(step_width)}: " + "  ".join(cell(slots, step).ljust(width)
-                                                                      for slots in self.ranks)
+            row = f"Step {str(step).zfill(step_width)}: " + "  ".join(
+                cell(slots, step).ljust(width) for slots in self.ranks
+            )
             flagged = [r for r, s in mark.items() if s == step]
             if flagged:
-                row = row.rstrip() + "  <-- here: " + "; ".join(
-                    f"rank {r} {cell(self.ranks[r], step)}" + (f" {notes[r]}" if r in notes else "") for r in flagged
+                row = (
+                    row.rstrip()
+                    + "  <-- here: "
+                    + "; ".join(
+                        f"rank {r} {cell(self.ranks[r], step)}" + (f" {notes[r]}" if r in notes else "")
+                        for r in flagged
+                    )
                 )
             lines.append(row.rstrip())
         if num_steps and previous != num_steps - 1:

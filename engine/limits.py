@@ -34,5 +34,7 @@ def check_pairs(num_ranks: int, num_microbatches: int, num_chunks: int, who: str
     pairs = num_ranks * num_microbatches * num_chunks
     if pairs > MAX_PAIRS:
         prefix = f"{who}: " if who else ""
-        raise ValueError(f"{prefix}{num_ranks} ranks × {num_microbatches} micro-batches × {num_chunks} chunk(s) = "
-                         f"{pairs:,} (stage, micro-batch) pairs; the lab simulates up to {MAX_PAIRS:,}")
+        raise ValueError(
+            f"{prefix}{num_ranks} ranks × {num_microbatches} micro-batches × {num_chunks} chunk(s) = "
+            f"{pairs:,} (stage, micro-batch) pairs; the lab simulates up to {MAX_PAIRS:,}"
+        )

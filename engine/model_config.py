@@ -26,8 +26,14 @@ MODEL_DEFAULTS = {
 MODEL_BOUNDS = {"layers": 256, "hidden": 65536, "batch": 65536, "seq_len": 4096, "vocab": 1_000_000, "heads": 256}
 """Largest accepted value of each size (a memory budget bounds their product further, at run time)."""
 MAX_SEED = 2**32 - 1
-MODEL_WORDS = {"layers": "blocks (layers)", "hidden": "hidden width", "batch": "batch (samples per step)",
-               "seq_len": "sequence length", "vocab": "vocabulary", "heads": "attention heads"}
+MODEL_WORDS = {
+    "layers": "blocks (layers)",
+    "hidden": "hidden width",
+    "batch": "batch (samples per step)",
+    "seq_len": "sequence length",
+    "vocab": "vocabulary",
+    "heads": "attention heads",
+}
 """How messages name each size: the words the Real run page shows, not a flag."""
 
 
@@ -63,8 +69,10 @@ class ModelConfig:
             whole_number(MODEL_WORDS[label], getattr(self, label), 1, MODEL_BOUNDS[label])
         whole_number("seed", self.seed, 0, MAX_SEED)
         if self.kind == "gpt" and self.hidden % self.heads:
-            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}): "
-                             f"{self.hidden} = {self.hidden // self.heads}×{self.heads} + {self.hidden % self.heads}")
+            raise ValueError(
+                f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}): "
+                f"{self.hidden} = {self.hidden // self.heads}×{self.heads} + {self.hidden % self.heads}"
+            )
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be float32 or float64, got {self.dtype!r}")
 
@@ -100,12 +108,16 @@ def partition(num_layers: int, num_stages: int, rule: str | list[int] | tuple[in
         try:
             rule = [int(part) for part in rule.split(",")]
         except ValueError:
-            raise ValueError(f"partition must be balanced, llama3 or blocks per stage as whole numbers ≥ 0 like "
-                             f"4,5,5,4; got {rule!r}") from None
+            raise ValueError(
+                f"partition must be balanced, llama3 or blocks per stage as whole numbers ≥ 0 like "
+                f"4,5,5,4; got {rule!r}"
+            ) from None
     if rule == "balanced":
         if num_layers < num_stages:
-            raise ValueError(f"{num_layers} blocks cannot fill {num_stages} stages: each stage needs at least one "
-                             f"block (use {num_stages} or more blocks)")
+            raise ValueError(
+                f"{num_layers} blocks cannot fill {num_stages} stages: each stage needs at least one "
+                f"block (use {num_stages} or more blocks)"
+            )
         base, extra = divmod(num_layers, num_stages)
         return [base + (s < extra) for s in range(num_stages)]
     if rule == "llama3":
@@ -122,8 +134,10 @@ def partition(num_layers: int, num_stages: int, rule: str | list[int] | tuple[in
         counts[0] -= 1
         counts[-1] -= 1
         if min(counts[1:-1], default=1) < 1 or min(counts[0], counts[-1]) < 0:
-            raise ValueError(f"llama3 split of {num_layers} blocks over {num_stages} stages leaves a middle stage "
-                             f"empty: needs blocks + 2 ≥ stages ({num_layers} + 2 < {num_stages})")
+            raise ValueError(
+                f"llama3 split of {num_layers} blocks over {num_stages} stages leaves a middle stage "
+                f"empty: needs blocks + 2 ≥ stages ({num_layers} + 2 < {num_stages})"
+            )
         return counts
     counts = list(rule)
     text = ",".join(map(str, counts))
@@ -132,10 +146,14 @@ def partition(num_layers: int, num_stages: int, rule: str | list[int] | tuple[in
     if len(counts) != num_stages:
         raise ValueError(f"partition {text} has {len(counts)} entries for {num_stages} stages")
     if sum(counts) != num_layers:
-        raise ValueError(f"partition {text} covers {sum(counts)} blocks, the model has "
-                         f"{num_layers}: {' + '.join(map(str, counts))} = {sum(counts)} ≠ {num_layers}")
+        raise ValueError(
+            f"partition {text} covers {sum(counts)} blocks, the model has "
+            f"{num_layers}: {' + '.join(map(str, counts))} = {sum(counts)} ≠ {num_layers}"
+        )
     for stage, count in enumerate(counts):
         if count == 0 and 0 < stage < num_stages - 1:
-            raise ValueError(f"partition {text} leaves stage {stage} empty "
-                             f"(only the first and last stage, which hold the embedding and head, may have 0 blocks)")
+            raise ValueError(
+                f"partition {text} leaves stage {stage} empty "
+                f"(only the first and last stage, which hold the embedding and head, may have 0 blocks)"
+            )
     return counts

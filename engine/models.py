@@ -61,7 +61,9 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x):  # (N, T, H)
         n, t, h = x.shape
         q, k, v = self.qkv(x).split(h, dim=2)  # 3 × (N, T, H)
-        q, k, v = (z.view(n, t, self.heads, h // self.heads).transpose(1, 2) for z in (q, k, v))  # (N, heads, T, H/heads)
+        q, k, v = (
+            z.view(n, t, self.heads, h // self.heads).transpose(1, 2) for z in (q, k, v)
+        )  # (N, heads, T, H/heads)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(h // self.heads)  # (N, heads, T, T)
         mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -186,7 +188,7 @@ def split_model(model: ToyModel, counts: list[int]) -> list[Stage]:
     """Deep copies of the model's pieces, grouped into stages (the original stays whole: the reference)."""
     stages, start = [], 0
     for index, count in enumerate(counts):
-        blocks = [copy.deepcopy(block) for block in model.blocks[start:start + count]]
+        blocks = [copy.deepcopy(block) for block in model.blocks[start : start + count]]
         start += count
         embed = copy.deepcopy(model.embed) if index == 0 else None
         head = copy.deepcopy(model.head) if index == len(counts) - 1 else None
@@ -223,5 +225,5 @@ def reference_gradients(config: ModelConfig) -> tuple[float, dict[str, torch.Ten
 def to_reference_name(stage_name: str, prefix_map: dict[str, str]) -> str:
     for local, global_ in prefix_map.items():
         if stage_name == local or stage_name.startswith(local + "."):
-            return global_ + stage_name[len(local):]
+            return global_ + stage_name[len(local) :]
     raise KeyError(stage_name)

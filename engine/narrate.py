@@ -36,8 +36,9 @@ class Event:
     def headline(self) -> str:
         count = {state: sum(r.state == state for r in self.ranks) for state in ("starts", "busy", "finished")}
         waiting = sum(r.state in ("waits", "not started") for r in self.ranks)
-        return (f"t = {self.time:g}: {count['starts']} start, {count['busy']} busy, {waiting} waiting"
-                + (f", {count['finished']} finished" if count["finished"] else ""))
+        return f"t = {self.time:g}: {count['starts']} start, {count['busy']} busy, {waiting} waiting" + (
+            f", {count['finished']} finished" if count["finished"] else ""
+        )
 
 
 def describe_action(stage: int, kind: int, microbatch: int) -> str:
@@ -86,8 +87,11 @@ class Narration:
             what = " together with ".join(describe_action(c.stage[i], c.kind[i], c.microbatch[i]) for i in actions)
             return RankState(rank, "starts", f"starts {what}")
         if here > lo and slot_end[here - 1] > t + tolerance:
-            return RankState(rank, "busy", f"is busy with {_name(c, int(c.slot_first_action[here - 1]))} until "
-                                           f"{slot_end[here - 1]:g}")
+            return RankState(
+                rank,
+                "busy",
+                f"is busy with {_name(c, int(c.slot_first_action[here - 1]))} until {slot_end[here - 1]:g}",
+            )
         if here == hi:
             return RankState(rank, "finished", "has finished its list")
         latest, reason = -np.inf, ""
@@ -100,13 +104,17 @@ class Narration:
                 if arrival > latest:
                     latest = arrival
                     where = f"from rank {c.rank[producer]}" if remote else "on this rank"
-                    timing = (f"finishes at {end[producer]:g}, arrives at {arrival:g}" if remote and self.comm
-                              else f"finishes at {end[producer]:g}")
+                    timing = (
+                        f"finishes at {end[producer]:g}, arrives at {arrival:g}"
+                        if remote and self.comm
+                        else f"finishes at {end[producer]:g}"
+                    )
                     reason = f"{_name(c, producer)} {where} ({timing})"
         upcoming = _name(c, int(c.slot_first_action[here]))
         if here == lo:
-            return RankState(rank, "not started", f"has not started: its first action {upcoming} waits for {reason}",
-                             latest)
+            return RankState(
+                rank, "not started", f"has not started: its first action {upcoming} waits for {reason}", latest
+            )
         return RankState(rank, "waits", f"is idle: its next action {upcoming} waits for {reason}", latest)
 
 

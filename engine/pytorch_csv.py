@@ -42,13 +42,17 @@ class CsvReading:
     def describe(self) -> str:
         """One line for the CLI and the app: what was read."""
         schedule = self.schedule
-        text = (f"read {schedule.num_actions} compute actions on {schedule.num_ranks} ranks "
-                f"({schedule.num_stages} stages, {schedule.num_microbatches} micro-batches"
-                f"{', inferred' if self.microbatches_inferred else ''}, {schedule.placement} placement)")
+        text = (
+            f"read {schedule.num_actions} compute actions on {schedule.num_ranks} ranks "
+            f"({schedule.num_stages} stages, {schedule.num_microbatches} micro-batches"
+            f"{', inferred' if self.microbatches_inferred else ''}, {schedule.placement} placement)"
+        )
         if self.set_aside:
             counts = ", ".join(f"{name} {count}" for name, count in sorted(self.set_aside.items()))
-            text += (f"; set aside {sum(self.set_aside.values())} communication actions ({counts}): the simulator "
-                     f"derives transfers from the hand-off rules")
+            text += (
+                f"; set aside {sum(self.set_aside.values())} communication actions ({counts}): the simulator "
+                f"derives transfers from the hand-off rules"
+            )
         return text
 
 
@@ -61,12 +65,15 @@ def _parse_cell(text: str, rank: int, column: int, set_aside: Counter):
     try:
         return parse_slot(text)
     except ValueError as error:
-        raise ValueError(f"rank {rank}, column {column + 1}: {error} (also read: an overlapped pair "
-                         f"(0F7;7B3)OVERLAP_F_B, and PyTorch's {', '.join(COMMUNICATION)})") from None
+        raise ValueError(
+            f"rank {rank}, column {column + 1}: {error} (also read: an overlapped pair "
+            f"(0F7;7B3)OVERLAP_F_B, and PyTorch's {', '.join(COMMUNICATION)})"
+        ) from None
 
 
-def read_csv(text: str, *, num_microbatches: int | None = None, placement: str | None = None,
-             name: str = "imported") -> CsvReading:
+def read_csv(
+    text: str, *, num_microbatches: int | None = None, placement: str | None = None, name: str = "imported"
+) -> CsvReading:
     """Read PyTorch/torchtitan per-rank CSV rows (compute-only or lowered with communication actions).
 
     The number of stages is the largest stage index + 1; the placement is inferred from where the stages
@@ -85,11 +92,16 @@ def read_csv(text: str, *, num_microbatches: int | None = None, placement: str |
         if not line.strip():
             continue
         if len(ranks) == MAX_RANKS:
-            raise ValueError(f"the schedule CSV has more than {MAX_RANKS} non-empty lines (one per rank); the lab "
-                             f"reads up to {MAX_RANKS} ranks")
+            raise ValueError(
+                f"the schedule CSV has more than {MAX_RANKS} non-empty lines (one per rank); the lab "
+                f"reads up to {MAX_RANKS} ranks"
+            )
         rank = len(ranks)
-        slots = (_parse_cell(cell.strip(), rank, column, set_aside)
-                 for column, cell in enumerate(line.split(",")) if cell.strip())
+        slots = (
+            _parse_cell(cell.strip(), rank, column, set_aside)
+            for column, cell in enumerate(line.split(","))
+            if cell.strip()
+        )
         ranks.append(tuple(slot for slot in slots if slot is not None))
     if not ranks:
         raise ValueError("the schedule CSV is empty: expected one line of actions per rank")
@@ -99,8 +111,10 @@ def read_csv(text: str, *, num_microbatches: int | None = None, placement: str |
         raise ValueError("the schedule CSV has no compute actions (F, B, I, W)")
     num_stages = max(a.stage for _, a in actions) + 1
     if num_stages % num_ranks:
-        raise ValueError(f"the CSV uses {num_stages} stages on {num_ranks} ranks; stages must be a multiple of ranks "
-                         f"({num_stages} = {num_stages // num_ranks}×{num_ranks} + {num_stages % num_ranks})")
+        raise ValueError(
+            f"the CSV uses {num_stages} stages on {num_ranks} ranks; stages must be a multiple of ranks "
+            f"({num_stages} = {num_stages // num_ranks}×{num_ranks} + {num_stages % num_ranks})"
+        )
     num_chunks = num_stages // num_ranks
     inferred = num_microbatches is None
     if inferred:
@@ -130,13 +144,16 @@ def read_csv_file(path: str, **options) -> CsvReading:
     except OSError as error:
         raise ValueError(f"cannot read {path}: {error.strerror}") from None
     if len(data) > MAX_CSV_BYTES:
-        raise ValueError(f"{path} is larger than {MAX_CSV_BYTES // (1024 * 1024)} MiB, the most the lab reads as a "
-                         f"schedule CSV")
+        raise ValueError(
+            f"{path} is larger than {MAX_CSV_BYTES // (1024 * 1024)} MiB, the most the lab reads as a schedule CSV"
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ValueError(f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}): "
-                         f"expected PyTorch's schedule CSV") from None
+        raise ValueError(
+            f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}): "
+            f"expected PyTorch's schedule CSV"
+        ) from None
     if "\x00" in text:
         raise ValueError(f"{path} holds NUL bytes: it is not a schedule CSV")
     try:

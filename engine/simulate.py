@@ -26,14 +26,18 @@ def slot_durations(schedule: Schedule, costs: Costs) -> np.ndarray:
     v, num_stages = schedule.num_chunks, schedule.num_stages
     if costs.stage_costs is not None:  # measured per stage (recomputation already inside I and B)
         if len(costs.stage_costs) != num_stages:
-            raise ValueError(f"stage_costs has {len(costs.stage_costs)} entries but the schedule has {num_stages} "
-                             f"stages ({schedule.num_ranks} ranks × {v} per rank)")
+            raise ValueError(
+                f"stage_costs has {len(costs.stage_costs)} entries but the schedule has {num_stages} "
+                f"stages ({schedule.num_ranks} ranks × {v} per rank)"
+            )
         per_stage_and_kind = np.asarray(costs.stage_costs, dtype=float)  # (stage, kind)
         return np.bincount(c.slot, weights=per_stage_and_kind[c.stage, c.kind], minlength=c.num_slots)
     scale = np.asarray(costs.stage_scale or (1.0,) * num_stages, dtype=float)
     if len(scale) != num_stages:
-        raise ValueError(f"stage_scale has {len(scale)} entries but the schedule has {num_stages} stages "
-                         f"({schedule.num_ranks} ranks × {v} per rank)")
+        raise ValueError(
+            f"stage_scale has {len(scale)} entries but the schedule has {num_stages} stages "
+            f"({schedule.num_ranks} ranks × {v} per rank)"
+        )
     recompute_extra = costs.forward if costs.recompute else 0.0
     base = np.zeros(len(Kind))
     base[Kind.F] = costs.forward
@@ -77,11 +81,21 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
         check_structure(schedule)
     starts, ends, _ = walk(schedule, slot_durations(schedule, costs), costs.comm)
     if ends and not np.isfinite(ends).all():
-        raise ValueError(f"the simulated times overflow (a step ends at {max(ends):g}): the costs are too large "
-                         f"for {schedule.num_actions:,} actions; use smaller numbers")
+        raise ValueError(
+            f"the simulated times overflow (a step ends at {max(ends):g}): the costs are too large "
+            f"for {schedule.num_actions:,} actions; use smaller numbers"
+        )
     after, peak = memory_model(schedule, costs)
-    return Timeline.from_slots(schedule, starts, ends, after, source="simulated", comm=costs.comm,
-                               recompute=recompute_time(schedule, costs), memory_peak=peak)
+    return Timeline.from_slots(
+        schedule,
+        starts,
+        ends,
+        after,
+        source="simulated",
+        comm=costs.comm,
+        recompute=recompute_time(schedule, costs),
+        memory_peak=peak,
+    )
 
 
 def recompute_time(schedule: Schedule, costs: Costs) -> np.ndarray:

@@ -72,8 +72,16 @@ class Timeline:
     TRANSFER_COLUMNS = ("from_rank", "to_rank", "depart", "arrive", "what")
 
     @classmethod
-    def from_columns(cls, columns: dict, num_ranks: int, *, source: str, name: str = "",
-                     waits: pd.DataFrame | None = None, transfers: pd.DataFrame | None = None) -> "Timeline":
+    def from_columns(
+        cls,
+        columns: dict,
+        num_ranks: int,
+        *,
+        source: str,
+        name: str = "",
+        waits: pd.DataFrame | None = None,
+        transfers: pd.DataFrame | None = None,
+    ) -> "Timeline":
         frame = pd.DataFrame(columns)
         frame["source"] = source
         if "recompute" not in frame:
@@ -86,8 +94,18 @@ class Timeline:
         return cls(frame[list(cls.COLUMNS) + extras], num_ranks, name, waits, transfers)
 
     @classmethod
-    def from_slots(cls, schedule: Schedule, starts, ends, memory_after, *, source: str, comm: float = 0.0,
-                   waits: pd.DataFrame | None = None, **extra) -> "Timeline":
+    def from_slots(
+        cls,
+        schedule: Schedule,
+        starts,
+        ends,
+        memory_after,
+        *,
+        source: str,
+        comm: float = 0.0,
+        waits: pd.DataFrame | None = None,
+        **extra,
+    ) -> "Timeline":
         """The Timeline of a schedule whose slots ran at ``starts``/``ends`` (flat slot order); ``memory_after``
         per action in the compiled (rank-then-list) order. The simulator and the runtime both build theirs here;
         ``comm`` is the transfer time between ranks; ``extra`` adds per-action columns."""
@@ -109,14 +127,24 @@ class Timeline:
         }
         remote = np.flatnonzero(c.neighbour_is_remote)
         producer = c.producer_of_neighbour[remote]
-        transfers = pd.DataFrame({
-            "from_rank": c.rank[producer], "to_rank": c.rank[remote], "depart": end[producer],
-            "arrive": end[producer] + comm,
-            "what": [f"{stage}{KIND_LETTERS[kind]}{mb}" for stage, kind, mb in
-                     zip(c.stage[producer].tolist(), c.kind[producer].tolist(), c.microbatch[producer].tolist())],
-        }, columns=list(cls.TRANSFER_COLUMNS))
-        return cls.from_columns(columns, schedule.num_ranks, source=source, name=schedule.name, waits=waits,
-                                transfers=transfers)
+        transfers = pd.DataFrame(
+            {
+                "from_rank": c.rank[producer],
+                "to_rank": c.rank[remote],
+                "depart": end[producer],
+                "arrive": end[producer] + comm,
+                "what": [
+                    f"{stage}{KIND_LETTERS[kind]}{mb}"
+                    for stage, kind, mb in zip(
+                        c.stage[producer].tolist(), c.kind[producer].tolist(), c.microbatch[producer].tolist()
+                    )
+                ],
+            },
+            columns=list(cls.TRANSFER_COLUMNS),
+        )
+        return cls.from_columns(
+            columns, schedule.num_ranks, source=source, name=schedule.name, waits=waits, transfers=transfers
+        )
 
     # -- metrics ----------------------------------------------------------------------------------------
     # Metrics are computed once per Timeline (it is frozen) and kept, as functools.cached_property keeps them:
@@ -235,25 +263,39 @@ class Timeline:
             events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": rank, "args": {"name": f"rank {rank}"}})
         for row in self.frame.itertuples(index=False):
             label = f"{row.kind}{row.microbatch}"
-            events.append({
-                "name": label,
-                "cat": row.kind,
-                "ph": "X",
-                "pid": 0,
-                "tid": int(row.rank),
-                "ts": float(row.start) * time_unit_us,
-                "dur": float(row.end - row.start) * time_unit_us,
-                "args": {"stage": int(row.stage), "microbatch": int(row.microbatch), "kind": row.kind,
-                         "overlapped": bool(row.overlapped), "memory_after": float(row.memory_after),
-                         "source": row.source},
-            })
+            events.append(
+                {
+                    "name": label,
+                    "cat": row.kind,
+                    "ph": "X",
+                    "pid": 0,
+                    "tid": int(row.rank),
+                    "ts": float(row.start) * time_unit_us,
+                    "dur": float(row.end - row.start) * time_unit_us,
+                    "args": {
+                        "stage": int(row.stage),
+                        "microbatch": int(row.microbatch),
+                        "kind": row.kind,
+                        "overlapped": bool(row.overlapped),
+                        "memory_after": float(row.memory_after),
+                        "source": row.source,
+                    },
+                }
+            )
         if self.waits is not None:
             for row in self.waits.itertuples(index=False):
-                events.append({
-                    "name": f"wait {row.waiting_for}", "cat": "wait", "ph": "X", "pid": 0, "tid": int(row.rank),
-                    "ts": float(row.start) * time_unit_us, "dur": float(row.end - row.start) * time_unit_us,
-                    "args": {"waiting_for": row.waiting_for},
-                })
+                events.append(
+                    {
+                        "name": f"wait {row.waiting_for}",
+                        "cat": "wait",
+                        "ph": "X",
+                        "pid": 0,
+                        "tid": int(row.rank),
+                        "ts": float(row.start) * time_unit_us,
+                        "dur": float(row.end - row.start) * time_unit_us,
+                        "args": {"waiting_for": row.waiting_for},
+                    }
+                )
         return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"schedule": self.name}}
 
     def write_chrome_trace(self, path: str, time_unit_us: float = 1000.0) -> None:

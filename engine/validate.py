@@ -40,25 +40,32 @@ def check_structure(schedule: Schedule) -> None:
     outside = (c.stage < 0) | (c.stage >= num_stages) | (c.microbatch < 0) | (c.microbatch >= m)
     if outside.any():
         i = first(outside)
-        _fail(schedule, f"{action(i)} is outside {num_stages} stages × {m} micro-batches (stages 0..{num_stages - 1}, "
-                        f"micro-batches 0..{m - 1})", at(i))
+        _fail(
+            schedule,
+            f"{action(i)} is outside {num_stages} stages × {m} micro-batches (stages 0..{num_stages - 1}, "
+            f"micro-batches 0..{m - 1})",
+            at(i),
+        )
     misplaced = c.owner[c.stage] != c.rank
     if misplaced.any():
         i = first(misplaced)
-        _fail(schedule, f"{action(i)} is on rank {c.rank[i]} but stage {c.stage[i]} lives on rank "
-                        f"{c.owner[c.stage[i]]} ({schedule.placement} placement, {p} ranks)", at(i))
+        _fail(
+            schedule,
+            f"{action(i)} is on rank {c.rank[i]} but stage {c.stage[i]} lives on rank "
+            f"{c.owner[c.stage[i]]} ({schedule.placement} placement, {p} ranks)",
+            at(i),
+        )
     pairs = num_stages * m
     cell = c.stage * m + c.microbatch  # (stage, micro-batch) pair
     key = c.kind * pairs + cell
     counts = np.bincount(key, minlength=len(Kind) * pairs)
     if (counts > 1).any():
         repeated = np.flatnonzero(counts[key] > 1)[:2]
-        _fail(schedule, f"{action(int(repeated[0]))} appears twice",
-              {int(c.rank[i]): int(c.step[i]) for i in repeated})
-    count = {kind: counts[kind * pairs:(kind + 1) * pairs] for kind in Kind}
+        _fail(schedule, f"{action(int(repeated[0]))} appears twice", {int(c.rank[i]): int(c.step[i]) for i in repeated})
+    count = {kind: counts[kind * pairs : (kind + 1) * pairs] for kind in Kind}
     position = np.full(len(Kind) * pairs, -1)  # list position of each (kind, pair); -1 where absent
     position[key] = c.step
-    place = {kind: position[kind * pairs:(kind + 1) * pairs] for kind in Kind}
+    place = {kind: position[kind * pairs : (kind + 1) * pairs] for kind in Kind}
 
     def where(index: int) -> str:
         stage, mb = divmod(index, m)
@@ -74,19 +81,29 @@ def check_structure(schedule: Schedule) -> None:
 
     if (count[Kind.F] == 0).any():
         i = first(count[Kind.F] == 0)
-        _fail(schedule, f"{where(i)} has no forward {i // m}F{i % m} (rank {schedule.rank_of(i // m)} never runs it)",
-              owner_end(i))
+        _fail(
+            schedule,
+            f"{where(i)} has no forward {i // m}F{i % m} (rank {schedule.rank_of(i // m)} never runs it)",
+            owner_end(i),
+        )
     split = (count[Kind.I] > 0) | (count[Kind.W] > 0)
     both = (count[Kind.B] > 0) & split
     if both.any():
         i = first(both)
-        _fail(schedule, f"{where(i)} has both a full backward B and a split I/W",
-              mark(i, np.maximum(place[Kind.I], place[Kind.W])))
+        _fail(
+            schedule,
+            f"{where(i)} has both a full backward B and a split I/W",
+            mark(i, np.maximum(place[Kind.I], place[Kind.W])),
+        )
     neither = (count[Kind.B] == 0) & ~split
     if neither.any():
         i = first(neither)
-        _fail(schedule, f"{where(i)} has no backward: expected {i // m}B{i % m} or {i // m}I{i % m} and "
-                        f"{i // m}W{i % m} on rank {schedule.rank_of(i // m)}", owner_end(i))
+        _fail(
+            schedule,
+            f"{where(i)} has no backward: expected {i // m}B{i % m} or {i // m}I{i % m} and "
+            f"{i // m}W{i % m} on rank {schedule.rank_of(i // m)}",
+            owner_end(i),
+        )
     half = count[Kind.I] != count[Kind.W]
     if half.any():
         i = first(half)
@@ -96,13 +113,19 @@ def check_structure(schedule: Schedule) -> None:
     early = gradient_place <= place[Kind.F]
     if early.any():
         i = first(early)
-        _fail(schedule, f"{where(i)}: the backward comes before (or with) its forward on rank "
-                        f"{schedule.rank_of(i // m)}", mark(i, gradient_place))
+        _fail(
+            schedule,
+            f"{where(i)}: the backward comes before (or with) its forward on rank {schedule.rank_of(i // m)}",
+            mark(i, gradient_place),
+        )
     early_w = (count[Kind.W] > 0) & (place[Kind.W] <= place[Kind.I])
     if early_w.any():
         i = first(early_w)
-        _fail(schedule, f"{where(i)}: W comes before (or with) its I on rank {schedule.rank_of(i // m)}",
-              mark(i, place[Kind.W]))
+        _fail(
+            schedule,
+            f"{where(i)}: W comes before (or with) its I on rank {schedule.rank_of(i // m)}",
+            mark(i, place[Kind.W]),
+        )
 
 
 def validate(schedule: Schedule) -> Schedule:

@@ -14,12 +14,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 CHART = '[data-testid="stPlotlyChart"] .main-svg'
-DRAWN_MARKS = "() => { const p = document.querySelector('.js-plotly-plot'); " \
-              "return p && p._fullData ? p._fullData.reduce((n, t) => n + (t._length || 0), 0) : -1; }"
+DRAWN_MARKS = (
+    "() => { const p = document.querySelector('.js-plotly-plot'); "
+    "return p && p._fullData ? p._fullData.reduce((n, t) => n + (t._length || 0), 0) : -1; }"
+)
 
 
 def free_port() -> int:
@@ -33,10 +41,24 @@ def serve_app(timeout_s: float = 60.0):
     """Start Streamlit on a free port; yield its URL; stop it."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app" / "streamlit_app.py"),
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:

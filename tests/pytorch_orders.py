@@ -34,8 +34,9 @@ def pytorch_rows(family: str, num_ranks: int, num_microbatches: int, num_chunks:
         warnings.simplefilter("ignore")
         logging.disable(logging.WARNING)
         try:
-            return get_schedule_ops(getattr(schedules, PYTORCH_CLASSES[family]), num_ranks, num_microbatches,
-                                    num_stages_per_rank=num_chunks)
+            return get_schedule_ops(
+                getattr(schedules, PYTORCH_CLASSES[family]), num_ranks, num_microbatches, num_stages_per_rank=num_chunks
+            )
         finally:
             logging.disable(logging.NOTSET)
 
@@ -55,8 +56,9 @@ def lowered_csv(schedule: Schedule) -> str:
     """``schedule`` lowered by PyTorch's own passes to the compute_comms form (SEND/RECV, UNSHARD, …)."""
     from torch.distributed.pipelining import schedules
 
-    actions = {rank: [schedules._Action.from_str(str(slot)) for slot in slots]
-               for rank, slots in enumerate(schedule.ranks)}
+    actions = {
+        rank: [schedules._Action.from_str(str(slot)) for slot in slots] for rank, slots in enumerate(schedule.ranks)
+    }
     for rank in actions:
         actions[rank] = schedules._add_unshard_reshard(actions[rank])
         actions[rank] = schedules._add_reduce_grad(actions[rank], schedule.num_microbatches)

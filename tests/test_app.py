@@ -44,9 +44,13 @@ def open_app(query: dict | None = None, page: str | None = None) -> AppTest:
 
 def expected_cards(timeline) -> dict[str, str]:
     summary = timeline.summary()
-    return {"Makespan": f"{summary['makespan']:.4g}", "Bubble fraction": f"{summary['bubble_fraction']:.1%}",
-            "Bubble ratio": f"{summary['bubble_ratio']:.3f}",
-            "Peak memory": f"{max(summary['peak_memory']):.3g}", "Transfers": f"{summary['transfers']:,}"}
+    return {
+        "Makespan": f"{summary['makespan']:.4g}",
+        "Bubble fraction": f"{summary['bubble_fraction']:.1%}",
+        "Bubble ratio": f"{summary['bubble_ratio']:.3f}",
+        "Peak memory": f"{max(summary['peak_memory']):.3g}",
+        "Transfers": f"{summary['transfers']:,}",
+    }
 
 
 # -- Playground --------------------------------------------------------------------------------------------
@@ -55,8 +59,15 @@ def test_playground_default_shows_the_engines_numbers_and_writes_its_url():
     expected = simulate(build_schedule("1f1b", 4, 8), Costs(forward=1, backward=2))
     shown = metrics(at)
     assert {k: shown[k] for k in expected_cards(expected)} == expected_cards(expected)
-    assert at.query_params == {"schedule": "1f1b", "ranks": "4", "microbatches": "8", "chunks": "2",
-                               "costs": "F=1,B=2", "comm": "0", "recompute": "0"}
+    assert at.query_params == {
+        "schedule": "1f1b",
+        "ranks": "4",
+        "microbatches": "8",
+        "chunks": "2",
+        "costs": "F=1,B=2",
+        "comm": "0",
+        "recompute": "0",
+    }
     drawn = figure(at)
     bars = sum(len(values(t["y"])) for t in drawn["data"] if t["type"] == "bar" and t["name"][0] in "FBIW")
     assert bars == len(expected.frame)
@@ -73,12 +84,15 @@ def test_a_link_sets_the_page_and_round_trips():
     assert "(4 − 1) / (6 + 4 − 1) = 3/9 = **33.3%**" in why and "the simulation gives **33.3%**" in why
 
 
-@pytest.mark.parametrize("query, problem", [
-    ({"ranks": "99"}, "ranks=99: expected a whole number from 1 to 32; using 4"),
-    ({"schedule": "nope"}, "schedule=nope: not a schedule"),
-    ({"costs": "F=banana"}, "costs=F=banana: cannot read cost"),
-    ({"recompute": "maybe"}, "recompute=maybe: expected 0 or 1"),
-])
+@pytest.mark.parametrize(
+    "query, problem",
+    [
+        ({"ranks": "99"}, "ranks=99: expected a whole number from 1 to 32; using 4"),
+        ({"schedule": "nope"}, "schedule=nope: not a schedule"),
+        ({"costs": "F=banana"}, "costs=F=banana: cannot read cost"),
+        ({"recompute": "maybe"}, "recompute=maybe: expected 0 or 1"),
+    ],
+)
 def test_a_bad_link_warns_and_uses_defaults(query, problem):
     at = open_app(query)
     assert any(problem in w.value for w in at.warning)
@@ -106,8 +120,9 @@ def test_over_the_bound_is_an_error_with_the_arithmetic_and_the_last_chart_stays
     at.slider(key="pg_chunks").set_value(8)
     at.run()
     assert not at.exception
-    assert any("32 ranks × 256 micro-batches × 8 chunk(s) = 65,536" in e.value and "16,384" in e.value
-               for e in at.error)
+    assert any(
+        "32 ranks × 256 micro-batches × 8 chunk(s) = 65,536" in e.value and "16,384" in e.value for e in at.error
+    )
     assert at.get("plotly_chart") and "2 chunks per rank" in figure(at)["layout"]["title"]["text"]
 
 
@@ -122,7 +137,9 @@ def test_recomputation_states_its_memory_rule_and_draws_its_segment():
     at.slider(key="pg_keep").set_value(0.25)
     at.run()
     costs = Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.25)
-    assert metrics(at)["Peak memory"] == f"{max(simulate(build_schedule('1f1b', 4, 8), costs).peak_memory_per_rank()):.3g}"
+    assert (
+        metrics(at)["Peak memory"] == f"{max(simulate(build_schedule('1f1b', 4, 8), costs).peak_memory_per_rank()):.3g}"
+    )
     assert any("a forward keeps 25% of its activations" in c.value for c in at.caption)
     assert any(t["name"] == "re-run forward (recomputation)" for t in figure(at)["data"])
 
@@ -214,11 +231,14 @@ def test_editor_simulates_the_text_and_loads_a_family():
     assert metrics(at)["Makespan"] == f"{expected.makespan:.4g}"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n", "deadlock"),
-    ("0F0,0B0\n1F0\n", "stage 1, micro-batch 0 has no backward"),
-    ("hello\n", "cannot read"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n", "deadlock"),
+        ("0F0,0B0\n1F0\n", "stage 1, micro-batch 0 has no backward"),
+        ("hello\n", "cannot read"),
+    ],
+)
 def test_editor_reports_a_broken_schedule_with_the_grid(text, message):
     at = open_app(page="views/editor.py")
     at.text_area(key="ed_csv").set_value(text)

@@ -46,8 +46,11 @@ def test_every_page_in_a_real_browser(tmp_path):
             # Play: within 2 s the cursor and the veil move (shapes only, in the browser)
             page.locator(".updatemenu-button", has_text="Play").first.click()
             started = time.monotonic()
-            page.wait_for_function("() => (document.querySelector('.js-plotly-plot').layout.shapes || [])"
-                                   ".some(s => s.type === 'line' && s.x0 > 0)", timeout=2_000)
+            page.wait_for_function(
+                "() => (document.querySelector('.js-plotly-plot').layout.shapes || [])"
+                ".some(s => s.type === 'line' && s.x0 > 0)",
+                timeout=2_000,
+            )
             assert time.monotonic() - started < 2.0
             page.wait_for_timeout(1500)
             _save(page, "playground-playing", tmp_path)
@@ -62,8 +65,9 @@ def test_every_page_in_a_real_browser(tmp_path):
 
             # compare three schedules on one time axis
             page, _ = open_page(browser, f"{url}/compare?schedules=gpipe,1f1b,zb-h1&ranks=4&microbatches=8")
-            titles = page.evaluate("() => document.querySelector('.js-plotly-plot').layout.annotations"
-                                   ".map(a => a.text)")
+            titles = page.evaluate(
+                "() => document.querySelector('.js-plotly-plot').layout.annotations.map(a => a.text)"
+            )
             assert titles == [FAMILIES[name].title for name in ("gpipe", "1f1b", "zb-h1")]
             assert page.locator('[data-testid="stDataFrame"]').first.is_visible()  # the table (a canvas grid)
             _save(page, "compare", tmp_path)

@@ -21,6 +21,7 @@ def as_json(figure) -> dict:
 def decoded(array) -> np.ndarray:
     if isinstance(array, dict):
         import base64
+
         return np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
     return np.asarray(array)
 
@@ -30,9 +31,11 @@ def test_every_figure_passes_plotlys_validation(name):
     chunks = 3 if FAMILIES[name].takes_chunks else None
     costs = Costs(forward=1, backward_input=1, backward_weight=0.5, comm=0.2, recompute=True)
     timeline = simulate(build_schedule(name, 3, 6, chunks), costs)
-    for figure in (timeline_figure(timeline, title=name, projector=True, cursor_at=2.0),
-                   compare_figure({name: timeline, "gpipe": simulate(build_schedule("gpipe", 3, 6))}),
-                   tradeoff_figure([{"schedule": name, "peak_memory": 3.0, "bubble_fraction": 0.2}])):
+    for figure in (
+        timeline_figure(timeline, title=name, projector=True, cursor_at=2.0),
+        compare_figure({name: timeline, "gpipe": simulate(build_schedule("gpipe", 3, 6))}),
+        tradeoff_figure([{"schedule": name, "peak_memory": 3.0, "bubble_fraction": 0.2}]),
+    ):
         go.Figure(as_json(figure))  # raises on any misspelt property
 
 
@@ -55,8 +58,10 @@ def test_large_timelines_are_binned_and_the_bins_keep_the_busy_time():
     assert busy_by_bin(timeline, edges).sum(axis=(1, 2)) == pytest.approx(timeline.busy_per_rank())
 
 
-@pytest.mark.parametrize("name, ranks, microbatches, limit_kib", [
-    ("zb-v", 8, 32, 300), ("interleaved-1f1b", 8, 32, 300), ("zb-v", 32, 256, 300)])
+@pytest.mark.parametrize(
+    "name, ranks, microbatches, limit_kib",
+    [("zb-v", 8, 32, 300), ("interleaved-1f1b", 8, 32, 300), ("zb-v", 32, 256, 300)],
+)
 def test_figures_stay_small(name, ranks, microbatches, limit_kib):
     timeline = simulate(build_schedule(name, ranks, microbatches), UNIT)
     assert len(pio.to_json(timeline_figure(timeline), validate=False)) < limit_kib * 1024

@@ -49,9 +49,15 @@ def test_interleaved_bubble_ratio_is_p_minus_1_over_v_m(p, m, v):
     assert timeline.makespan == pytest.approx(m * 3 + (p - 1) * 3 / v)
 
 
-@pytest.mark.parametrize("name, p, m, built_for, chunks", [
-    ("zb-v", 4, 3, 7, None), ("zb-v", 2, 1, 3, None), ("dualpipev", 3, 5, 6, None), ("dualpipev", 4, 1, 8, None),
-])
+@pytest.mark.parametrize(
+    "name, p, m, built_for, chunks",
+    [
+        ("zb-v", 4, 3, 7, None),
+        ("zb-v", 2, 1, 3, None),
+        ("dualpipev", 3, 5, 6, None),
+        ("dualpipev", 4, 1, 8, None),
+    ],
+)
 def test_families_with_a_minimum_are_built_larger_and_trimmed(name, p, m, built_for, chunks):
     """PyTorch's ZB-V pads to max(2p−1, m) and drops the extra micro-batches; the lab does so everywhere."""
     schedule = build_schedule(name, p, m, chunks)
@@ -110,8 +116,9 @@ def test_zb_v_idles_less_than_1f1b_at_1f1b_memory(p, m):
 def test_dualpipev_gains_from_overlap_and_holds_about_p():
     p, m = 4, 16
     plain = simulate(build_schedule("dualpipev", p, m), UNIT)
-    overlapped = simulate(build_schedule("dualpipev", p, m), Costs(forward=1, backward_input=1,
-                                                                   backward_weight=1, overlapped=2))
+    overlapped = simulate(
+        build_schedule("dualpipev", p, m), Costs(forward=1, backward_input=1, backward_weight=1, overlapped=2)
+    )
     # rank r runs 2(m − 2p + r + 1) + (p − r − 1) overlapped pairs (the last rank one fewer: its first
     # F and B run apart); each pair of two half-size stages saves (F + B − F&B)/2 = (1 + 2 − 2)/2
     pairs = [2 * (m - 2 * p + r + 1) + (p - r - 1) - (r == p - 1) for r in range(p)]
@@ -152,7 +159,8 @@ def test_recompute_adds_a_forward_to_each_backward_and_keeps_only_inputs():
     # three quarters of one of them while it runs
     assert timeline.peak_memory_per_rank() == pytest.approx([0.25 * min(p - s, m) + 0.75 for s in range(p)])
     assert list(timeline.frame["memory_after"].groupby(timeline.frame["rank"]).max()) == pytest.approx(
-        [0.25 * min(p - s, m) for s in range(p)])  # between actions, only the kept quarters
+        [0.25 * min(p - s, m) for s in range(p)]
+    )  # between actions, only the kept quarters
 
 
 def test_stage_scale_slows_one_stage_and_everyone_waits():
@@ -166,8 +174,9 @@ def test_stage_scale_slows_one_stage_and_everyone_waits():
 
 
 def test_memory_split_backward_keeps_w_fraction_until_w():
-    timeline = simulate(build_schedule("zb-h1", 1, 1), Costs(forward=1, backward_input=1, backward_weight=1,
-                                                               w_memory_fraction=0.3))
+    timeline = simulate(
+        build_schedule("zb-h1", 1, 1), Costs(forward=1, backward_input=1, backward_weight=1, w_memory_fraction=0.3)
+    )
     assert list(timeline.frame["memory_after"].round(9)) == [1.0, 0.3, 0.0]
 
 
@@ -175,9 +184,14 @@ def test_memory_split_backward_keeps_w_fraction_until_w():
 from engine import FAMILIES  # noqa: E402
 from engine.closed_forms import closed_forms  # noqa: E402
 
-PANEL_COSTS = [Costs(forward=1, backward=2), UNIT, Costs(forward=2, backward_input=1.5, backward_weight=0.5),
-               Costs(forward=1, backward_input=1, backward_weight=2), Costs(forward=1, backward=2, comm=0.5),
-               Costs(forward=1, backward_input=1, backward_weight=1, recompute=True, recompute_memory_fraction=0.2)]
+PANEL_COSTS = [
+    Costs(forward=1, backward=2),
+    UNIT,
+    Costs(forward=2, backward_input=1.5, backward_weight=0.5),
+    Costs(forward=1, backward_input=1, backward_weight=2),
+    Costs(forward=1, backward=2, comm=0.5),
+    Costs(forward=1, backward_input=1, backward_weight=1, recompute=True, recompute_memory_fraction=0.2),
+]
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -201,7 +215,11 @@ def test_every_closed_form_the_app_shows_holds_under_its_assumptions(name):
 
 def test_a_broken_assumption_is_named_and_the_numbers_differ():
     schedule = build_schedule("gpipe", 4, 6)
-    [fraction, *_] = closed_forms("gpipe", schedule, Costs(forward=1, backward=2, comm=0.5),
-                                  simulate(schedule, Costs(forward=1, backward=2, comm=0.5)))
+    [fraction, *_] = closed_forms(
+        "gpipe",
+        schedule,
+        Costs(forward=1, backward=2, comm=0.5),
+        simulate(schedule, Costs(forward=1, backward=2, comm=0.5)),
+    )
     assert fraction.filled == "(4 − 1) / (6 + 4 − 1) = 3/9" and fraction.predicted == pytest.approx(1 / 3)
     assert not fraction.holds and fraction.departures[0].startswith("no transfer time")

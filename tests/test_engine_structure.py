@@ -21,7 +21,7 @@ def imports_of(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             base = package.split(".")
-            base = base[:len(base) - node.level + 1] if node.level else []
+            base = base[: len(base) - node.level + 1] if node.level else []
             target = ".".join(base + ([node.module] if node.module else []))
             candidates = [target] + [f"{target}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Import):
@@ -41,7 +41,7 @@ def test_no_import_cycle_inside_the_engine():
         state[name] = "open"
         for target in sorted(graph[name]):
             if state.get(target) == "open":
-                raise AssertionError("import cycle: " + " → ".join(trail[trail.index(target):] + [name, target]))
+                raise AssertionError("import cycle: " + " → ".join(trail[trail.index(target) :] + [name, target]))
             if target not in state:
                 visit(target, trail + [name])
         state[name] = "done"
@@ -53,10 +53,29 @@ def test_no_import_cycle_inside_the_engine():
 
 
 def test_simulate_never_imports_torch():
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "engine", "simulate", "--schedule", "zb-h1",
-                             "--ranks", "4", "--microbatches", "8", "--json"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "engine",
+            "simulate",
+            "--schedule",
+            "zb-h1",
+            "--ranks",
+            "4",
+            "--microbatches",
+            "8",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
-    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time")]
+    imported = [
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time")
+    ]
     assert "engine.simulate" in imported and "engine.runtime.config" in imported  # the log is real
     assert not [name for name in imported if name == "torch" or name.startswith("torch.")]
 
@@ -64,7 +83,10 @@ def test_simulate_never_imports_torch():
 def test_kind_codes_are_never_bare_numbers():
     """One enumeration (ir.Kind) everywhere: no ``kind == 2`` or ``kind != 3`` in the engine."""
     bare = re.compile(r"\bkinds?\b\s*(==|!=|<|>)\s*\d|\bkind\s+in\s+\(\d")
-    offenders = [f"{path.name}:{number}: {line.strip()}"
-                 for path in ENGINE.rglob("*.py")
-                 for number, line in enumerate(path.read_text().splitlines(), 1) if bare.search(line)]
+    offenders = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in ENGINE.rglob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if bare.search(line)
+    ]
     assert offenders == []

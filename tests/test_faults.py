@@ -14,8 +14,27 @@ import pytest
 pytestmark = pytest.mark.slow
 
 # long enough to signal a rank mid-run (about 16 s here): 2 ranks on 2 cores, 100 measured steps
-RUN = [sys.executable, "-m", "engine", "run", "--backend", "distributed", "--ranks", "2", "--microbatches", "8",
-       "--layers", "8", "--hidden", "512", "--batch", "512", "--repeats", "100", "--quiet"]
+RUN = [
+    sys.executable,
+    "-m",
+    "engine",
+    "run",
+    "--backend",
+    "distributed",
+    "--ranks",
+    "2",
+    "--microbatches",
+    "8",
+    "--layers",
+    "8",
+    "--hidden",
+    "512",
+    "--batch",
+    "512",
+    "--repeats",
+    "100",
+    "--quiet",
+]
 
 
 def rank_processes(parent: int) -> list[int]:
@@ -49,8 +68,9 @@ def alive(pids: list[int]) -> list[int]:
 
 
 def start(extra: list[str]) -> tuple[subprocess.Popen, list[int]]:
-    process = subprocess.Popen(RUN + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        RUN + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 90
     while len(ranks := rank_processes(process.pid)) < 2:
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
@@ -96,8 +116,12 @@ def test_ctrl_c_is_one_line_and_status_130():
 
 def test_a_model_too_big_for_this_machine_is_refused_at_once():
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "engine", "run", "--hidden", "65536", "--json"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "engine", "run", "--hidden", "65536", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2 and result.stdout == ""
     assert "this run needs about" in result.stderr and "free" in result.stderr and "GiB" in result.stderr
     assert result.stderr.count("\n") == 1 and time.monotonic() - started < 10

@@ -11,12 +11,15 @@ from engine.schedules import FAMILIES
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("2F0", Action(2, Kind.F, 0)),
-    ("5I3", Action(5, Kind.I, 3)),
-    ("1W7", Action(1, Kind.W, 7)),
-    ("12B104", Action(12, Kind.B, 104)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2F0", Action(2, Kind.F, 0)),
+        ("5I3", Action(5, Kind.I, 3)),
+        ("1W7", Action(1, Kind.W, 7)),
+        ("12B104", Action(12, Kind.B, 104)),
+    ],
+)
 def test_action_text_round_trip(text, expected):
     assert Action.parse(text) == expected
     assert str(expected) == text

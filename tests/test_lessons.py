@@ -6,8 +6,22 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.lessons import (LIVE, MAIN, REAL_METRICS, SIMULATED_METRICS, LessonError, Step, check_answer, claims,
-                         evaluate, format_like, load_lessons, render, simulated, uses_real_runs)
+from app.lessons import (
+    LIVE,
+    MAIN,
+    REAL_METRICS,
+    SIMULATED_METRICS,
+    LessonError,
+    Step,
+    check_answer,
+    claims,
+    evaluate,
+    format_like,
+    load_lessons,
+    render,
+    simulated,
+    uses_real_runs,
+)
 from app.settings import settings_from_query
 from engine.runtime import run
 from engine.runtime.budget import check_budget

@@ -33,5 +33,6 @@ def test_the_story_of_gpipes_first_moments():
     narration = Narration(schedule, simulate(schedule, Costs(forward=1, backward=2, comm=0.5)), 0.5)
     first = narration.event(0)
     assert first.ranks[0].text == "starts 0F0 (stage 0, forward, micro-batch 0)"
-    assert first.ranks[1].text == ("has not started: its first action 1F0 waits for 0F0 from rank 0 "
-                                   "(finishes at 1, arrives at 1.5)")
+    assert first.ranks[1].text == (
+        "has not started: its first action 1F0 waits for 0F0 from rank 0 (finishes at 1, arrives at 1.5)"
+    )

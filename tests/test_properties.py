@@ -66,12 +66,15 @@ def test_every_family_accepts_fewer_microbatches_than_ranks(name):
     assert math.isfinite(simulate(build_schedule(name, 3, 12, chunks)).makespan)
 
 
-@pytest.mark.parametrize("name, chunks, message", [
-    ("interleaved-1f1b", 1, "chunks (model chunks per rank, v) must be from 2 to 64, got 1"),
-    ("looped-bfs", 65, "must be from 2 to 64, got 65"),
-    ("zb-v", 1, "zb-v always has 2 chunk(s) per rank"),
-    ("1f1b", 2, "1f1b always has 1 chunk(s) per rank"),
-])
+@pytest.mark.parametrize(
+    "name, chunks, message",
+    [
+        ("interleaved-1f1b", 1, "chunks (model chunks per rank, v) must be from 2 to 64, got 1"),
+        ("looped-bfs", 65, "must be from 2 to 64, got 65"),
+        ("zb-v", 1, "zb-v always has 2 chunk(s) per rank"),
+        ("1f1b", 2, "1f1b always has 1 chunk(s) per rank"),
+    ],
+)
 def test_chunks_are_checked(name, chunks, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         build_schedule(name, 4, 8, chunks)

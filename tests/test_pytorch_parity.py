@@ -14,8 +14,10 @@ from pytorch_orders import lowered_csv, pytorch_rows, pytorch_schedule
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FULL_BACKWARD = [Costs(forward=1, backward=2), Costs(forward=1, backward=3, comm=0.5)]
-SPLIT_BACKWARD = [Costs(forward=1, backward_input=1, backward_weight=1),
-                  Costs(forward=1, backward_input=2, backward_weight=0.5, comm=0.3)]
+SPLIT_BACKWARD = [
+    Costs(forward=1, backward_input=1, backward_weight=1),
+    Costs(forward=1, backward_input=2, backward_weight=0.5, comm=0.3),
+]
 
 
 def sweep():
@@ -53,11 +55,21 @@ def test_the_issues_example_interleaved_4_ranks_5_microbatches():
     assert simulate(build_schedule("interleaved-1f1b", 4, 5, 2), costs).makespan == 19.5
 
 
-@pytest.mark.parametrize("family, p, m, v", [
-    ("gpipe", 4, 6, None), ("looped-bfs", 3, 5, 2), ("interleaved-1f1b", 4, 8, 2), ("interleaved-1f1b", 4, 6, 3),
-    ("interleaved-1f1b", 8, 18, 2), ("interleaved-zb", 4, 8, 2), ("interleaved-zb", 4, 5, 3), ("zb-v", 4, 8, None),
-    ("zb-v", 3, 2, None), ("dualpipev", 3, 8, None),
-])
+@pytest.mark.parametrize(
+    "family, p, m, v",
+    [
+        ("gpipe", 4, 6, None),
+        ("looped-bfs", 3, 5, 2),
+        ("interleaved-1f1b", 4, 8, 2),
+        ("interleaved-1f1b", 4, 6, 3),
+        ("interleaved-1f1b", 8, 18, 2),
+        ("interleaved-zb", 4, 8, 2),
+        ("interleaved-zb", 4, 5, 3),
+        ("zb-v", 4, 8, None),
+        ("zb-v", 3, 2, None),
+        ("dualpipev", 3, 8, None),
+    ],
+)
 def test_orders_equal_pytorchs_action_for_action(family, p, m, v):
     assert build_schedule(family, p, m, v).ranks == pytorch_schedule(family, p, m, v).ranks
 
@@ -66,8 +78,9 @@ def test_zb_h1_is_interleaved_zero_bubbles_one_chunk_case():
     """PyTorch's ScheduleInterleavedZeroBubble needs ≥ 2 stages per rank; the lab's generator with v = 1 is ZB-H1."""
     from engine.schedules.depth_first import depth_first_schedule
 
-    one_chunk = depth_first_schedule("interleaved-zb", 4, 8, 1, warmup_hops=1, split_backward=True,
-                                     weight_lag_per_rank=1)
+    one_chunk = depth_first_schedule(
+        "interleaved-zb", 4, 8, 1, warmup_hops=1, split_backward=True, weight_lag_per_rank=1
+    )
     assert one_chunk.ranks == build_schedule("zb-h1", 4, 8).ranks
 
 
@@ -88,8 +101,10 @@ def test_cli_says_what_it_read_from_a_lowered_csv(capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "read 32 compute actions on 2 ranks" in out
-    assert "set aside 60 communication actions (RECV_B 12, RECV_F 12, REDUCE_GRAD 4, RESHARD 4, SEND_B 12, " \
-           "SEND_F 12, UNSHARD 4)" in out
+    assert (
+        "set aside 60 communication actions (RECV_B 12, RECV_F 12, REDUCE_GRAD 4, RESHARD 4, SEND_B 12, "
+        "SEND_F 12, UNSHARD 4)" in out
+    )
     assert f"makespan        {simulate(build_schedule('interleaved-1f1b', 2, 4, 2)).makespan:g}" in out
 
 

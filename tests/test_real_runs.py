@@ -12,8 +12,14 @@ from engine.runtime import RunConfig, RunFailed
 from engine.runtime.budget import activation_bytes, check_budget, estimate, parameter_count
 from engine.runtime.isolated import run_isolated
 
-SMALL = RunConfig(family="1f1b", num_ranks=2, num_microbatches=4, repeats=1, warmup_steps=0,
-                  model=ModelConfig(kind="mlp", layers=2, hidden=16, batch=8))
+SMALL = RunConfig(
+    family="1f1b",
+    num_ranks=2,
+    num_microbatches=4,
+    repeats=1,
+    warmup_steps=0,
+    model=ModelConfig(kind="mlp", layers=2, hidden=16, batch=8),
+)
 
 
 def test_an_isolated_run_reports_progress_and_returns_the_result():
@@ -35,8 +41,9 @@ def test_an_isolated_run_that_fails_says_where_and_one_past_its_limit_is_ended()
 def test_one_real_run_at_a_time_and_the_second_visitor_is_told_to_wait(monkeypatch):
     monkeypatch.setattr(real_runs, "run_isolated", lambda config, **_: time.sleep(1.5) or "done")
     told, results = [], []
-    first = threading.Thread(target=lambda: results.append(real_runs.run_one(SMALL, progress=None,
-                                                                             waiting=lambda text: None)))
+    first = threading.Thread(
+        target=lambda: results.append(real_runs.run_one(SMALL, progress=None, waiting=lambda text: None))
+    )
     first.start()
     time.sleep(0.2)
     results.append(real_runs.run_one(SMALL, progress=None, waiting=told.append))
@@ -45,8 +52,13 @@ def test_one_real_run_at_a_time_and_the_second_visitor_is_told_to_wait(monkeypat
     assert told and told[0].startswith("Waiting for the run in progress (1f1b on 2 ranks")
 
 
-@pytest.mark.parametrize("model", [ModelConfig(kind="mlp", layers=3, hidden=24, batch=6),
-                                   ModelConfig(kind="gpt", layers=2, hidden=32, batch=4, seq_len=8, vocab=50, heads=2)])
+@pytest.mark.parametrize(
+    "model",
+    [
+        ModelConfig(kind="mlp", layers=3, hidden=24, batch=6),
+        ModelConfig(kind="gpt", layers=2, hidden=32, batch=4, seq_len=8, vocab=50, heads=2),
+    ],
+)
 def test_the_estimate_counts_parameters_exactly_and_bounds_activations(model):
     import torch
 
@@ -76,8 +88,14 @@ def test_the_servers_memory_does_not_keep_what_a_run_allocated():
     """The run happens in a child process: the server's own memory barely moves however big the run."""
     import psutil
 
-    config = RunConfig(family="gpipe", num_ranks=2, num_microbatches=8, repeats=1, warmup_steps=0,
-                       model=ModelConfig(kind="gpt", layers=4, hidden=256, batch=64, seq_len=64))
+    config = RunConfig(
+        family="gpipe",
+        num_ranks=2,
+        num_microbatches=8,
+        repeats=1,
+        warmup_steps=0,
+        model=ModelConfig(kind="gpt", layers=4, hidden=256, batch=64, seq_len=64),
+    )
     before = psutil.Process().memory_info().rss
     result = run_isolated(config)
     after = psutil.Process().memory_info().rss

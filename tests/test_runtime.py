@@ -14,7 +14,6 @@ from engine.schedules import FAMILIES, build_schedule
 from timeline_checks import check_timeline
 
 
-
 def small(kind: str, layers: int = 8, **extra) -> ModelConfig:
     return ModelConfig(kind=kind, layers=layers, hidden=32, batch=16, seq_len=8, vocab=32, **extra)
 
@@ -43,18 +42,35 @@ def test_emulated_matches_the_unsplit_model(name, kind, recompute):
     check(run(RunConfig(family=name, model=small(kind), recompute=recompute, repeats=1, warmup_steps=0, **sizes(name))))
 
 
-@pytest.mark.parametrize("name, ranks, partition", [("1f1b", 4, "1,4,2,1"), ("zb-h1", 4, "llama3"),
-                                                    ("zb-v", 2, "0,4,4,0"), ("interleaved-1f1b", 2, "2,1,3,2")])
+@pytest.mark.parametrize(
+    "name, ranks, partition",
+    [("1f1b", 4, "1,4,2,1"), ("zb-h1", 4, "llama3"), ("zb-v", 2, "0,4,4,0"), ("interleaved-1f1b", 2, "2,1,3,2")],
+)
 def test_uneven_partitions(name, ranks, partition):
-    config = RunConfig(family=name, model=small("gpt"), partition=partition, repeats=1, warmup_steps=0,
-                       **{**sizes(name), "num_ranks": ranks})
+    config = RunConfig(
+        family=name,
+        model=small("gpt"),
+        partition=partition,
+        repeats=1,
+        warmup_steps=0,
+        **{**sizes(name), "num_ranks": ranks},
+    )
     check(run(config))
 
 
 # every family on the distributed backend with both models, with and without recomputation, and with an
 # uneven split; the five runs of a family share one set of processes (starting them costs seconds)
-DISTRIBUTED_RANKS = {"gpipe": 2, "1f1b": 4, "interleaved-1f1b": 2, "looped-bfs": 3, "zb-h1": 3, "zb-h2": 2,
-                     "interleaved-zb": 2, "zb-v": 2, "dualpipev": 2}
+DISTRIBUTED_RANKS = {
+    "gpipe": 2,
+    "1f1b": 4,
+    "interleaved-1f1b": 2,
+    "looped-bfs": 3,
+    "zb-h1": 3,
+    "zb-h2": 2,
+    "interleaved-zb": 2,
+    "zb-v": 2,
+    "dualpipev": 2,
+}
 
 
 def uneven(num_stages: int, layers: int = 8) -> str:
@@ -72,11 +88,28 @@ def test_distributed_matches_the_unsplit_model(name):
     ranks = DISTRIBUTED_RANKS[name]
     chunks = 2 if FAMILIES[name].takes_chunks else None
     stages = build_schedule(name, ranks, 4, chunks).num_stages
-    variants = [("mlp", False, "balanced"), ("mlp", True, "balanced"), ("gpt", False, "balanced"),
-                ("gpt", True, "balanced"), ("gpt", False, uneven(stages))]
-    configs = [RunConfig(family=name, num_ranks=ranks, num_microbatches=4, num_chunks=chunks, model=small(kind),
-                         recompute=recompute, partition=partition, backend="distributed", repeats=1, warmup_steps=0)
-               for kind, recompute, partition in variants]
+    variants = [
+        ("mlp", False, "balanced"),
+        ("mlp", True, "balanced"),
+        ("gpt", False, "balanced"),
+        ("gpt", True, "balanced"),
+        ("gpt", False, uneven(stages)),
+    ]
+    configs = [
+        RunConfig(
+            family=name,
+            num_ranks=ranks,
+            num_microbatches=4,
+            num_chunks=chunks,
+            model=small(kind),
+            recompute=recompute,
+            partition=partition,
+            backend="distributed",
+            repeats=1,
+            warmup_steps=0,
+        )
+        for kind, recompute, partition in variants
+    ]
     for config, result in zip(configs, run_many(configs)):
         summary = check(result)
         assert result.config == config
@@ -88,9 +121,17 @@ def test_distributed_matches_the_unsplit_model(name):
 
 def test_measured_memory_follows_the_theory():
     """GPipe's peak on rank 0 grows with micro-batches; 1F1B's stays bounded by the ranks; recomputation lowers it."""
+
     def peak(name, m, recompute=False):
-        config = RunConfig(family=name, num_ranks=4, num_microbatches=m, repeats=1, warmup_steps=0, recompute=recompute,
-                           model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=32))
+        config = RunConfig(
+            family=name,
+            num_ranks=4,
+            num_microbatches=m,
+            repeats=1,
+            warmup_steps=0,
+            recompute=recompute,
+            model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=32),
+        )
         return run(config).summary()["peak_memory_bytes"][0]
 
     gpipe_4, gpipe_8 = peak("gpipe", 4), peak("gpipe", 8)
@@ -107,8 +148,14 @@ def test_measured_memory_follows_the_theory():
 
 def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
     def peak(name, m):
-        config = RunConfig(family=name, num_ranks=4, num_microbatches=m, repeats=1, warmup_steps=0,
-                           model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=4 * m))
+        config = RunConfig(
+            family=name,
+            num_ranks=4,
+            num_microbatches=m,
+            repeats=1,
+            warmup_steps=0,
+            model=ModelConfig(kind="mlp", layers=4, hidden=64, batch=4 * m),
+        )
         return run(config).summary()["peak_memory_bytes"][0]
 
     assert peak("gpipe", 8) > 1.8 * peak("gpipe", 4)
@@ -133,6 +180,7 @@ def test_emulated_prediction_is_close_to_the_measurement(kind):
 def _busy_loops(count: int) -> list:
     import subprocess
     import sys
+
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
 
@@ -174,8 +222,13 @@ def test_the_cpu_clock_does_not_count_time_the_thread_waited_for_a_core():
 
 def test_a_busy_machine_barely_moves_the_emulated_timeline():
     """End to end, two busy loops alongside: the makespan stays within a generous bound of the quiet one."""
-    config = RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, repeats=5,
-                       model=ModelConfig(kind="mlp", layers=8, hidden=256, batch=64))
+    config = RunConfig(
+        family="1f1b",
+        num_ranks=4,
+        num_microbatches=8,
+        repeats=5,
+        model=ModelConfig(kind="mlp", layers=8, hidden=256, batch=64),
+    )
     quiet = run(config)
     loops = _busy_loops(2)
     try:
@@ -217,8 +270,18 @@ def test_distributed_failure_ends_the_run_names_the_rank_and_leaves_no_process()
     before = _children()
     started = time.monotonic()
     with pytest.raises(RunFailed, match=r"rank 2 failed during 2B1: RuntimeError: injected failure at 2B1"):
-        run(RunConfig(family="1f1b", num_ranks=3, num_microbatches=4, model=small("mlp", layers=3),
-                      backend="distributed", fail_at="2:2B1", repeats=1, warmup_steps=0))
+        run(
+            RunConfig(
+                family="1f1b",
+                num_ranks=3,
+                num_microbatches=4,
+                model=small("mlp", layers=3),
+                backend="distributed",
+                fail_at="2:2B1",
+                repeats=1,
+                warmup_steps=0,
+            )
+        )
     assert time.monotonic() - started < 30
     deadline = time.monotonic() + 5
     while _children() - before and time.monotonic() < deadline:
@@ -232,8 +295,19 @@ def test_two_distributed_runs_at_once_do_not_collide():
 
     def one(name):
         try:
-            results.append(run(RunConfig(family=name, num_ranks=2, num_microbatches=4, model=small("mlp", layers=4),
-                                         backend="distributed", repeats=1, warmup_steps=0)))
+            results.append(
+                run(
+                    RunConfig(
+                        family=name,
+                        num_ranks=2,
+                        num_microbatches=4,
+                        model=small("mlp", layers=4),
+                        backend="distributed",
+                        repeats=1,
+                        warmup_steps=0,
+                    )
+                )
+            )
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
@@ -259,8 +333,17 @@ def test_emulated_on_cuda(name):
 def test_measured_memory_of_identical_stages_follows_the_memory_model(name, chunks):
     """Ranks 1 and 2 of 4 hold identical blocks (rank 0 also has the embedding, rank 3 the head): the ratio of
     their measured peak bytes must be the ratio of the simulator's modelled peaks."""
-    result = run(RunConfig(family=name, num_ranks=4, num_microbatches=8, num_chunks=chunks, repeats=1, warmup_steps=0,
-                           model=ModelConfig(kind="mlp", layers=8 * (chunks or 1), hidden=64, batch=32)))
+    result = run(
+        RunConfig(
+            family=name,
+            num_ranks=4,
+            num_microbatches=8,
+            num_chunks=chunks,
+            repeats=1,
+            warmup_steps=0,
+            model=ModelConfig(kind="mlp", layers=8 * (chunks or 1), hidden=64, batch=32),
+        )
+    )
     measured, modelled = result.summary()["peak_memory_bytes"], result.summary()["peak_memory_model"]
     assert measured[2] / measured[1] == pytest.approx(modelled[2] / modelled[1], rel=0.04)
     if FAMILIES[name].splits_backward:

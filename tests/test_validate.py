@@ -22,15 +22,18 @@ def test_deadlock_is_reported_with_the_grid_and_here_marks():
     assert any("rank 1 1F1 waits for 0F1 (rank 0)" in line for line in marked)
 
 
-@pytest.mark.parametrize("rows, problem", [
-    (("0F0,0B0", "1F0"), "stage 1, micro-batch 0 has no backward"),
-    (("0F0,0B0,0F0", "1F0,1B0"), "0F0 appears twice"),
-    (("0B0,0F0", "1F0,1B0"), "the backward comes before"),
-    (("0F0,0W0,0I0", "1F0,1B0"), "W comes before"),
-    (("0F0,0I0,0B0,0W0", "1F0,1B0"), "both a full backward B and a split I/W"),
-    (("0F0,0I0", "1F0,1B0"), "split backward without its W"),
-    (("0F0,1F0,0B0", "1B0"), "lives on rank 1"),
-])
+@pytest.mark.parametrize(
+    "rows, problem",
+    [
+        (("0F0,0B0", "1F0"), "stage 1, micro-batch 0 has no backward"),
+        (("0F0,0B0,0F0", "1F0,1B0"), "0F0 appears twice"),
+        (("0B0,0F0", "1F0,1B0"), "the backward comes before"),
+        (("0F0,0W0,0I0", "1F0,1B0"), "W comes before"),
+        (("0F0,0I0,0B0,0W0", "1F0,1B0"), "both a full backward B and a split I/W"),
+        (("0F0,0I0", "1F0,1B0"), "split backward without its W"),
+        (("0F0,1F0,0B0", "1B0"), "lives on rank 1"),
+    ],
+)
 def test_structural_errors_name_the_problem(rows, problem):
     with pytest.raises(ScheduleError, match=problem):
         validate(_from_rows(*rows, placement="loop"))

@@ -29,8 +29,14 @@ CONTROLS_PX = 120
 def _rank_axis(num_ranks: int) -> dict:
     every = max(1, int(np.ceil(num_ranks / 16)))
     ticks = list(range(0, num_ranks, every))
-    return dict(autorange="reversed", tickmode="array", tickvals=ticks, ticktext=[f"rank {r}" for r in ticks],
-                zeroline=False, showgrid=False)
+    return dict(
+        autorange="reversed",
+        tickmode="array",
+        tickvals=ticks,
+        ticktext=[f"rank {r}" for r in ticks],
+        zeroline=False,
+        showgrid=False,
+    )
 
 
 def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
@@ -51,10 +57,19 @@ def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
             np.fmax.at(highest, which, y)
             keep = ~np.isnan(highest)
             x, y = edges[:-1][keep], highest[keep]
-        traces.append(dict(type="scatter", name=f"memory, rank {rank}", legendgroup="memory",
-                           x=x.astype(np.float32), y=y.astype(np.float32), mode="lines",
-                           line=dict(shape="hv", width=1.5, color=RANK_COLOURS[rank % len(RANK_COLOURS)]),
-                           hovertemplate=f"rank {rank} · t %{{x:.4g}} · %{{y:.3g}}<extra></extra>", **axes))
+        traces.append(
+            dict(
+                type="scatter",
+                name=f"memory, rank {rank}",
+                legendgroup="memory",
+                x=x.astype(np.float32),
+                y=y.astype(np.float32),
+                mode="lines",
+                line=dict(shape="hv", width=1.5, color=RANK_COLOURS[rank % len(RANK_COLOURS)]),
+                hovertemplate=f"rank {rank} · t %{{x:.4g}} · %{{y:.3g}}<extra></extra>",
+                **axes,
+            )
+        )
     return traces
 
 
@@ -69,24 +84,49 @@ def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float,
         suffix = "" if index == 1 else str(index)
         low = max(0.0, top - row["height"] / total)
         is_bottom = index == len(rows)
-        layout[f"yaxis{suffix}"] = dict(domain=[low, top], anchor=f"x{suffix}",
-                                       tickfont=dict(size=size.font), **row.get("yaxis", {}))
+        layout[f"yaxis{suffix}"] = dict(
+            domain=[low, top], anchor=f"x{suffix}", tickfont=dict(size=size.font), **row.get("yaxis", {})
+        )
         layout[f"xaxis{suffix}"] = dict(
-            anchor=f"y{suffix}", range=[0, end * 1.01 or 1], showticklabels=is_bottom,
-            tickfont=dict(size=size.font), **({} if is_bottom else {"matches": bottom_axis}),
-            **(dict(title=dict(text=time_unit, font=dict(size=size.font))) if is_bottom else {}))
+            anchor=f"y{suffix}",
+            range=[0, end * 1.01 or 1],
+            showticklabels=is_bottom,
+            tickfont=dict(size=size.font),
+            **({} if is_bottom else {"matches": bottom_axis}),
+            **(dict(title=dict(text=time_unit, font=dict(size=size.font))) if is_bottom else {}),
+        )
         if row.get("title"):
-            layout["annotations"].append(dict(text=row["title"], x=0.5, xref="paper", xanchor="center",
-                                              y=top, yref="paper", yanchor="bottom", showarrow=False,
-                                              font=dict(size=size.font)))
+            layout["annotations"].append(
+                dict(
+                    text=row["title"],
+                    x=0.5,
+                    xref="paper",
+                    xanchor="center",
+                    y=top,
+                    yref="paper",
+                    yanchor="bottom",
+                    showarrow=False,
+                    font=dict(size=size.font),
+                )
+            )
         top = low - GAP_PX / total
     layout.update(
-        title=dict(text=title, x=0, xanchor="left", y=1, yanchor="top", pad=dict(t=8),
-                   font=dict(size=size.title)) if title else None,
-        barmode="overlay", bargap=0.1, font=dict(size=size.font),
+        title=dict(text=title, x=0, xanchor="left", y=1, yanchor="top", pad=dict(t=8), font=dict(size=size.title))
+        if title
+        else None,
+        barmode="overlay",
+        bargap=0.1,
+        font=dict(size=size.font),
         uniformtext=dict(minsize=max(8, size.font - 4), mode="hide"),
-        legend=dict(orientation="v", x=1.01, xanchor="left", y=1, yanchor="top", font=dict(size=size.font - 1),
-                    groupclick="toggleitem"),
+        legend=dict(
+            orientation="v",
+            x=1.01,
+            xanchor="left",
+            y=1,
+            yanchor="top",
+            font=dict(size=size.font - 1),
+            groupclick="toggleitem",
+        ),
         height=total + CONTROLS_PX + (60 if title else 45),
         margin=dict(l=10, r=10, t=60 if title else 45, b=CONTROLS_PX),
         hoverlabel=dict(font=dict(size=size.font)),
@@ -100,9 +140,17 @@ def _figure(traces: list[dict], layout: dict, frames: list[dict]) -> go.Figure:
     return figure
 
 
-def timeline_figure(timeline: Timeline, *, title: str = "", time_unit: str = "time units",
-                    memory_unit: str = "micro-batches of activations", projector: bool = False,
-                    memory: bool = True, animate: bool = True, cursor_at: float | None = None) -> go.Figure:
+def timeline_figure(
+    timeline: Timeline,
+    *,
+    title: str = "",
+    time_unit: str = "time units",
+    memory_unit: str = "micro-batches of activations",
+    projector: bool = False,
+    memory: bool = True,
+    animate: bool = True,
+    cursor_at: float | None = None,
+) -> go.Figure:
     """The Gantt of ``timeline`` (one row per rank) over its memory curve, sharing the time axis and the
     playback cursor."""
     size = sizes(projector)
@@ -111,19 +159,27 @@ def timeline_figure(timeline: Timeline, *, title: str = "", time_unit: str = "ti
     rows = [dict(height=size.gantt_height(timeline.num_ranks), yaxis=_rank_axis(timeline.num_ranks))]
     if memory:
         traces += _memory_traces(timeline, dict(xaxis="x2", yaxis="y2"))
-        rows.append(dict(height=size.memory, title=f"activation memory ({memory_unit})",
-                         yaxis=dict(rangemode="tozero")))
+        rows.append(
+            dict(height=size.memory, title=f"activation memory ({memory_unit})", yaxis=dict(rangemode="tozero"))
+        )
     layout = _stacked_layout(rows, title=title, time_unit=time_unit, end=end, size=size)
     frames = []
     if animate:
-        frames = playback(layout, end, [slot_rows(timeline.frame, "y")] if drawn == "bars" else [],
-                          total_rows=timeline.num_ranks, time_format=time_format(timeline), cursor_at=cursor_at,
-                          font_size=size.font)
+        frames = playback(
+            layout,
+            end,
+            [slot_rows(timeline.frame, "y")] if drawn == "bars" else [],
+            total_rows=timeline.num_ranks,
+            time_format=time_format(timeline),
+            cursor_at=cursor_at,
+            font_size=size.font,
+        )
     return _figure(traces, layout, frames)
 
 
-def compare_figure(timelines: dict[str, Timeline], *, time_unit: str = "time units",
-                   projector: bool = False) -> go.Figure:
+def compare_figure(
+    timelines: dict[str, Timeline], *, time_unit: str = "time units", projector: bool = False
+) -> go.Figure:
     """One Gantt per schedule, stacked on one shared time axis (the longer makespan is visibly longer), played
     by one set of controls."""
     size = sizes(projector)
@@ -139,36 +195,56 @@ def compare_figure(timelines: dict[str, Timeline], *, time_unit: str = "time uni
             seen.add(entry)
         traces += mine
         all_bars = all_bars and drawn == "bars"
-        rows.append(dict(height=size.gantt_height(timeline.num_ranks) - 40, title=name,
-                         yaxis=_rank_axis(timeline.num_ranks)))
+        rows.append(
+            dict(height=size.gantt_height(timeline.num_ranks) - 40, title=name, yaxis=_rank_axis(timeline.num_ranks))
+        )
         slots.append(slot_rows(timeline.frame, f"y{suffix}"))
     end = max(float(t.frame["end"].max()) for t in timelines.values())
     layout = _stacked_layout(rows, title="", time_unit=time_unit, end=end, size=size)
     first = next(iter(timelines.values()))
-    frames = playback(layout, end, slots if all_bars else [], total_rows=sum(t.num_ranks for t in timelines.values()),
-                      time_format=time_format(first), font_size=size.font)
+    frames = playback(
+        layout,
+        end,
+        slots if all_bars else [],
+        total_rows=sum(t.num_ranks for t in timelines.values()),
+        time_format=time_format(first),
+        font_size=size.font,
+    )
     return _figure(traces, layout, frames)
 
 
 def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
     """Bubble fraction against peak memory, one point per schedule: which trade memory for time."""
     size = sizes(projector)
-    figure = go.Figure(go.Scatter(
-        x=[row["peak_memory"] for row in rows], y=[row["bubble_fraction"] for row in rows],
-        text=[row["schedule"] for row in rows], mode="markers+text", textposition="top center",
-        marker=dict(size=14 if projector else 11), textfont=dict(size=size.font),
-        hovertemplate="%{text}: peak memory %{x:.3g}, bubble %{y:.1%}<extra></extra>",
-    ))
+    figure = go.Figure(
+        go.Scatter(
+            x=[row["peak_memory"] for row in rows],
+            y=[row["bubble_fraction"] for row in rows],
+            text=[row["schedule"] for row in rows],
+            mode="markers+text",
+            textposition="top center",
+            marker=dict(size=14 if projector else 11),
+            textfont=dict(size=size.font),
+            hovertemplate="%{text}: peak memory %{x:.3g}, bubble %{y:.1%}<extra></extra>",
+        )
+    )
     figure.update_layout(
-        height=320 if projector else 280, margin=dict(l=10, r=10, t=30, b=10), font=dict(size=size.font),
-        xaxis=dict(title="peak memory, busiest rank (micro-batches of a rank's share)",
-                   range=[0, 1.15 * max(row["peak_memory"] for row in rows) or 1], tickfont=dict(size=size.font)),
-        yaxis=dict(title="bubble fraction", tickformat=".0%", tickfont=dict(size=size.font),
-                   range=[0, 1.25 * max(row["bubble_fraction"] for row in rows) or 0.1]),
+        height=320 if projector else 280,
+        margin=dict(l=10, r=10, t=30, b=10),
+        font=dict(size=size.font),
+        xaxis=dict(
+            title="peak memory, busiest rank (micro-batches of a rank's share)",
+            range=[0, 1.15 * max(row["peak_memory"] for row in rows) or 1],
+            tickfont=dict(size=size.font),
+        ),
+        yaxis=dict(
+            title="bubble fraction",
+            tickformat=".0%",
+            tickfont=dict(size=size.font),
+            range=[0, 1.25 * max(row["bubble_fraction"] for row in rows) or 0.1],
+        ),
     )
     return figure
-
-
 
 
 def memory_unit(values) -> tuple[str, float]:
@@ -190,42 +266,93 @@ def run_figure(result, *, projector: bool = False) -> go.Figure:
     traces, drawn = gantt_traces(measured, axes=dict(xaxis="x", yaxis="y"), show_legend=True)
     if drawn == "bars":
         frame = predicted.frame.drop_duplicates(["rank", "step"])
-        traces.append(dict(type="bar", name="predicted (outline)", legendgroup="predicted", orientation="h",
-                           y=frame["rank"].to_numpy(np.int16), base=frame["start"].to_numpy(np.float32),
-                           x=(frame["end"] - frame["start"]).to_numpy(np.float32), width=0.92, offset=-0.46,
-                           marker=dict(color="rgba(0,0,0,0)", line=dict(color="#222222", width=1.5)),
-                           hovertemplate="predicted: rank %{y} · %{base:.3f} → %{customdata:.3f} ms<extra></extra>",
-                           customdata=frame["end"].to_numpy(np.float32), xaxis="x", yaxis="y"))
+        traces.append(
+            dict(
+                type="bar",
+                name="predicted (outline)",
+                legendgroup="predicted",
+                orientation="h",
+                y=frame["rank"].to_numpy(np.int16),
+                base=frame["start"].to_numpy(np.float32),
+                x=(frame["end"] - frame["start"]).to_numpy(np.float32),
+                width=0.92,
+                offset=-0.46,
+                marker=dict(color="rgba(0,0,0,0)", line=dict(color="#222222", width=1.5)),
+                hovertemplate="predicted: rank %{y} · %{base:.3f} → %{customdata:.3f} ms<extra></extra>",
+                customdata=frame["end"].to_numpy(np.float32),
+                xaxis="x",
+                yaxis="y",
+            )
+        )
         actions = measured.frame
         spread = actions["duration_max"] - actions["duration_min"]
         if (spread > 1e-9).any():
             count = len(actions)
-            x = np.column_stack([actions["start"] + actions["duration_min"], actions["start"] + actions["duration_max"],
-                                 np.full(count, np.nan)]).ravel()
+            x = np.column_stack(
+                [
+                    actions["start"] + actions["duration_min"],
+                    actions["start"] + actions["duration_max"],
+                    np.full(count, np.nan),
+                ]
+            ).ravel()
             y = np.column_stack([actions["rank"], actions["rank"], np.full(count, np.nan)]).ravel() + 0.25
-            traces.append(dict(type="scatter", name="spread over the repeats (min–max)", legendgroup="spread",
-                               x=x.astype(np.float32), y=y.astype(np.float32), mode="lines+markers",
-                               line=dict(color="#111111", width=1.2),
-                               marker=dict(symbol="line-ns", size=np.tile(np.array([7, 7, 0], np.int8), count),
-                                           line=dict(width=1.2, color="#111111")),
-                               hoverinfo="skip", xaxis="x", yaxis="y"))
+            traces.append(
+                dict(
+                    type="scatter",
+                    name="spread over the repeats (min–max)",
+                    legendgroup="spread",
+                    x=x.astype(np.float32),
+                    y=y.astype(np.float32),
+                    mode="lines+markers",
+                    line=dict(color="#111111", width=1.2),
+                    marker=dict(
+                        symbol="line-ns",
+                        size=np.tile(np.array([7, 7, 0], np.int8), count),
+                        line=dict(width=1.2, color="#111111"),
+                    ),
+                    hoverinfo="skip",
+                    xaxis="x",
+                    yaxis="y",
+                )
+            )
     unit, divisor = memory_unit(measured.frame["memory_after"])
     frame = measured.frame.assign(modelled_bytes=result.modelled_bytes()).sort_values(["rank", "end", "step"])
     for rank, rows in frame.groupby("rank"):
         colour = RANK_COLOURS[int(rank) % len(RANK_COLOURS)]
         x = np.r_[0.0, rows["end"].to_numpy()]
-        for label, values, dash in (("measured", rows["memory_after"].to_numpy(), "solid"),
-                                    ("modelled", rows["modelled_bytes"].to_numpy(), "dash")):
-            traces.append(dict(type="scatter", name=f"rank {rank}, {label}", legendgroup=f"memory {label}",
-                               x=x.astype(np.float32), y=(np.r_[0.0, values] / divisor).astype(np.float32),
-                               mode="lines", line=dict(shape="hv", width=1.5, color=colour, dash=dash),
-                               hovertemplate=f"rank {rank} {label} · %{{x:.3f}} ms · %{{y:.3g}} {unit}<extra></extra>",
-                               xaxis="x2", yaxis="y2"))
-    rows = [dict(height=size.gantt_height(measured.num_ranks), yaxis=_rank_axis(measured.num_ranks)),
-            dict(height=size.memory + 40, title=f"activation memory ({unit}): measured solid, modelled dashed",
-                 yaxis=dict(rangemode="tozero"))]
-    layout = _stacked_layout(rows, title="Measured, with the prediction outlined", time_unit="ms", end=end,
-                             size=size)
-    frames = playback(layout, end, [slot_rows(measured.frame, "y")] if drawn == "bars" else [],
-                      total_rows=measured.num_ranks, time_format=".3f", font_size=size.font)
+        for label, values, dash in (
+            ("measured", rows["memory_after"].to_numpy(), "solid"),
+            ("modelled", rows["modelled_bytes"].to_numpy(), "dash"),
+        ):
+            traces.append(
+                dict(
+                    type="scatter",
+                    name=f"rank {rank}, {label}",
+                    legendgroup=f"memory {label}",
+                    x=x.astype(np.float32),
+                    y=(np.r_[0.0, values] / divisor).astype(np.float32),
+                    mode="lines",
+                    line=dict(shape="hv", width=1.5, color=colour, dash=dash),
+                    hovertemplate=f"rank {rank} {label} · %{{x:.3f}} ms · %{{y:.3g}} {unit}<extra></extra>",
+                    xaxis="x2",
+                    yaxis="y2",
+                )
+            )
+    rows = [
+        dict(height=size.gantt_height(measured.num_ranks), yaxis=_rank_axis(measured.num_ranks)),
+        dict(
+            height=size.memory + 40,
+            title=f"activation memory ({unit}): measured solid, modelled dashed",
+            yaxis=dict(rangemode="tozero"),
+        ),
+    ]
+    layout = _stacked_layout(rows, title="Measured, with the prediction outlined", time_unit="ms", end=end, size=size)
+    frames = playback(
+        layout,
+        end,
+        [slot_rows(measured.frame, "y")] if drawn == "bars" else [],
+        total_rows=measured.num_ranks,
+        time_format=".3f",
+        font_size=size.font,
+    )
     return _figure(traces, layout, frames)

@@ -17,8 +17,7 @@ import numpy as np
 from engine import Timeline
 from engine.ir import KIND_NAMES, Kind
 
-from ..style import (IDLE_FILL, IDLE_HATCH, KIND_COLOURS, RECOMPUTE_HATCH, TRANSFER_COLOUR, chunk_shade,
-                     text_colour)
+from ..style import IDLE_FILL, IDLE_HATCH, KIND_COLOURS, RECOMPUTE_HATCH, TRANSFER_COLOUR, chunk_shade, text_colour
 
 BAR_LIMIT = 2500
 """Above this many actions the Gantt is binned (one heatmap) instead of one bar per action."""
@@ -63,15 +62,37 @@ def _add_bars(traces: list, timeline: Timeline, show_legend: bool) -> None:
         letter = kind.name
         for chunk in range(num_chunks):
             for overlapped in (False, True):
-                rows = frame[(frame["kind"] == letter) & (frame["chunk"] == chunk) & (frame["overlapped"] == overlapped)]
+                rows = frame[
+                    (frame["kind"] == letter) & (frame["chunk"] == chunk) & (frame["overlapped"] == overlapped)
+                ]
                 if not rows.empty:
-                    traces.append(_bar_trace(rows, kind, chunk, num_chunks, overlapped, fmt,
-                                             show_legend=show_legend and not overlapped,
-                                             label=len(frame) <= LABEL_LIMIT, outline=outline))
+                    traces.append(
+                        _bar_trace(
+                            rows,
+                            kind,
+                            chunk,
+                            num_chunks,
+                            overlapped,
+                            fmt,
+                            show_legend=show_legend and not overlapped,
+                            label=len(frame) <= LABEL_LIMIT,
+                            outline=outline,
+                        )
+                    )
 
 
-def _bar_trace(rows, kind: Kind, chunk: int, num_chunks: int, overlapped: bool, fmt: str, *, show_legend: bool,
-               label: bool, outline: dict) -> dict:
+def _bar_trace(
+    rows,
+    kind: Kind,
+    chunk: int,
+    num_chunks: int,
+    overlapped: bool,
+    fmt: str,
+    *,
+    show_legend: bool,
+    label: bool,
+    outline: dict,
+) -> dict:
     """One trace: the actions of one kind, chunk and overlap. Hover text comes from a template over compact
     numbers (stage, micro-batch, start, end), not one string per bar, to keep the figure small."""
     letter = kind.name
@@ -80,16 +101,30 @@ def _bar_trace(rows, kind: Kind, chunk: int, num_chunks: int, overlapped: bool, 
     # (the y axis is reversed so rank 0 is on top: "upper" is the negative side)
     width, offset = (0.4, -0.4 if letter == "F" else 0.0) if overlapped else (0.8, -0.4)
     numbers = np.column_stack([rows["stage"], rows["microbatch"], rows["start"], rows["end"]]).astype(np.float32)
-    template = (f"rank %{{y}} · %{{customdata[0]}}{letter}%{{customdata[1]}} (stage %{{customdata[0]}}, "
-                f"{KIND_NAMES[kind]}, micro-batch %{{customdata[1]}}{', overlapped' if overlapped else ''}) · "
-                f"%{{customdata[2]:{fmt}}} → %{{customdata[3]:{fmt}}}<extra></extra>")
+    template = (
+        f"rank %{{y}} · %{{customdata[0]}}{letter}%{{customdata[1]}} (stage %{{customdata[0]}}, "
+        f"{KIND_NAMES[kind]}, micro-batch %{{customdata[1]}}{', overlapped' if overlapped else ''}) · "
+        f"%{{customdata[2]:{fmt}}} → %{{customdata[3]:{fmt}}}<extra></extra>"
+    )
     name = f"{letter} {KIND_NAMES[kind]}" if num_chunks == 1 else f"chunk {chunk}"
     trace = dict(
-        type="bar", name=name, legendgroup=letter, showlegend=show_legend, orientation="h",
-        y=rows["rank"].to_numpy(np.int16), base=rows["start"].to_numpy(np.float32),
-        x=(rows["end"] - rows["start"]).to_numpy(np.float32), width=width, offset=offset,
-        marker=dict(color=fill, line=outline), customdata=numbers, hovertemplate=template,
-        textposition="inside", insidetextanchor="middle", textangle=0, textfont=dict(color=text_colour(fill)),
+        type="bar",
+        name=name,
+        legendgroup=letter,
+        showlegend=show_legend,
+        orientation="h",
+        y=rows["rank"].to_numpy(np.int16),
+        base=rows["start"].to_numpy(np.float32),
+        x=(rows["end"] - rows["start"]).to_numpy(np.float32),
+        width=width,
+        offset=offset,
+        marker=dict(color=fill, line=outline),
+        customdata=numbers,
+        hovertemplate=template,
+        textposition="inside",
+        insidetextanchor="middle",
+        textangle=0,
+        textfont=dict(color=text_colour(fill)),
     )
     if label:
         trace["text"] = rows["microbatch"].astype(str).tolist()
@@ -103,15 +138,30 @@ def _add_idle(traces: list, timeline: Timeline, show_legend: bool) -> None:
     if idle.empty:
         return
     fmt = time_format(timeline)
-    traces.append(dict(
-        type="bar", name="idle (the bubble)", legendgroup="idle", showlegend=show_legend, orientation="h",
-        y=idle["rank"].to_numpy(np.int16), base=idle["start"].to_numpy(np.float32),
-        x=(idle["end"] - idle["start"]).to_numpy(np.float32), width=0.8, offset=-0.4,
-        marker=dict(color=IDLE_FILL, line=dict(width=0),
-                    pattern=dict(shape="/", fgcolor=IDLE_HATCH, bgcolor=IDLE_FILL, size=7, solidity=0.25)),
-        hovertext=[f"rank {r} · idle · {a:{fmt}} → {b:{fmt}} ({b - a:{fmt}})"
-                   for r, a, b in zip(idle["rank"], idle["start"], idle["end"])], hoverinfo="text",
-    ))
+    traces.append(
+        dict(
+            type="bar",
+            name="idle (the bubble)",
+            legendgroup="idle",
+            showlegend=show_legend,
+            orientation="h",
+            y=idle["rank"].to_numpy(np.int16),
+            base=idle["start"].to_numpy(np.float32),
+            x=(idle["end"] - idle["start"]).to_numpy(np.float32),
+            width=0.8,
+            offset=-0.4,
+            marker=dict(
+                color=IDLE_FILL,
+                line=dict(width=0),
+                pattern=dict(shape="/", fgcolor=IDLE_HATCH, bgcolor=IDLE_FILL, size=7, solidity=0.25),
+            ),
+            hovertext=[
+                f"rank {r} · idle · {a:{fmt}} → {b:{fmt}} ({b - a:{fmt}})"
+                for r, a, b in zip(idle["rank"], idle["start"], idle["end"])
+            ],
+            hoverinfo="text",
+        )
+    )
 
 
 def _add_recompute(traces: list, timeline: Timeline, show_legend: bool) -> None:
@@ -119,18 +169,32 @@ def _add_recompute(traces: list, timeline: Timeline, show_legend: bool) -> None:
     rows = frame[frame["recompute"] > 0]
     if rows.empty:
         return
-    traces.append(dict(
-        type="bar", name="re-run forward (recomputation)", legendgroup="recompute", showlegend=show_legend,
-        orientation="h", y=rows["rank"].to_numpy(np.int16), base=rows["start"].to_numpy(np.float32),
-        x=rows["recompute"].to_numpy(np.float32),
-        width=np.where(rows["overlapped"], 0.4, 0.8), offset=np.where(rows["overlapped"], 0.0, -0.4),
-        marker=dict(color="rgba(0,0,0,0)", line=dict(width=0),
-                    pattern=dict(shape="x", fgcolor=RECOMPUTE_HATCH, bgcolor="rgba(255,255,255,0.3)", size=6,
-                                 solidity=0.4)),
-        hovertext=[f"rank {r} · {s}{k}{mb} first re-runs its forward: {d:.3g}"
-                   for r, s, k, mb, d in zip(rows["rank"], rows["stage"], rows["kind"], rows["microbatch"],
-                                             rows["recompute"])], hoverinfo="text",
-    ))
+    traces.append(
+        dict(
+            type="bar",
+            name="re-run forward (recomputation)",
+            legendgroup="recompute",
+            showlegend=show_legend,
+            orientation="h",
+            y=rows["rank"].to_numpy(np.int16),
+            base=rows["start"].to_numpy(np.float32),
+            x=rows["recompute"].to_numpy(np.float32),
+            width=np.where(rows["overlapped"], 0.4, 0.8),
+            offset=np.where(rows["overlapped"], 0.0, -0.4),
+            marker=dict(
+                color="rgba(0,0,0,0)",
+                line=dict(width=0),
+                pattern=dict(shape="x", fgcolor=RECOMPUTE_HATCH, bgcolor="rgba(255,255,255,0.3)", size=6, solidity=0.4),
+            ),
+            hovertext=[
+                f"rank {r} · {s}{k}{mb} first re-runs its forward: {d:.3g}"
+                for r, s, k, mb, d in zip(
+                    rows["rank"], rows["stage"], rows["kind"], rows["microbatch"], rows["recompute"]
+                )
+            ],
+            hoverinfo="text",
+        )
+    )
 
 
 def _add_transfers(traces: list, timeline: Timeline, show_legend: bool) -> None:
@@ -142,28 +206,53 @@ def _add_transfers(traces: list, timeline: Timeline, show_legend: bool) -> None:
     count = len(moves)
     x = np.column_stack([moves["depart"], moves["arrive"], np.full(count, np.nan)]).ravel().astype(np.float32)
     y = np.column_stack([moves["from_rank"], moves["to_rank"], np.full(count, np.nan)]).ravel().astype(np.float32)
-    traces.append(dict(
-        type="scatter", name="transfer between ranks", legendgroup="transfer", showlegend=show_legend, x=x, y=y,
-        mode="lines+markers", line=dict(color=TRANSFER_COLOUR, width=1),
-        marker=dict(symbol="arrow", angleref="previous", size=np.tile(np.array([0, 9, 0], np.int8), count),
-                    color=TRANSFER_COLOUR),
-        hoverinfo="skip",
-    ))
+    traces.append(
+        dict(
+            type="scatter",
+            name="transfer between ranks",
+            legendgroup="transfer",
+            showlegend=show_legend,
+            x=x,
+            y=y,
+            mode="lines+markers",
+            line=dict(color=TRANSFER_COLOUR, width=1),
+            marker=dict(
+                symbol="arrow",
+                angleref="previous",
+                size=np.tile(np.array([0, 9, 0], np.int8), count),
+                color=TRANSFER_COLOUR,
+            ),
+            hoverinfo="skip",
+        )
+    )
 
 
 def _add_waits(traces: list, timeline: Timeline, show_legend: bool) -> None:
     waits = timeline.waits
     if waits is None or not len(waits):
         return
-    traces.append(dict(
-        type="bar", name="waiting for a receive", legendgroup="wait", showlegend=show_legend, orientation="h",
-        y=waits["rank"].to_numpy(np.int16), base=waits["start"].to_numpy(np.float32),
-        x=(waits["end"] - waits["start"]).to_numpy(np.float32), width=0.3, offset=-0.15,
-        marker=dict(color="rgba(120,120,120,0.55)"),
-        hovertext=[f"rank {r} · {a} waits for {w} · {e - s:.3f}" for r, a, w, s, e in
-                   zip(waits["rank"], waits["action"], waits["waiting_for"], waits["start"], waits["end"])],
-        hoverinfo="text",
-    ))
+    traces.append(
+        dict(
+            type="bar",
+            name="waiting for a receive",
+            legendgroup="wait",
+            showlegend=show_legend,
+            orientation="h",
+            y=waits["rank"].to_numpy(np.int16),
+            base=waits["start"].to_numpy(np.float32),
+            x=(waits["end"] - waits["start"]).to_numpy(np.float32),
+            width=0.3,
+            offset=-0.15,
+            marker=dict(color="rgba(120,120,120,0.55)"),
+            hovertext=[
+                f"rank {r} · {a} waits for {w} · {e - s:.3f}"
+                for r, a, w, s, e in zip(
+                    waits["rank"], waits["action"], waits["waiting_for"], waits["start"], waits["end"]
+                )
+            ],
+            hoverinfo="text",
+        )
+    )
 
 
 def busy_by_bin(timeline: Timeline, edges: np.ndarray) -> np.ndarray:
@@ -196,16 +285,43 @@ def _add_bins(traces: list, timeline: Timeline, show_legend: bool) -> None:
     for index, colour in enumerate(BIN_COLOURS):  # discrete colour scale: one band per code
         low, high = index / len(BIN_COLOURS), (index + 1) / len(BIN_COLOURS)
         scale += [[low, colour], [high, colour]]
-    traces.append(dict(
-        type="heatmap", z=code.astype(np.int8), x=((edges[:-1] + edges[1:]) / 2).astype(np.float32),
-        y=np.arange(timeline.num_ranks, dtype=np.int16), zmin=-0.5, zmax=len(BIN_COLOURS) - 0.5,
-        colorscale=scale, showscale=False, name="binned", text=np.array(CODES)[code],
-        customdata=np.round(100 * np.clip(total / width, 0, 1)).astype(np.uint8),
-        hovertemplate="rank %{y} · t ≈ %{x:.4g} · mostly %{text} · busy %{customdata}%<extra></extra>",
-    ))
+    traces.append(
+        dict(
+            type="heatmap",
+            z=code.astype(np.int8),
+            x=((edges[:-1] + edges[1:]) / 2).astype(np.float32),
+            y=np.arange(timeline.num_ranks, dtype=np.int16),
+            zmin=-0.5,
+            zmax=len(BIN_COLOURS) - 0.5,
+            colorscale=scale,
+            showscale=False,
+            name="binned",
+            text=np.array(CODES)[code],
+            customdata=np.round(100 * np.clip(total / width, 0, 1)).astype(np.uint8),
+            hovertemplate="rank %{y} · t ≈ %{x:.4g} · mostly %{text} · busy %{customdata}%<extra></extra>",
+        )
+    )
     for letter in "FBIW":  # the heatmap has no legend of its own: one entry per colour
         if (timeline.frame["kind"] == letter).any():
-            traces.append(dict(type="bar", name=f"{letter} {KIND_NAMES[Kind[letter]]}", x=[None], y=[None],
-                               marker=dict(color=KIND_COLOURS[letter]), showlegend=show_legend, legendgroup=letter))
-    traces.append(dict(type="bar", name="idle (the bubble)", x=[None], y=[None], marker=dict(color=IDLE_FILL),
-                       showlegend=show_legend, legendgroup="idle"))
+            traces.append(
+                dict(
+                    type="bar",
+                    name=f"{letter} {KIND_NAMES[Kind[letter]]}",
+                    x=[None],
+                    y=[None],
+                    marker=dict(color=KIND_COLOURS[letter]),
+                    showlegend=show_legend,
+                    legendgroup=letter,
+                )
+            )
+    traces.append(
+        dict(
+            type="bar",
+            name="idle (the bubble)",
+            x=[None],
+            y=[None],
+            marker=dict(color=IDLE_FILL),
+            showlegend=show_legend,
+            legendgroup="idle",
+        )
+    )

@@ -36,16 +36,39 @@ def shapes_at(t: float, end: float, rows: list[tuple[np.ndarray, str]], highligh
 
     Every moment has the same shapes in the same order — an empty veil at the end, a hidden outline where
     nothing runs — because Plotly updates shapes by position and keeps any a frame does not mention."""
-    shapes = [dict(type="rect", xref="x", yref="paper", x0=t, x1=max(t, end), y0=0, y1=1, fillcolor=VEIL,
-                   line=dict(width=0), layer="above", visible=t < end),
-              dict(type="line", xref="x", yref="paper", x0=t, x1=t, y0=0, y1=1,
-                   line=dict(color=CURSOR, width=2), layer="above")]
+    shapes = [
+        dict(
+            type="rect",
+            xref="x",
+            yref="paper",
+            x0=t,
+            x1=max(t, end),
+            y0=0,
+            y1=1,
+            fillcolor=VEIL,
+            line=dict(width=0),
+            layer="above",
+            visible=t < end,
+        ),
+        dict(
+            type="line", xref="x", yref="paper", x0=t, x1=t, y0=0, y1=1, line=dict(color=CURSOR, width=2), layer="above"
+        ),
+    ]
     if highlight:
         for slots, yref in rows:
             running = slots[(slots[:, 0] <= t) & (slots[:, 1] > t)]
             path = "".join(f"M{a:.6g},{r - 0.45:g}H{b:.6g}V{r + 0.45:g}H{a:.6g}Z" for a, b, r in running)
-            shapes.append(dict(type="path", xref="x", yref=yref, path=path or "M0,0", visible=bool(path),
-                               line=dict(color="#111111", width=2.5), layer="above"))
+            shapes.append(
+                dict(
+                    type="path",
+                    xref="x",
+                    yref=yref,
+                    path=path or "M0,0",
+                    visible=bool(path),
+                    line=dict(color="#111111", width=2.5),
+                    layer="above",
+                )
+            )
     return shapes
 
 
@@ -59,8 +82,16 @@ def frame_times(end: float) -> np.ndarray:
     return np.r_[times, end] if end - times[-1] > 1e-9 * end else times
 
 
-def playback(layout: dict, end: float, rows: list[tuple[np.ndarray, str]], *, total_rows: int, time_format: str,
-             cursor_at: float | None = None, font_size: int = 13) -> list[dict]:
+def playback(
+    layout: dict,
+    end: float,
+    rows: list[tuple[np.ndarray, str]],
+    *,
+    total_rows: int,
+    time_format: str,
+    cursor_at: float | None = None,
+    font_size: int = 13,
+) -> list[dict]:
     """Add Play/Pause buttons and a time slider to ``layout``; return the frames. ``cursor_at`` draws the
     figure at that moment (the lecture's step mode); by default it shows the whole timeline and Play starts
     from 0."""
@@ -73,13 +104,20 @@ def playback(layout: dict, end: float, rows: list[tuple[np.ndarray, str]], *, to
     frame_ms = 1000 * SECONDS / len(times)
 
     def play(speed: float, from_current: bool) -> dict:
-        return dict(frame=dict(duration=frame_ms / speed, redraw=False), transition=dict(duration=0),
-                    fromcurrent=from_current, mode="immediate")
+        return dict(
+            frame=dict(duration=frame_ms / speed, redraw=False),
+            transition=dict(duration=0),
+            fromcurrent=from_current,
+            mode="immediate",
+        )
 
     buttons = [dict(label=label, method="animate", args=[None, play(speed, False)]) for label, speed in SPEEDS]
     buttons += [
-        dict(label="Pause", method="animate",
-             args=[[None], dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate")]),
+        dict(
+            label="Pause",
+            method="animate",
+            args=[[None], dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate")],
+        ),
         dict(label="Resume", method="animate", args=[None, play(1.0, True)]),
     ]
     active = len(times) - 1 if cursor_at is None else int(np.abs(times - cursor_at).argmin())
@@ -89,15 +127,43 @@ def playback(layout: dict, end: float, rows: list[tuple[np.ndarray, str]], *, to
     layout.update(
         shapes=shapes_at(cursor_at, end, rows, highlight) if cursor_at is not None else [],
         # the buttons above the chart's top right, where they are seen without scrolling; the slider below it
-        updatemenus=[dict(type="buttons", direction="left", showactive=False, x=1.0, xanchor="right", y=1 + above,
-                          yanchor="bottom", pad=dict(t=0, r=0), buttons=buttons, font=dict(size=font_size))],
-        sliders=[dict(
-            active=active, x=0, xanchor="left", len=1.0, y=below, yanchor="top", pad=dict(t=0, b=0),
-            currentvalue=dict(prefix="t = ", xanchor="right", font=dict(size=font_size)),
-            font=dict(size=max(font_size - 3, 9)),
-            steps=[dict(label=name, method="animate",
-                        args=[[name], dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0),
-                                           mode="immediate")]) for name in names],
-        )],
+        updatemenus=[
+            dict(
+                type="buttons",
+                direction="left",
+                showactive=False,
+                x=1.0,
+                xanchor="right",
+                y=1 + above,
+                yanchor="bottom",
+                pad=dict(t=0, r=0),
+                buttons=buttons,
+                font=dict(size=font_size),
+            )
+        ],
+        sliders=[
+            dict(
+                active=active,
+                x=0,
+                xanchor="left",
+                len=1.0,
+                y=below,
+                yanchor="top",
+                pad=dict(t=0, b=0),
+                currentvalue=dict(prefix="t = ", xanchor="right", font=dict(size=font_size)),
+                font=dict(size=max(font_size - 3, 9)),
+                steps=[
+                    dict(
+                        label=name,
+                        method="animate",
+                        args=[
+                            [name],
+                            dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate"),
+                        ],
+                    )
+                    for name in names
+                ],
+            )
+        ],
     )
     return frames

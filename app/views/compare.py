@@ -14,8 +14,10 @@ PAGE = "cp"
 SCHEDULES = f"{PAGE}_schedules"
 
 st.title("Compare schedules")
-st.caption("The same model, ranks, micro-batches and costs under different schedules: one time axis, so the "
-           "longer step is visibly longer. B = I + W for the schedules without a split backward.")
+st.caption(
+    "The same model, ranks, micro-batches and costs under different schedules: one time axis, so the "
+    "longer step is visibly longer. B = I + W for the schedules without a split backward."
+)
 
 link = state.new_link(PAGE, ("schedules",) + URL_KEYS)
 problems: list[str] = []
@@ -24,11 +26,13 @@ if link is not None:
     state.seed({SCHEDULES: list(linked.schedules), **widget_values(PAGE, linked.lab)})
 projector = projector_toggle()
 state.restore([SCHEDULES], {SCHEDULES: list(COMPARE_DEFAULT)})
-names = st.sidebar.multiselect("Schedules (2 to 4)", list(FAMILIES), key=SCHEDULES, max_selections=4,
-                               format_func=lambda n: FAMILIES[n].title)
+names = st.sidebar.multiselect(
+    "Schedules (2 to 4)", list(FAMILIES), key=SCHEDULES, max_selections=4, format_func=lambda n: FAMILIES[n].title
+)
 state.remember([SCHEDULES])
-lab = lab_sidebar(PAGE, with_schedule=False, split_costs=True,
-                  show_chunks=any(FAMILIES[name].takes_chunks for name in names))
+lab = lab_sidebar(
+    PAGE, with_schedule=False, split_costs=True, show_chunks=any(FAMILIES[name].takes_chunks for name in names)
+)
 settings = CompareSettings(tuple(names), lab)
 state.write_link(PAGE, {**settings.to_query(), **({"projector": "1"} if projector else {})})
 for problem in problems:
@@ -57,30 +61,44 @@ for name, (one, schedule, timeline) in results.items():
 rows = []
 for name, (one, schedule, timeline) in results.items():
     summary = timeline.summary()
-    rows.append({"schedule": name, "makespan": summary["makespan"], "bubble_fraction": summary["bubble_fraction"],
-                 "bubble_ratio": summary["bubble_ratio"], "idle_inside_span": summary["span_idle_fraction"],
-                 "peak_memory": max(summary["peak_memory"]), "transfers": summary["transfers"]})
+    rows.append(
+        {
+            "schedule": name,
+            "makespan": summary["makespan"],
+            "bubble_fraction": summary["bubble_fraction"],
+            "bubble_ratio": summary["bubble_ratio"],
+            "idle_inside_span": summary["span_idle_fraction"],
+            "peak_memory": max(summary["peak_memory"]),
+            "transfers": summary["transfers"],
+        }
+    )
 table = pd.DataFrame(rows).set_index("schedule")
 first = table.iloc[0]
-shown = pd.DataFrame({
-    "makespan": table["makespan"].map("{:.4g}".format),
-    f"vs {table.index[0]}": (table["makespan"] / first["makespan"] - 1).map("{:+.1%}".format),
-    "bubble fraction": table["bubble_fraction"].map("{:.1%}".format),
-    "Δ bubble": (table["bubble_fraction"] - first["bubble_fraction"]).map(lambda d: f"{100 * d:+.1f} pts"),
-    "bubble ratio": table["bubble_ratio"].map("{:.3f}".format),
-    "idle inside span": table["idle_inside_span"].map("{:.1%}".format),
-    "peak memory (busiest rank)": table["peak_memory"].map("{:.3g}".format),
-    "Δ memory": (table["peak_memory"] - first["peak_memory"]).map("{:+.3g}".format),
-    "transfers": table["transfers"],
-})
+shown = pd.DataFrame(
+    {
+        "makespan": table["makespan"].map("{:.4g}".format),
+        f"vs {table.index[0]}": (table["makespan"] / first["makespan"] - 1).map("{:+.1%}".format),
+        "bubble fraction": table["bubble_fraction"].map("{:.1%}".format),
+        "Δ bubble": (table["bubble_fraction"] - first["bubble_fraction"]).map(lambda d: f"{100 * d:+.1f} pts"),
+        "bubble ratio": table["bubble_ratio"].map("{:.3f}".format),
+        "idle inside span": table["idle_inside_span"].map("{:.1%}".format),
+        "peak memory (busiest rank)": table["peak_memory"].map("{:.3g}".format),
+        "Δ memory": (table["peak_memory"] - first["peak_memory"]).map("{:+.3g}".format),
+        "transfers": table["transfers"],
+    }
+)
 st.dataframe(shown, width="stretch")
 
 timelines = {FAMILIES[name].title: timeline for name, (_, _, timeline) in results.items()}
 st.plotly_chart(compare_figure(timelines, projector=projector), width="stretch", key="cp_gantt")
-st.caption("One ▶ Play drives every schedule: the cursor shows where each one is at the same moment. "
-           "Hatched grey is idle time.")
+st.caption(
+    "One ▶ Play drives every schedule: the cursor shows where each one is at the same moment. "
+    "Hatched grey is idle time."
+)
 
 st.subheader("Time against memory")
 st.plotly_chart(tradeoff_figure(rows, projector=projector), width="stretch", key="cp_tradeoff")
-st.caption("Lower is less bubble, left is less memory: a schedule that moves down-and-right trades memory for "
-           "time (ZB-H2 over ZB-H1); one that moves down alone is a free lunch on these costs.")
+st.caption(
+    "Lower is less bubble, left is less memory: a schedule that moves down-and-right trades memory for "
+    "time (ZB-H2 over ZB-H1); one that moves down alone is a free lunch on these costs."
+)

@@ -18,8 +18,10 @@ EDITOR_MAX_BYTES = 256 * 1024
 HANDOFF = "rr_schedule_csv"  # where the Real run page picks up a schedule sent from here
 
 st.title("Schedule editor")
-st.caption("A schedule in PyTorch's CSV format: one line per rank, actions such as 0F0, 1B3, 2I5, 2W5 or "
-           "(0F7;7B3)OVERLAP_F_B, run left to right. Lowered files with SEND/RECV actions are read too.")
+st.caption(
+    "A schedule in PyTorch's CSV format: one line per rank, actions such as 0F0, 1B3, 2I5, 2W5 or "
+    "(0F7;7B3)OVERLAP_F_B, run left to right. Lowered files with SEND/RECV actions are read too."
+)
 
 projector = projector_toggle()
 st.sidebar.markdown("**Start from a family**")
@@ -30,8 +32,11 @@ if st.sidebar.button("Load it into the editor", key=f"{PAGE}_load", type="primar
         state.seed({TEXT: build_schedule(start.schedule, start.ranks, start.microbatches, start.num_chunks).to_csv()})
     except ValueError as error:
         st.sidebar.error(str(error))
-upload = st.sidebar.file_uploader(f"…or upload a CSV (the editor reads up to {EDITOR_MAX_BYTES // 1024} KiB)", type=["csv", "txt"],
-                                  key=f"{PAGE}_upload")
+upload = st.sidebar.file_uploader(
+    f"…or upload a CSV (the editor reads up to {EDITOR_MAX_BYTES // 1024} KiB)",
+    type=["csv", "txt"],
+    key=f"{PAGE}_upload",
+)
 if upload is not None and st.session_state.get(f"{PAGE}_uploaded") != upload.file_id:
     st.session_state[f"{PAGE}_uploaded"] = upload.file_id
     data = upload.getvalue()
@@ -68,16 +73,27 @@ else:
     st.success(f"Valid: {reading.describe()}. Simulated with the sidebar's costs (B = I + W).")
 schedule = reading.schedule
 metric_cards(timeline, projector=projector)
-st.plotly_chart(timeline_figure(timeline, title=f"Edited schedule: {schedule.num_ranks} ranks, "
-                                                f"{schedule.num_microbatches} micro-batches",
-                                projector=projector), width="stretch", key="ed_gantt")
+st.plotly_chart(
+    timeline_figure(
+        timeline,
+        title=f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches",
+        projector=projector,
+    ),
+    width="stretch",
+    key="ed_gantt",
+)
 legend_notes(timeline, costs, schedule.num_chunks)
 rank_table(timeline)
 
 columns = st.columns(3)
 columns[0].download_button("Download CSV", lambda: schedule.to_csv(), "schedule.csv", "text/csv", key="ed_csv_out")
-columns[1].download_button("Download Perfetto trace", lambda: json.dumps(timeline.to_chrome_trace()),
-                           "schedule.trace.json", "application/json", key="ed_trace")
+columns[1].download_button(
+    "Download Perfetto trace",
+    lambda: json.dumps(timeline.to_chrome_trace()),
+    "schedule.trace.json",
+    "application/json",
+    key="ed_trace",
+)
 if columns[2].button("Run it for real ⚙️", key=f"{PAGE}_run", help="Open the Real run page with this schedule."):
     st.session_state[HANDOFF] = schedule.to_csv()
     st.switch_page("views/measure.py")

@@ -36,8 +36,10 @@ if link is not None:  # a deep link: /lessons?lesson=2&step=3 (bad values fall b
         if number not in by_number or not 0 <= index < len(by_number[number].steps):
             raise ValueError
     except ValueError:
-        st.warning(f"The link asks for lesson {link.get('lesson')}, step {link.get('step', 1)}, which does not "
-                   f"exist; showing the first lesson.")
+        st.warning(
+            f"The link asks for lesson {link.get('lesson')}, step {link.get('step', 1)}, which does not "
+            f"exist; showing the first lesson."
+        )
         number, index = 1, 0
     state.seed({LESSON: number, STEP: index})
 state.restore([LESSON, STEP], {LESSON: 1, STEP: 0})
@@ -52,8 +54,13 @@ def on_lesson_change() -> None:
     st.session_state[STEP] = 0
 
 
-st.sidebar.radio("Lessons", list(by_number), key=LESSON, format_func=lambda n: f"{n}. {by_number[n].title}",
-                 on_change=on_lesson_change)
+st.sidebar.radio(
+    "Lessons",
+    list(by_number),
+    key=LESSON,
+    format_func=lambda n: f"{n}. {by_number[n].title}",
+    on_change=on_lesson_change,
+)
 state.remember([LESSON, STEP])
 lesson = by_number[st.session_state[LESSON]]
 index = min(st.session_state[STEP], len(lesson.steps) - 1)
@@ -72,17 +79,25 @@ st.subheader(f"Step {index + 1} of {len(lesson.steps)}: {step.title}")
 real_key = (lesson.id, step.id)
 real_results = st.session_state.setdefault(f"{PAGE}_real", {}).get(real_key)
 if step.real:
-    if st.button("Run it for real" if real_results is None else "Run again", key=f"{PAGE}_run", type="primary",
-                 help="Measure the configurations this step describes on real tensors (a few seconds each)."):
+    if st.button(
+        "Run it for real" if real_results is None else "Run again",
+        key=f"{PAGE}_run",
+        type="primary",
+        help="Measure the configurations this step describes on real tensors (a few seconds each).",
+    ):
         bar = st.progress(0.0, text="Starting (a fresh process imports PyTorch: a few seconds)…")
         waiting = st.empty()
         results = {}
         try:
             for position, (name, config) in enumerate(step.real.items()):
+
                 def progress(done, total, note, position=position, name=name):
                     waiting.empty()
-                    bar.progress(min((position + done / max(total, 1)) / len(step.real), 1.0),
-                                 text=f"{name}: {done:,} / {total:,} actions · {note}")
+                    bar.progress(
+                        min((position + done / max(total, 1)) / len(step.real), 1.0),
+                        text=f"{name}: {done:,} / {total:,} actions · {note}",
+                    )
+
                 results[name] = run_one(config, progress=progress, waiting=waiting.info)
             st.session_state[f"{PAGE}_real"][real_key] = real_results = results
         except (ValueError, RuntimeError, TimeoutError) as error:
@@ -97,8 +112,11 @@ if step.config is not None:
     costs = step.config.costs()
     metric_cards(timeline, projector=projector)
     cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, real_key, start_on=step.mode == "steps")
-    st.plotly_chart(timeline_figure(timeline, title=step.config.title(), projector=projector, cursor_at=cursor),
-                    width="stretch", key=f"{PAGE}_chart")
+    st.plotly_chart(
+        timeline_figure(timeline, title=step.config.title(), projector=projector, cursor_at=cursor),
+        width="stretch",
+        key=f"{PAGE}_chart",
+    )
     legend_notes(timeline, costs, schedule.num_chunks)
     st.markdown(f"[Open this in the Playground ↗](/?{urlencode(step.config.to_query())})")
 
@@ -106,13 +124,20 @@ if real_results:
     rows = []
     for name, result in real_results.items():
         summary = result.summary()
-        stage_ms = [round(f + b + i + w, 2) for f, b, i, w in
-                    measured_stage_costs(result.schedule, result.measured.frame["compute_ms"].to_numpy())]
-        rows.append({"run": name, "measured step (ms)": round(summary["makespan"], 2),
-                     "predicted (ms)": round(summary["predicted_makespan"], 2),
-                     "gradients match": "yes" if summary["gradients_match"] else "no",
-                     "peak memory (KiB)": round(max(summary["peak_memory_bytes"]) / 1024),
-                     "F + B per stage (ms)": ", ".join(map(str, stage_ms))})
+        stage_ms = [
+            round(f + b + i + w, 2)
+            for f, b, i, w in measured_stage_costs(result.schedule, result.measured.frame["compute_ms"].to_numpy())
+        ]
+        rows.append(
+            {
+                "run": name,
+                "measured step (ms)": round(summary["makespan"], 2),
+                "predicted (ms)": round(summary["predicted_makespan"], 2),
+                "gradients match": "yes" if summary["gradients_match"] else "no",
+                "peak memory (KiB)": round(max(summary["peak_memory_bytes"]) / 1024),
+                "F + B per stage (ms)": ", ".join(map(str, stage_ms)),
+            }
+        )
     st.dataframe(pd.DataFrame(rows).set_index("run"), width="stretch")
     for position, (name, result) in enumerate(real_results.items()):
         with st.expander(f"Measured timeline: {name}", expanded=position == 0):
@@ -126,8 +151,9 @@ if question is not None:
         labels = [label for label, _ in question.options] + ([question.tie] if question.tie else [])
         given = st.radio("Your answer", labels, key=answer_key, index=None)
     else:
-        given = st.number_input("Your answer" + (" (%)" if question.percent else ""), key=answer_key,
-                                value=None, step=0.1, format="%.2f")
+        given = st.number_input(
+            "Your answer" + (" (%)" if question.percent else ""), key=answer_key, value=None, step=0.1, format="%.2f"
+        )
     outcome = st.session_state.setdefault(f"{PAGE}_outcomes", {})
     if st.button("Check", key=f"{PAGE}_check_{lesson.id}_{step.id}", disabled=given is None):
         outcome[real_key] = check_answer(question, step, given)
@@ -144,16 +170,24 @@ if question is not None:
 if step.try_this:
     st.markdown("**Try this**\n" + "\n".join(f"- {item}" for item in step.try_this))
 
+
 def go(number: int, step_index: int) -> None:
     """Button callbacks run before the rerun, when the lesson picker's value may still be set."""
     st.session_state[LESSON], st.session_state[STEP] = number, step_index
 
 
 previous, _, following = st.columns([1, 4, 1])
-before = (lesson.number, index - 1) if index > 0 else (
-    (lesson.number - 1, len(by_number[lesson.number - 1].steps) - 1) if lesson.number > 1 else None)
-after = (lesson.number, index + 1) if index < len(lesson.steps) - 1 else (
-    (lesson.number + 1, 0) if lesson.number < max(by_number) else None)
+before = (
+    (lesson.number, index - 1)
+    if index > 0
+    else ((lesson.number - 1, len(by_number[lesson.number - 1].steps) - 1) if lesson.number > 1 else None)
+)
+after = (
+    (lesson.number, index + 1)
+    if index < len(lesson.steps) - 1
+    else ((lesson.number + 1, 0) if lesson.number < max(by_number) else None)
+)
 previous.button("◀ Previous step", key=f"{PAGE}_previous", disabled=before is None, on_click=go, args=before or (1, 0))
-following.button("Next step ▶", key=f"{PAGE}_next", type="primary", disabled=after is None, on_click=go,
-                 args=after or (1, 0))
+following.button(
+    "Next step ▶", key=f"{PAGE}_next", type="primary", disabled=after is None, on_click=go, args=after or (1, 0)
+)

@@ -43,5 +43,17 @@ def run_many(configs: list[RunConfig], *, progress: Progress = no_progress) -> l
     return [run(config, progress=progress) for config in configs]
 
 
-__all__ = ["ActionFailed", "BACKENDS", "DEVICES", "GRADIENT_TOLERANCE", "Progress", "RunConfig", "RunFailed",
-           "RunPlan", "RunResult", "no_progress", "run", "run_many"]
+__all__ = [
+    "ActionFailed",
+    "BACKENDS",
+    "DEVICES",
+    "GRADIENT_TOLERANCE",
+    "Progress",
+    "RunConfig",
+    "RunFailed",
+    "RunPlan",
+    "RunResult",
+    "no_progress",
+    "run",
+    "run_many",
+]

@@ -60,13 +60,18 @@ def estimate(config) -> Estimate:
     weights = parameter_count(model) * model.bytes_per_value
     activations = activation_bytes(model)
     if config.backend == "emulated":
-        parts = {"PyTorch process": PROCESS_BYTES, "model, stages, gradients and reference (5 × weights)": 5 * weights,
-                 "activations of the batch, pipeline and reference (2×)": 2 * activations}
+        parts = {
+            "PyTorch process": PROCESS_BYTES,
+            "model, stages, gradients and reference (5 × weights)": 5 * weights,
+            "activations of the batch, pipeline and reference (2×)": 2 * activations,
+        }
     else:
         p = config.num_ranks
-        parts = {f"{p + 1} PyTorch processes": (p + 1) * PROCESS_BYTES,
-                 f"launcher's reference and {p} ranks' models (2 × weights each)": 2 * weights * (p + 1),
-                 "activations (reference, and the ranks' share twice)": 3 * activations}
+        parts = {
+            f"{p + 1} PyTorch processes": (p + 1) * PROCESS_BYTES,
+            f"launcher's reference and {p} ranks' models (2 × weights each)": 2 * weights * (p + 1),
+            "activations (reference, and the ranks' share twice)": 3 * activations,
+        }
     return Estimate(sum(parts.values()), parts)
 
 
@@ -82,9 +87,11 @@ def check_budget(config, available: int | None = None) -> Estimate:
     available = available_bytes() if available is None else available
     allowed = int(BUDGET_SHARE * available)
     if needed.total > allowed:
-        raise ValueError(f"this run needs about {human_bytes(needed.total)} ({needed.describe()}); this machine has "
-                         f"{human_bytes(available)} free and a run may use {BUDGET_SHARE:.0%} of it, "
-                         f"{human_bytes(allowed)}: use a smaller model, batch or fewer ranks")
+        raise ValueError(
+            f"this run needs about {human_bytes(needed.total)} ({needed.describe()}); this machine has "
+            f"{human_bytes(available)} free and a run may use {BUDGET_SHARE:.0%} of it, "
+            f"{human_bytes(allowed)}: use a smaller model, batch or fewer ranks"
+        )
     return needed
 
 

@@ -85,13 +85,19 @@ class RunConfig:
         whole_number("repeats", self.repeats, 1, MAX_STEPS)
         if self.schedule_csv is not None:  # the sizes are the CSV's
             schedule = read_csv(self.schedule_csv, name="edited").schedule
-            for name, value in (("family", "edited"), ("num_ranks", schedule.num_ranks),
-                                ("num_microbatches", schedule.num_microbatches), ("num_chunks", None)):
+            for name, value in (
+                ("family", "edited"),
+                ("num_ranks", schedule.num_ranks),
+                ("num_microbatches", schedule.num_microbatches),
+                ("num_chunks", None),
+            ):
                 object.__setattr__(self, name, value)
         if self.model.batch % self.num_microbatches:
             b, m = self.model.batch, self.num_microbatches
-            raise ValueError(f"batch ({b}) must split into {m} equal micro-batches: {b} = {b // m}×{m} + {b % m}; "
-                             f"try a batch of {max(m, b - b % m)}")
+            raise ValueError(
+                f"batch ({b}) must split into {m} equal micro-batches: {b} = {b // m}×{m} + {b % m}; "
+                f"try a batch of {max(m, b - b % m)}"
+            )
         if self.transfer_ms is not None and not 0 <= self.transfer_ms < float("inf"):
             raise ValueError(f"transfer time must be a finite number ≥ 0 ms, got {self.transfer_ms}")
         if not 0 < self.timeout_s < float("inf"):

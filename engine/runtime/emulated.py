@@ -75,8 +75,11 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
                     inbox[makes[i]] = _transfer(output, devices[consumer], clock, consumer != rank, step_copies)
                 memory[i] = worker.memory_bytes()
                 peak[i] = worker.peak_during
-            progress(step * c.num_slots + done + 1, total,
-                     f"{'step' if measuring else 'warm-up'} {step + 1}/{steps}, rank {rank}")
+            progress(
+                step * c.num_slots + done + 1,
+                total,
+                f"{'step' if measuring else 'warm-up'} {step + 1}/{steps}, rank {rank}",
+            )
         for clock in clocks:
             clock.finish()
         if measuring:
@@ -89,11 +92,15 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
 
     # place the measured durations on virtual device clocks: the medians for the timeline, each repeat for
     # the spread of the makespan
-    transfer_ms = config.transfer_ms if config.transfer_ms is not None else (float(np.median(copies)) if copies else 0.0)
+    transfer_ms = (
+        config.transfer_ms if config.transfer_ms is not None else (float(np.median(copies)) if copies else 0.0)
+    )
     median, low, high = median_and_spread(durations)
     starts, ends, _ = walk(plan.schedule, np.bincount(c.slot, weights=median, minlength=c.num_slots), transfer_ms)
-    makespans = [max(walk(plan.schedule, np.bincount(c.slot, weights=d, minlength=c.num_slots), transfer_ms).ends,
-                     default=0.0) for d in durations]
+    makespans = [
+        max(walk(plan.schedule, np.bincount(c.slot, weights=d, minlength=c.num_slots), transfer_ms).ends, default=0.0)
+        for d in durations
+    ]
 
     reference_loss, reference = reference_gradients(config.model)
     errors = {}
@@ -101,22 +108,42 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
         errors.update(gradient_errors(plan, worker, reference))
     loss = sum(sum(worker.losses.values()) for worker in workers)
     # bookkeeping: the step's CPU time outside the timed actions and copies (CPU clock only)
-    overhead = max(0.0, step_cpu_ms - timed_ms) / step_cpu_ms if step_cpu_ms and clocks[0].kind == "thread_cpu" else None
-    notes = [f"emulated: the durations are measured ({CLOCKS[clocks[0].kind]}; median of {config.repeats} "
-             f"step(s) after {config.warmup_steps} warm-up), the device clocks are virtual (one device per rank)"]
+    overhead = (
+        max(0.0, step_cpu_ms - timed_ms) / step_cpu_ms if step_cpu_ms and clocks[0].kind == "thread_cpu" else None
+    )
+    notes = [
+        f"emulated: the durations are measured ({CLOCKS[clocks[0].kind]}; median of {config.repeats} "
+        f"step(s) after {config.warmup_steps} warm-up), the device clocks are virtual (one device per rank)"
+    ]
     if len(set(devices)) < len(devices) and devices[0].type == "cuda":
         notes.append("several ranks share a GPU: memory is torch.cuda.memory_allocated of the shared device")
     if config.transfer_ms is None:
         notes.append(f"transfer: median measured activation copy, {transfer_ms:.4f} ms over {len(copies)} copies")
-    return assemble(config, starts=starts, ends=ends, compute_ms=median, memory_bytes=memory,
-                    memory_peak=peak, transfer_ms=transfer_ms, loss=loss, reference_loss=reference_loss,
-                    max_grad_error=max(errors.values()), device=device_label(devices), wall_ms_per_step=wall_ms,
-                    overhead_fraction=overhead, notes=tuple(notes), clock=clocks[0].kind,
-                    makespan_spread=(min(makespans), max(makespans)), duration_min=low, duration_max=high)
+    return assemble(
+        config,
+        starts=starts,
+        ends=ends,
+        compute_ms=median,
+        memory_bytes=memory,
+        memory_peak=peak,
+        transfer_ms=transfer_ms,
+        loss=loss,
+        reference_loss=reference_loss,
+        max_grad_error=max(errors.values()),
+        device=device_label(devices),
+        wall_ms_per_step=wall_ms,
+        overhead_fraction=overhead,
+        notes=tuple(notes),
+        clock=clocks[0].kind,
+        makespan_spread=(min(makespans), max(makespans)),
+        duration_min=low,
+        duration_max=high,
+    )
 
 
-def _transfer(tensor: torch.Tensor, device: torch.device, clock: ActionClock, crosses: bool,
-              copies: list) -> torch.Tensor:
+def _transfer(
+    tensor: torch.Tensor, device: torch.device, clock: ActionClock, crosses: bool, copies: list
+) -> torch.Tensor:
     """Hand an output to the consumer stage: a real copy (timed by the producer's clock) when it lives on
     another device."""
     if not crosses:

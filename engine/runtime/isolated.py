@@ -50,8 +50,11 @@ def _child(config: RunConfig, messages, workdir: str) -> None:
     except RuntimeError as error:
         outcome = {"kind": "failed", "message": str(error)}
     except Exception as error:  # noqa: BLE001 - reported to the parent, in one line
-        outcome = {"kind": "failed", "message": f"{type(error).__name__}: {error}",
-                   "where": traceback.format_exc(limit=-3)}
+        outcome = {
+            "kind": "failed",
+            "message": f"{type(error).__name__}: {error}",
+            "where": traceback.format_exc(limit=-3),
+        }
     with open(os.path.join(workdir, "outcome.partial"), "wb") as handle:
         pickle.dump(outcome, handle)
     os.replace(os.path.join(workdir, "outcome.partial"), os.path.join(workdir, "outcome.pkl"))
@@ -74,12 +77,16 @@ def run_isolated(config: RunConfig, *, progress: Progress = no_progress, time_li
             except queue_module.Empty:
                 pass
             if time.monotonic() - started > time_limit_s:
-                raise RunFailed(f"the run took longer than its limit of {time_limit_s:.0f} s on this server and was "
-                                f"ended: try fewer micro-batches, repeats or a smaller model")
+                raise RunFailed(
+                    f"the run took longer than its limit of {time_limit_s:.0f} s on this server and was "
+                    f"ended: try fewer micro-batches, repeats or a smaller model"
+                )
         path = os.path.join(workdir, "outcome.pkl")
         if not os.path.exists(path):
-            raise RunFailed(f"the run's process ended without a result (exit code {child.exitcode}); "
-                            f"most often the machine ran out of memory")
+            raise RunFailed(
+                f"the run's process ended without a result (exit code {child.exitcode}); "
+                f"most often the machine ran out of memory"
+            )
         with open(path, "rb") as handle:
             outcome = pickle.load(handle)
     finally:
@@ -96,4 +103,3 @@ def run_isolated(config: RunConfig, *, progress: Progress = no_progress, time_li
     if outcome["kind"] == "refused":
         raise ValueError(outcome["message"])
     raise RunFailed(outcome["message"] + (f"\n{outcome['where']}" if outcome.get("where") else ""))
-

@@ -85,8 +85,10 @@ class RunResult:
         """(predicted − measured) / measured of each rank's last end."""
         measured = self.measured.frame.groupby("rank")["end"].max()
         predicted = self.predicted.frame.groupby("rank")["end"].max()
-        return [float((predicted[r] - measured[r]) / measured[r]) if measured.get(r, 0) else 0.0
-                for r in range(self.measured.num_ranks)]
+        return [
+            float((predicted[r] - measured[r]) / measured[r]) if measured.get(r, 0) else 0.0
+            for r in range(self.measured.num_ranks)
+        ]
 
     def summary(self) -> dict:
         measured = self.measured
@@ -149,25 +151,55 @@ def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> 
     return float(np.clip(1.0 + change[is_input].sum() / added, 0.0, 1.0))
 
 
-def assemble(config: RunConfig, *, starts, ends, compute_ms, memory_bytes, transfer_ms: float,
-             waits: pd.DataFrame | None = None, notes: tuple[str, ...] = (), duration_min=None, duration_max=None,
-             memory_peak=None, **fields) -> RunResult:
+def assemble(
+    config: RunConfig,
+    *,
+    starts,
+    ends,
+    compute_ms,
+    memory_bytes,
+    transfer_ms: float,
+    waits: pd.DataFrame | None = None,
+    notes: tuple[str, ...] = (),
+    duration_min=None,
+    duration_max=None,
+    memory_peak=None,
+    **fields,
+) -> RunResult:
     """Build the measured Timeline and the prediction from the measured costs, side by side.
 
     The prediction's memory model uses the share of bytes W still needs after I as measured in this run
     (for these small models nearly all of it: W keeps each layer's input and output gradient)."""
     schedule = config.plan.schedule
     w_fraction = None if config.recompute else measured_w_memory_fraction(schedule, memory_bytes)
-    costs = Costs(stage_costs=measured_stage_costs(schedule, np.asarray(compute_ms)), comm=transfer_ms,
-                  recompute=config.recompute, **({} if w_fraction is None else {"w_memory_fraction": w_fraction}))
+    costs = Costs(
+        stage_costs=measured_stage_costs(schedule, np.asarray(compute_ms)),
+        comm=transfer_ms,
+        recompute=config.recompute,
+        **({} if w_fraction is None else {"w_memory_fraction": w_fraction}),
+    )
     predicted = simulate(schedule, costs, check=False)
-    measured = Timeline.from_slots(schedule, starts, ends, memory_bytes, source="measured", waits=waits,
-                                   comm=transfer_ms,
-                                   compute_ms=np.asarray(compute_ms),
-                                   duration_min=np.asarray(compute_ms if duration_min is None else duration_min),
-                                   duration_max=np.asarray(compute_ms if duration_max is None else duration_max),
-                                   memory_model=predicted.frame["memory_after"].to_numpy(),
-                                   **({} if memory_peak is None else {"memory_peak": np.asarray(memory_peak, float)}))
-    return RunResult(config=config, schedule=schedule, measured=measured, predicted=predicted,
-                     transfer_ms=transfer_ms, w_memory_fraction=costs.w_memory_fraction, notes=tuple(notes),
-                     **fields)
+    measured = Timeline.from_slots(
+        schedule,
+        starts,
+        ends,
+        memory_bytes,
+        source="measured",
+        waits=waits,
+        comm=transfer_ms,
+        compute_ms=np.asarray(compute_ms),
+        duration_min=np.asarray(compute_ms if duration_min is None else duration_min),
+        duration_max=np.asarray(compute_ms if duration_max is None else duration_max),
+        memory_model=predicted.frame["memory_after"].to_numpy(),
+        **({} if memory_peak is None else {"memory_peak": np.asarray(memory_peak, float)}),
+    )
+    return RunResult(
+        config=config,
+        schedule=schedule,
+        measured=measured,
+        predicted=predicted,
+        transfer_ms=transfer_ms,
+        w_memory_fraction=costs.w_memory_fraction,
+        notes=tuple(notes),
+        **fields,
+    )

@@ -59,9 +59,19 @@ class MicrobatchState:
 class RankWorker:
     """The stages one rank holds, and the real work of every action on them."""
 
-    def __init__(self, rank: int, stages: dict[int, Stage], inputs: list[torch.Tensor], targets: list[torch.Tensor],
-                 *, num_stages: int, split: set[tuple[int, int]], recompute: bool, device: torch.device,
-                 fail_at: str | None = None):
+    def __init__(
+        self,
+        rank: int,
+        stages: dict[int, Stage],
+        inputs: list[torch.Tensor],
+        targets: list[torch.Tensor],
+        *,
+        num_stages: int,
+        split: set[tuple[int, int]],
+        recompute: bool,
+        device: torch.device,
+        fail_at: str | None = None,
+    ):
         self.rank = rank
         self.stages = stages
         self.inputs, self.targets = inputs, targets  # per micro-batch; used by the first and last stage
@@ -212,8 +222,17 @@ def build_worker(config: RunConfig, rank: int, device: torch.device) -> RankWork
     targets = [chunk.to(device).clone() for chunk in target.chunk(m)]
     c = config.plan.compiled
     split = set(zip(c.stage[c.kind == Kind.I].tolist(), c.microbatch[c.kind == Kind.I].tolist()))
-    return RankWorker(rank, mine, inputs, targets, num_stages=schedule.num_stages, split=split,
-                      recompute=config.recompute, device=device, fail_at=config.failure_for(rank))
+    return RankWorker(
+        rank,
+        mine,
+        inputs,
+        targets,
+        num_stages=schedule.num_stages,
+        split=split,
+        recompute=config.recompute,
+        device=device,
+        fail_at=config.failure_for(rank),
+    )
 
 
 def accumulate_weight_gradient(module: nn.Module, x: torch.Tensor, g: torch.Tensor) -> None:

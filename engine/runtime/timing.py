@@ -21,7 +21,6 @@ import torch
 from .result import CLOCKS  # noqa: F401 - the clocks' names live with the results that report them
 
 
-
 class ActionClock:
     """``start()``/``stop(token)`` around an action; ``milliseconds(handle)`` once the step has finished."""
 

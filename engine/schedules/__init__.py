@@ -50,17 +50,24 @@ class Family:
         p, m, notes = num_ranks, num_microbatches, []
         built = self.built_for(p, m)
         if built != m:
-            notes.append(f"{self.title} needs at least {built} micro-batches on {p} ranks ({self.minimum_reason}): "
-                         f"it was built for {built} and runs the first {m}; the other {built - m} were dropped, "
-                         f"as PyTorch does.")
+            notes.append(
+                f"{self.title} needs at least {built} micro-batches on {p} ranks ({self.minimum_reason}): "
+                f"it was built for {built} and runs the first {m}; the other {built - m} were dropped, "
+                f"as PyTorch does."
+            )
         if self.in_rounds and m % p:
             sizes = microbatch_rounds(m, p)
-            notes.append(f"m = {m} is not a multiple of p = {p}: the micro-batches go through the chunks in "
-                         f"{len(sizes)} round(s) of {' + '.join(map(str, sizes))}. "
-                         + ("PyTorch takes the same rounds." if len(set(sizes)) == 1 else
-                            f"PyTorch refuses this m (its rounds must divide m evenly); the lab makes the first "
-                            f"round(s) one larger.")
-                         + " The closed form (p − 1)/(v·m) assumes m is a multiple of p.")
+            notes.append(
+                f"m = {m} is not a multiple of p = {p}: the micro-batches go through the chunks in "
+                f"{len(sizes)} round(s) of {' + '.join(map(str, sizes))}. "
+                + (
+                    "PyTorch takes the same rounds."
+                    if len(set(sizes)) == 1
+                    else f"PyTorch refuses this m (its rounds must divide m evenly); the lab makes the first "
+                    f"round(s) one larger."
+                )
+                + " The closed form (p − 1)/(v·m) assumes m is a multiple of p."
+            )
         return notes
 
 
@@ -72,19 +79,36 @@ FAMILIES: dict[str, Family] = {
     for family in (
         Family("gpipe", gpipe, "GPipe"),
         Family("1f1b", one_f_one_b, "1F1B (PipeDream-flush)"),
-        Family("interleaved-1f1b", interleaved_1f1b, "Interleaved 1F1B (Megatron)", fixed_chunks=None,
-               in_rounds=True),
+        Family("interleaved-1f1b", interleaved_1f1b, "Interleaved 1F1B (Megatron)", fixed_chunks=None, in_rounds=True),
         Family("looped-bfs", looped_bfs, "Looped BFS", fixed_chunks=None),
         Family("zb-h1", zb_h1, "ZB-H1 (zero bubble, 1F1B memory)", splits_backward=True),
         Family("zb-h2", zb_h2, "ZB-H2 (zero bubble, 2p−1 memory)", splits_backward=True),
-        Family("interleaved-zb", interleaved_zero_bubble, "Interleaved zero bubble (ZB1P, v chunks)",
-               fixed_chunks=None, splits_backward=True, in_rounds=True),
-        Family("zb-v", zb_v, "ZB-V (V placement)", fixed_chunks=2, splits_backward=True,
-               minimum_microbatches=lambda p: 2 * p - 1,
-               minimum_reason="its warm-up alone starts 2p−1 micro-batches on chunk 0"),
-        Family("dualpipev", dualpipev, "DualPipeV (overlapped F&B)", fixed_chunks=2, splits_backward=True,
-               minimum_microbatches=lambda p: 2 * p,
-               minimum_reason="its steady phase needs m ≥ 2p to overlap a forward with a backward on every rank"),
+        Family(
+            "interleaved-zb",
+            interleaved_zero_bubble,
+            "Interleaved zero bubble (ZB1P, v chunks)",
+            fixed_chunks=None,
+            splits_backward=True,
+            in_rounds=True,
+        ),
+        Family(
+            "zb-v",
+            zb_v,
+            "ZB-V (V placement)",
+            fixed_chunks=2,
+            splits_backward=True,
+            minimum_microbatches=lambda p: 2 * p - 1,
+            minimum_reason="its warm-up alone starts 2p−1 micro-batches on chunk 0",
+        ),
+        Family(
+            "dualpipev",
+            dualpipev,
+            "DualPipeV (overlapped F&B)",
+            fixed_chunks=2,
+            splits_backward=True,
+            minimum_microbatches=lambda p: 2 * p,
+            minimum_reason="its steady phase needs m ≥ 2p to overlap a forward with a backward on every rank",
+        ),
     )
 }
 
@@ -98,6 +122,8 @@ def build_schedule(name: str, num_ranks: int, num_microbatches: int, num_chunks:
         return family.build(num_ranks, num_microbatches, DEFAULT_CHUNKS if num_chunks is None else num_chunks)
     fixed = family.fixed_chunks
     if num_chunks is not None and num_chunks != fixed:
-        raise ValueError(f"{name} always has {fixed} chunk(s) per rank, so it takes no chunks option (got "
-                         f"{num_chunks}); only {', '.join(n for n, f in FAMILIES.items() if f.takes_chunks)} take chunks")
+        raise ValueError(
+            f"{name} always has {fixed} chunk(s) per rank, so it takes no chunks option (got "
+            f"{num_chunks}); only {', '.join(n for n, f in FAMILIES.items() if f.takes_chunks)} take chunks"
+        )
     return family.build(num_ranks, num_microbatches)

@@ -38,6 +38,6 @@ def keep_microbatches(schedule: Schedule, num_microbatches: int) -> Schedule:
             elif actions:  # half of an overlapped pair: it runs alone
                 kept.append(actions[0])
         ranks.append(tuple(kept))
-    return Schedule(schedule.name, schedule.num_ranks, num_microbatches, schedule.num_chunks,
-                    schedule.placement, tuple(ranks))
-
+    return Schedule(
+        schedule.name, schedule.num_ranks, num_microbatches, schedule.num_chunks, schedule.placement, tuple(ranks)
+    )

@@ -35,8 +35,16 @@ def microbatch_rounds(num_microbatches: int, num_ranks: int) -> list[int]:
     return [base + 1] * extra + [base] * (rounds - extra)
 
 
-def depth_first_order(rank: int, num_ranks: int, num_microbatches: int, num_chunks: int, *,
-                      warmup_hops: int, split_backward: bool, weight_lag: int = 0) -> list[Action]:
+def depth_first_order(
+    rank: int,
+    num_ranks: int,
+    num_microbatches: int,
+    num_chunks: int,
+    *,
+    warmup_hops: int,
+    split_backward: bool,
+    weight_lag: int = 0,
+) -> list[Action]:
     """One rank's list in the 1F1B shape (see the module docstring for the parameters of each family).
 
     Forwards visit the chunks round by round: all micro-batches of a round through chunk 0, then chunk 1, …;
@@ -77,12 +85,29 @@ def depth_first_order(rank: int, num_ranks: int, num_microbatches: int, num_chun
     return slots
 
 
-def depth_first_schedule(family: str, num_ranks: int, num_microbatches: int, num_chunks: int = 1, *,
-                         warmup_hops: int, split_backward: bool, weight_lag_per_rank: int = 0) -> Schedule:
+def depth_first_schedule(
+    family: str,
+    num_ranks: int,
+    num_microbatches: int,
+    num_chunks: int = 1,
+    *,
+    warmup_hops: int,
+    split_backward: bool,
+    weight_lag_per_rank: int = 0,
+) -> Schedule:
     check_sizes(family, num_ranks, num_microbatches, num_chunks)
     ranks = tuple(
-        tuple(depth_first_order(rank, num_ranks, num_microbatches, num_chunks, warmup_hops=warmup_hops,
-                                split_backward=split_backward, weight_lag=weight_lag_per_rank * rank))
+        tuple(
+            depth_first_order(
+                rank,
+                num_ranks,
+                num_microbatches,
+                num_chunks,
+                warmup_hops=warmup_hops,
+                split_backward=split_backward,
+                weight_lag=weight_lag_per_rank * rank,
+            )
+        )
         for rank in range(num_ranks)
     )
     return Schedule(family, num_ranks, num_microbatches, num_chunks, "loop", ranks)

@@ -20,8 +20,7 @@ def interleaved_1f1b(num_ranks: int, num_microbatches: int, num_chunks: int = 2)
     """
     family = "interleaved-1f1b"
     check_chunks(family, num_chunks, minimum=2)
-    return depth_first_schedule(family, num_ranks, num_microbatches, num_chunks, warmup_hops=2,
-                                split_backward=False)
+    return depth_first_schedule(family, num_ranks, num_microbatches, num_chunks, warmup_hops=2, split_backward=False)
 
 
 def interleaved_zero_bubble(num_ranks: int, num_microbatches: int, num_chunks: int = 2) -> Schedule:
@@ -34,8 +33,9 @@ def interleaved_zero_bubble(num_ranks: int, num_microbatches: int, num_chunks: i
     """
     family = "interleaved-zb"
     check_chunks(family, num_chunks, minimum=2)
-    return depth_first_schedule(family, num_ranks, num_microbatches, num_chunks, warmup_hops=1,
-                                split_backward=True, weight_lag_per_rank=1)
+    return depth_first_schedule(
+        family, num_ranks, num_microbatches, num_chunks, warmup_hops=1, split_backward=True, weight_lag_per_rank=1
+    )
 
 
 def looped_bfs(num_ranks: int, num_microbatches: int, num_chunks: int = 2) -> Schedule:
@@ -53,7 +53,8 @@ def looped_bfs(num_ranks: int, num_microbatches: int, num_chunks: int = 2) -> Sc
     ranks = []
     for rank in range(p):
         slots = [Action(chunk * p + rank, Kind.F, mb) for chunk in range(v) for mb in range(m)]  # fill
-        slots += [Action(chunk * p + rank, Kind.B, mb)
-                  for chunk in reversed(range(v)) for mb in reversed(range(m))]  # drain
+        slots += [
+            Action(chunk * p + rank, Kind.B, mb) for chunk in reversed(range(v)) for mb in reversed(range(m))
+        ]  # drain
         ranks.append(tuple(slots))
     return Schedule(family, p, m, v, "loop", tuple(ranks))

@@ -24,8 +24,9 @@ def zb_h1(num_ranks: int, num_microbatches: int) -> Schedule:
     the busiest rank); idle per rank (p−1)(T_F + T_I − T_W) — one third of 1F1B's when F = I = W
     (paper Table 2). Accepts any p ≥ 1, m ≥ 1.
     """
-    return depth_first_schedule("zb-h1", num_ranks, num_microbatches, warmup_hops=1, split_backward=True,
-                                weight_lag_per_rank=1)
+    return depth_first_schedule(
+        "zb-h1", num_ranks, num_microbatches, warmup_hops=1, split_backward=True, weight_lag_per_rank=1
+    )
 
 
 def zb_h2(num_ranks: int, num_microbatches: int) -> Schedule:
@@ -40,8 +41,9 @@ def zb_h2(num_ranks: int, num_microbatches: int) -> Schedule:
     ``Timeline.span_idle_per_rank`` for the paper's count and ``idle_per_rank`` for one step's.
     Peak memory 2p−1 micro-batches on rank 0 (paper Table 2). Accepts any p ≥ 1, m ≥ 1.
     """
-    return depth_first_schedule("zb-h2", num_ranks, num_microbatches, warmup_hops=2, split_backward=True,
-                                weight_lag_per_rank=2)
+    return depth_first_schedule(
+        "zb-h2", num_ranks, num_microbatches, warmup_hops=2, split_backward=True, weight_lag_per_rank=2
+    )
 
 
 def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:

@@ -15,8 +15,9 @@ from .rank import run_rank, torchrun_main
 
 
 def under_torchrun() -> bool:
-    return "TORCHELASTIC_RUN_ID" in os.environ or ("RANK" in os.environ and "WORLD_SIZE" in os.environ
-                                                    and "MASTER_ADDR" in os.environ)
+    return "TORCHELASTIC_RUN_ID" in os.environ or (
+        "RANK" in os.environ and "WORLD_SIZE" in os.environ and "MASTER_ADDR" in os.environ
+    )
 
 
 def run_distributed(config: RunConfig, *, progress: Progress = no_progress) -> RunResult | None:

@@ -29,9 +29,22 @@ def _step_arrays(c, gathered: list[dict], step: int, same_host: bool):
             began[first + offset], ended[first + offset] = (start + shift) * 1e3, (end + shift) * 1e3
             memory[first + offset], peak[first + offset] = bytes_held, bytes_during
         for start, end, need, action in record["waits"]:
-            waits.append({"rank": rank, "start": (start + shift) * 1e3, "end": (end + shift) * 1e3,
-                          "waiting_for": str(c.decode(need)), "action": action, "need": need})
-    return began, ended, (memory, peak), pd.DataFrame(waits, columns=["rank", "start", "end", "waiting_for", "action", "need"])
+            waits.append(
+                {
+                    "rank": rank,
+                    "start": (start + shift) * 1e3,
+                    "end": (end + shift) * 1e3,
+                    "waiting_for": str(c.decode(need)),
+                    "action": action,
+                    "need": need,
+                }
+            )
+    return (
+        began,
+        ended,
+        (memory, peak),
+        pd.DataFrame(waits, columns=["rank", "start", "end", "waiting_for", "action", "need"]),
+    )
 
 
 def assemble_distributed(config: RunConfig, gathered: list[dict], device, reference_loss: float) -> RunResult:
@@ -62,14 +75,30 @@ def assemble_distributed(config: RunConfig, gathered: list[dict], device, refere
     for step in range(config.repeats):
         b, e, _, w = _step_arrays(c, gathered, step, same_host)
         spans.append(float(e.max() - min(b.min(), w["start"].min() if len(w) else np.inf)))
-    return assemble(config, starts=starts, ends=ends, compute_ms=median, memory_bytes=memory, memory_peak=peak,
-                    transfer_ms=transfer_ms, waits=waits, loss=float(sum(p["loss"] for p in gathered)),
-                    reference_loss=reference_loss, max_grad_error=max(errors.values()),
-                    device=str(device) if device.type == "cuda" else "cpu", wall_ms_per_step=walls[shown],
-                    clock="wall", makespan_spread=(min(spans), max(spans)), duration_min=low, duration_max=high,
-                    notes=(f"distributed: wall-clock timestamps, the step with the median time of {config.repeats}; "
-                           f"transfer estimated at {transfer_ms:.4f} ms (median wait past the producer's end, when "
-                           f"the receiver was already waiting)",))
+    return assemble(
+        config,
+        starts=starts,
+        ends=ends,
+        compute_ms=median,
+        memory_bytes=memory,
+        memory_peak=peak,
+        transfer_ms=transfer_ms,
+        waits=waits,
+        loss=float(sum(p["loss"] for p in gathered)),
+        reference_loss=reference_loss,
+        max_grad_error=max(errors.values()),
+        device=str(device) if device.type == "cuda" else "cpu",
+        wall_ms_per_step=walls[shown],
+        clock="wall",
+        makespan_spread=(min(spans), max(spans)),
+        duration_min=low,
+        duration_max=high,
+        notes=(
+            f"distributed: wall-clock timestamps, the step with the median time of {config.repeats}; "
+            f"transfer estimated at {transfer_ms:.4f} ms (median wait past the producer's end, when "
+            f"the receiver was already waiting)",
+        ),
+    )
 
 
 def step_wall_ms(gathered: list[dict], step: int, same_host: bool) -> float:
@@ -85,6 +114,9 @@ def transfer_estimate(c, waits: pd.DataFrame, ended_ms: np.ndarray) -> float:
     """Median of (receive done − producer done) over receives that were posted before the producer finished."""
     made = c.makes >= 0
     produced_at = dict(zip(c.makes[made].tolist(), ended_ms[made].tolist()))  # hand-off key -> producer's end
-    latencies = [row.end - produced_at[row.need] for row in waits.itertuples(index=False)
-                 if row.need in produced_at and row.start <= produced_at[row.need]]
+    latencies = [
+        row.end - produced_at[row.need]
+        for row in waits.itertuples(index=False)
+        if row.need in produced_at and row.start <= produced_at[row.need]
+    ]
     return max(0.0, float(np.median(latencies))) if latencies else 0.0

@@ -32,8 +32,7 @@ from ..gradients import reference_gradients
 from ..progress import Progress, no_progress
 from ..result import RunResult
 from .rank import rank_entry
-from .status import (BETWEEN_STEPS, COMPUTING, FIELDS, FINISHED, RECEIVING, STARTING, process_state, read,
-                     silent_rank)
+from .status import BETWEEN_STEPS, COMPUTING, FIELDS, FINISHED, RECEIVING, STARTING, process_state, read, silent_rank
 
 LAUNCH_GRACE_S = 120.0  # spawning p processes that each import torch, on a busy machine
 POLL_S = 0.2
@@ -42,8 +41,10 @@ POLL_S = 0.2
 def core_warning(config: RunConfig) -> list[str]:
     cores = os.cpu_count() or 1
     if config.num_ranks > cores and choose_devices(config)[0].type == "cpu":
-        return [f"warning: {config.num_ranks} ranks on {cores} CPU cores — time-slicing distorts wall-clock "
-                f"timelines; the emulated backend shows the one-device-per-rank picture"]
+        return [
+            f"warning: {config.num_ranks} ranks on {cores} CPU cores — time-slicing distorts wall-clock "
+            f"timelines; the emulated backend shows the one-device-per-rank picture"
+        ]
     return []
 
 
@@ -62,8 +63,10 @@ def check_message_order(config: RunConfig) -> None:
             sent.setdefault((rank, int(c.owner[c.sends_to[i]])), []).append(int(c.makes[i]))
     for pair, messages in sent.items():
         if messages != received.get(pair, []):
-            raise ValueError(f"{config.family}: ranks {pair[0]}→{pair[1]} send and receive in different orders; "
-                             f"NCCL cannot match them (gloo can): use --device cpu")
+            raise ValueError(
+                f"{config.family}: ranks {pair[0]}→{pair[1]} send and receive in different orders; "
+                f"NCCL cannot match them (gloo can): use --device cpu"
+            )
 
 
 def _write_references(configs: list[RunConfig], workdir: str) -> None:
@@ -73,10 +76,17 @@ def _write_references(configs: list[RunConfig], workdir: str) -> None:
         names = stage_parameter_names(list(config.plan.stage_layers))
         schedule = config.plan.schedule
         for rank in range(config.num_ranks):
-            prefixes = [prefix for stage, mapping in enumerate(names) if schedule.rank_of(stage) == rank
-                        for prefix in mapping.values()]
-            mine = {name: grad for name, grad in gradients.items()
-                    if any(name == p or name.startswith(p + ".") for p in prefixes)}
+            prefixes = [
+                prefix
+                for stage, mapping in enumerate(names)
+                if schedule.rank_of(stage) == rank
+                for prefix in mapping.values()
+            ]
+            mine = {
+                name: grad
+                for name, grad in gradients.items()
+                if any(name == p or name.startswith(p + ".") for p in prefixes)
+            }
             torch.save({"loss": loss, "gradients": mine}, os.path.join(workdir, f"reference-{index}-{rank}.pt"))
 
 
@@ -94,8 +104,13 @@ def run_distributed_many(configs: list[RunConfig], *, progress: Progress = no_pr
     status = mp.get_context("spawn").Array("d", FIELDS * num_ranks, lock=False)
     try:
         _write_references(configs, workdir)
-        context = mp.start_processes(rank_entry, args=(configs, workdir, f"file://{workdir}/store", status),
-                                     nprocs=num_ranks, join=False, start_method="spawn")
+        context = mp.start_processes(
+            rank_entry,
+            args=(configs, workdir, f"file://{workdir}/store", status),
+            nprocs=num_ranks,
+            join=False,
+            start_method="spawn",
+        )
         _watch(context, configs, workdir, status, progress)
         with open(os.path.join(workdir, "result.pkl"), "rb") as handle:
             results = pickle.load(handle)
@@ -110,8 +125,10 @@ def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Pr
     """Wait for every rank; on a failure or a stall, raise RunFailed naming the rank to blame."""
     num_ranks = configs[0].num_ranks
     total = sum((c.warmup_steps + c.repeats) * c.plan.compiled.num_actions for c in configs)
-    per_rank = [sum((c.warmup_steps + c.repeats) * int(np.sum(c.plan.compiled.rank == r)) for c in configs)
-                for r in range(num_ranks)]
+    per_rank = [
+        sum((c.warmup_steps + c.repeats) * int(np.sum(c.plan.compiled.rank == r)) for c in configs)
+        for r in range(num_ranks)
+    ]
     timeout = max(c.timeout_s for c in configs)
     limit_s = LAUNCH_GRACE_S + sum(c.timeout_s * (c.warmup_steps + c.repeats + 1) for c in configs)
     started = time.monotonic()
@@ -130,8 +147,10 @@ def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Pr
         if moved and time.time() - moved > timeout + 2 * POLL_S:
             raise RunFailed(_blame(context.processes, rows, workdir, configs[0], stalled_s=time.time() - moved))
         if time.monotonic() - started > limit_s:
-            raise RunFailed(f"the run did not finish within its limit of {limit_s:.0f} s "
-                            f"({LAUNCH_GRACE_S:.0f} s to start + the time-out for each step); ended it")
+            raise RunFailed(
+                f"the run did not finish within its limit of {limit_s:.0f} s "
+                f"({LAUNCH_GRACE_S:.0f} s to start + the time-out for each step); ended it"
+            )
         time.sleep(POLL_S)
 
 
@@ -149,12 +168,16 @@ def _blame(processes, rows: list[dict], workdir: str, config: RunConfig, stalled
     for rank, process in enumerate(processes):  # a foreign signal: killed, crashed
         code = process.exitcode
         if code is not None and code < 0 and -code != signal.SIGTERM:
-            return (f"rank {rank} died {_doing(rows, rank, config)}: killed by signal "
-                    f"{signal.Signals(-code).name} (process {process.pid})")
+            return (
+                f"rank {rank} died {_doing(rows, rank, config)}: killed by signal "
+                f"{signal.Signals(-code).name} (process {process.pid})"
+            )
     for rank, process in enumerate(processes):
         if process.exitcode is None and process_state(process.pid) == "T":
-            return (f"rank {rank} stopped responding {_doing(rows, rank, config)}: its process {process.pid} is "
-                    f"stopped (SIGSTOP?); the other ranks waited {config.timeout_s:g} s for it")
+            return (
+                f"rank {rank} stopped responding {_doing(rows, rank, config)}: its process {process.pid} is "
+                f"stopped (SIGSTOP?); the other ranks waited {config.timeout_s:g} s for it"
+            )
     reports = _reports(workdir)
     own = [r for r in reports if r["own"]]
     if own:
@@ -164,8 +187,10 @@ def _blame(processes, rows: list[dict], workdir: str, config: RunConfig, stalled
     silent = silent_rank(rows)
     if silent is not None and (stalled_s is not None or reports):
         waiting = sorted(r["rank"] for r in rows if r["state"] == RECEIVING and r["rank"] != silent)
-        return (f"rank {silent} stopped responding {_doing(rows, silent, config)}: ranks "
-                f"{', '.join(map(str, waiting))} waited {config.timeout_s:g} s for it")
+        return (
+            f"rank {silent} stopped responding {_doing(rows, silent, config)}: ranks "
+            f"{', '.join(map(str, waiting))} waited {config.timeout_s:g} s for it"
+        )
     if reports:
         first = min(reports, key=lambda r: r["time"])
         return f"rank {first['rank']} failed: {first['error']}"
@@ -195,4 +220,3 @@ def _end(processes) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=5)
-

@@ -42,8 +42,13 @@ def rank_entry(rank: int, configs: list[RunConfig], workdir: str, init_method: s
     status.set(STARTING)
     try:
         device = choose_devices(configs[0])[rank]
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method=init_method, rank=rank,
-                                world_size=configs[0].num_ranks, timeout=timedelta(seconds=configs[0].timeout_s))
+        dist.init_process_group(
+            "nccl" if device.type == "cuda" else "gloo",
+            init_method=init_method,
+            rank=rank,
+            world_size=configs[0].num_ranks,
+            timeout=timedelta(seconds=configs[0].timeout_s),
+        )
         results = []
         for index, config in enumerate(configs):
             reference = torch.load(os.path.join(workdir, f"reference-{index}-{rank}.pt"), weights_only=True)
@@ -55,8 +60,13 @@ def rank_entry(rank: int, configs: list[RunConfig], workdir: str, init_method: s
         os._exit(130)
     except BaseException as error:
         cause = error.cause if isinstance(error, ActionFailed) else error
-        report = {"rank": rank, "action": current["action"], "error": f"{type(cause).__name__}: {cause}",
-                  "own": isinstance(error, ActionFailed), "time": time.time()}
+        report = {
+            "rank": rank,
+            "action": current["action"],
+            "error": f"{type(cause).__name__}: {cause}",
+            "own": isinstance(error, ActionFailed),
+            "time": time.time(),
+        }
         _write_atomically(os.path.join(workdir, f"error-{rank}.json"), json.dumps(report).encode())
         raise
     finally:
@@ -87,8 +97,14 @@ def torchrun_main(config: RunConfig) -> RunResult | None:
         dist.destroy_process_group()
 
 
-def run_rank(config: RunConfig, rank: int, device: torch.device, current: dict | None = None,
-             status: RankStatus | None = None, reference: dict | None = None) -> RunResult | None:
+def run_rank(
+    config: RunConfig,
+    rank: int,
+    device: torch.device,
+    current: dict | None = None,
+    status: RankStatus | None = None,
+    reference: dict | None = None,
+) -> RunResult | None:
     """Run ``config``'s steps as rank ``rank`` of an initialised process group; rank 0 returns the result.
 
     ``current["action"]`` names the action in progress (for the failure report); ``reference`` is the unsplit
@@ -153,8 +169,13 @@ def run_rank(config: RunConfig, rank: int, device: torch.device, current: dict |
         if step >= config.warmup_steps:
             measured.append({"events": events, "waits": waits, "origin": origin, "finished": finished})
     errors = gradient_errors(plan, worker, reference["gradients"])
-    payload = {"rank": rank, "steps": measured, "host": socket.gethostname(), "errors": errors,
-               "loss": sum(worker.losses.values())}
+    payload = {
+        "rank": rank,
+        "steps": measured,
+        "host": socket.gethostname(),
+        "errors": errors,
+        "loss": sum(worker.losses.values()),
+    }
     gathered = [None] * config.num_ranks if rank == 0 else None
     dist.gather_object(payload, gathered, dst=0)
     if rank != 0:

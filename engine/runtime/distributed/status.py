@@ -31,9 +31,17 @@ class RankStatus:
 def read(array, num_ranks: int) -> list[dict]:
     rows = []
     for rank in range(num_ranks):
-        state, action, peer, updated, done = array[rank * FIELDS:(rank + 1) * FIELDS]
-        rows.append({"rank": rank, "state": int(state), "action": int(action), "peer": int(peer),
-                     "updated": updated, "done": int(done)})
+        state, action, peer, updated, done = array[rank * FIELDS : (rank + 1) * FIELDS]
+        rows.append(
+            {
+                "rank": rank,
+                "state": int(state),
+                "action": int(action),
+                "peer": int(peer),
+                "updated": updated,
+                "done": int(done),
+            }
+        )
     return rows
 
 
