@@ -3,18 +3,25 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test test-fast benchmark clean
+.PHONY: run test test-fast lint benchmark clean
 
 run: $(VENV)/.requirements
 	$(PYTHON) -m streamlit run app/streamlit_app.py --server.port $(PORT) --browser.gatherUsageStats false
 
-test: $(VENV)/.requirements-dev
+# lint first (style and types are CI's job), then every test; pytest's exit 5 (no tests) is a failure
+test: lint
 	@status=0; $(PYTHON) -m pytest || status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit 5): failing, a test run must run tests"; fi; \
 	exit $$status
 
+# the fast tier: engine and app logic, no processes, no browser, no timing ratios (under a minute on 2 cores)
 test-fast: $(VENV)/.requirements-dev
-	$(PYTHON) -m pytest -m "not slow"
+	$(PYTHON) -m pytest -m "not slow and not timing" -q
+
+lint: $(VENV)/.requirements-dev
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m mypy
 
 benchmark: $(VENV)/.requirements
 	$(PYTHON) benchmarks/simulate.py
@@ -22,13 +29,17 @@ benchmark: $(VENV)/.requirements
 $(PYTHON):
 	python3 -m venv $(VENV)
 
-$(VENV)/.requirements: requirements.txt | $(PYTHON)
+# the project itself is installed editable (no dependencies: requirements.txt pins them), so `import engine`
+# works from the app, the benchmarks and the tests without sys.path edits
+$(VENV)/.requirements: requirements.txt pyproject.toml | $(PYTHON)
 	$(PYTHON) -m pip install --quiet -r requirements.txt
+	$(PYTHON) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.requirements-dev: requirements.txt requirements-dev.txt | $(PYTHON)
+$(VENV)/.requirements-dev: requirements.txt requirements-dev.txt pyproject.toml | $(PYTHON)
 	$(PYTHON) -m pip install --quiet -r requirements-dev.txt
+	$(PYTHON) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(VENV)/.requirements $@
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache *.egg-info

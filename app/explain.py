@@ -42,7 +42,7 @@ def metric_cards(timeline: Timeline, *, time_unit: str = "", projector: bool = F
     per_row = 3 if projector else len(cards)  # large fonts need wider cards
     for first in range(0, len(cards), per_row):
         row = cards[first : first + per_row]
-        for column, (label, value, help_text) in zip(st.columns(per_row), row):
+        for column, (label, value, help_text) in zip(st.columns(per_row), row, strict=True):
             column.metric(label, value, help=help_text)
     if span_idle < 0.5 * idle:  # the two counts tell different stories (ZB-H2, ZB-V)
         st.caption(

@@ -11,8 +11,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from engine.runtime import RunConfig
-from engine.runtime import budget
+from engine.runtime import RunConfig, budget
 from engine.runtime.budget import BUDGET_SHARE, estimate, human_bytes
 from engine.runtime.isolated import run_isolated
 

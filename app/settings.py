@@ -11,8 +11,8 @@ A bad value never stops the page: it is reported and its default used.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 from engine import FAMILIES, Costs
 

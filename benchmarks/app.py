@@ -21,9 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
 from browser_support import launch, open_page, serve_app  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
 
 SIZES = ((4, 8), (8, 32), (32, 256))
 

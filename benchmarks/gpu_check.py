@@ -38,7 +38,8 @@ def check(label: str, config: RunConfig) -> bool:
     overhead = summary["overhead_fraction"]
     print(
         f"   {label:<22} {summary['device']:<14} {summary['clock']:<12} grad {summary['max_grad_error']:.1e} "
-        f"{'ok ' if ok else 'BAD'} measured {summary['makespan']:8.3f} ms predicted {summary['predicted_makespan']:8.3f}"
+        f"{'ok ' if ok else 'BAD'} measured {summary['makespan']:8.3f} ms "
+        f"predicted {summary['predicted_makespan']:8.3f}"
         f" ({summary['prediction_error']:+.1%}) overhead {'-' if overhead is None else f'{overhead:.1%}'} "
         f"peak {max(summary['peak_memory_bytes']):,} B, {time.perf_counter() - started:.1f} s"
     )

@@ -8,8 +8,8 @@ Each formula is checked against the simulator in ``tests/test_closed_forms.py`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .costs import Costs
 from .ir import Schedule
@@ -59,7 +59,7 @@ class Setting:
     equal_stages: bool
 
     @classmethod
-    def of(cls, schedule: Schedule, costs: Costs) -> "Setting":
+    def of(cls, schedule: Schedule, costs: Costs) -> Setting:
         extra = costs.forward if costs.recompute else 0.0
         scale = costs.stage_scale
         return cls(

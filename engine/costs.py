@@ -94,7 +94,7 @@ class Costs:
             object.__setattr__(self, name, float(value))
 
     @classmethod
-    def parse(cls, text: str, **extra) -> "Costs":
+    def parse(cls, text: str, **extra) -> Costs:
         """Read "F=1,B=2" or "F=1,I=1,W=1" (also "F&B=2.5" for the overlapped pair)."""
         names = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight", "F&B": "overlapped"}
         values: dict[str, float] = {}

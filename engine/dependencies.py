@@ -132,7 +132,7 @@ class CompiledSchedule:
         return len(self.stage)
 
     @classmethod
-    def of(cls, schedule: Schedule) -> "CompiledSchedule":
+    def of(cls, schedule: Schedule) -> CompiledSchedule:
         flat, slot_sizes, rank_sizes = [], [], []
         for slots in schedule.ranks:
             rank_sizes.append(len(slots))

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable, NamedTuple, Union
+from typing import NamedTuple
 
 
 class Kind(enum.IntEnum):
@@ -72,7 +73,7 @@ class Action(NamedTuple):
         return str(self)
 
     @classmethod
-    def parse(cls, text: str) -> "Action":
+    def parse(cls, text: str) -> Action:
         match = _ACTION_RE.fullmatch(text.strip())
         if not match:
             raise ValueError(f"cannot read action {text!r}: expected stage, kind, micro-batch like '2F0' or '5I3'")
@@ -111,7 +112,7 @@ class Overlap:
     __repr__ = __str__
 
 
-Slot = Union[Action, Overlap]
+Slot = Action | Overlap
 """One entry of a rank's list: a single action, or an overlapped pair that occupies the rank once."""
 
 

@@ -81,7 +81,7 @@ class Timeline:
         name: str = "",
         waits: pd.DataFrame | None = None,
         transfers: pd.DataFrame | None = None,
-    ) -> "Timeline":
+    ) -> Timeline:
         frame = pd.DataFrame(columns)
         frame["source"] = source
         if "recompute" not in frame:
@@ -105,7 +105,7 @@ class Timeline:
         comm: float = 0.0,
         waits: pd.DataFrame | None = None,
         **extra,
-    ) -> "Timeline":
+    ) -> Timeline:
         """The Timeline of a schedule whose slots ran at ``starts``/``ends`` (flat slot order); ``memory_after``
         per action in the compiled (rank-then-list) order. The simulator and the runtime both build theirs here;
         ``comm`` is the transfer time between ranks; ``extra`` adds per-action columns."""
@@ -136,7 +136,10 @@ class Timeline:
                 "what": [
                     f"{stage}{KIND_LETTERS[kind]}{mb}"
                     for stage, kind, mb in zip(
-                        c.stage[producer].tolist(), c.kind[producer].tolist(), c.microbatch[producer].tolist()
+                        c.stage[producer].tolist(),
+                        c.kind[producer].tolist(),
+                        c.microbatch[producer].tolist(),
+                        strict=True,
                     )
                 ],
             },
@@ -195,7 +198,7 @@ class Timeline:
         """Idle time between each rank's first start and last end (the Zero Bubble papers' count)."""
         per_rank = self._per_rank
         span = np.nan_to_num(per_rank["last"] - per_rank["first"])
-        return [_snap(float(s - b), self.makespan) if s else 0.0 for s, b in zip(span, per_rank["busy"])]
+        return [_snap(float(s - b), self.makespan) if s else 0.0 for s, b in zip(span, per_rank["busy"], strict=True)]
 
     @cached_property
     def _idle_intervals(self) -> pd.DataFrame:

@@ -6,8 +6,8 @@ import os
 import time
 
 import pytest
-
 from browser_support import CHROMIUM, DRAWN_MARKS, IDLE, launch, open_page, serve_app
+
 from engine import FAMILIES, Costs, build_schedule, simulate
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

@@ -123,7 +123,7 @@ def test_dualpipev_gains_from_overlap_and_holds_about_p():
     # F and B run apart); each pair of two half-size stages saves (F + B − F&B)/2 = (1 + 2 − 2)/2
     pairs = [2 * (m - 2 * p + r + 1) + (p - r - 1) - (r == p - 1) for r in range(p)]
     saved = [0.5 * n for n in pairs]
-    assert [a - b for a, b in zip(plain.busy_per_rank(), overlapped.busy_per_rank())] == saved
+    assert [a - b for a, b in zip(plain.busy_per_rank(), overlapped.busy_per_rank(), strict=True)] == saved
     assert overlapped.makespan < plain.makespan
     assert max(plain.peak_memory_per_rank()) == pytest.approx(p + 0.5)
 

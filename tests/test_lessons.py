@@ -72,7 +72,7 @@ def test_every_step_is_consistent_with_the_engine(lesson, step):
 
 def test_live_values_compute_from_real_runs():
     """Each real run a lesson asks for runs (in this process, small), and every live value it feeds computes."""
-    for lesson, step in STEPS:
+    for _, step in STEPS:
         if not step.real:
             continue
         results = {name: run(config) for name, config in step.real.items()}

@@ -6,10 +6,10 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from timeline_checks import check_timeline
 
 from engine import Costs, build_schedule, simulate
 from engine.schedules import FAMILIES
-from timeline_checks import check_timeline
 
 durations = st.floats(min_value=0.05, max_value=5, allow_nan=False)
 

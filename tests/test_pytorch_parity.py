@@ -7,10 +7,10 @@ simulator, so a makespan difference is a difference of order, not of timing mode
 from pathlib import Path
 
 import pytest
+from pytorch_orders import lowered_csv, pytorch_rows, pytorch_schedule
 
 from engine import FAMILIES, Costs, build_schedule, read_csv, simulate, validate
 from engine.cli import main
-from pytorch_orders import lowered_csv, pytorch_rows, pytorch_schedule
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FULL_BACKWARD = [Costs(forward=1, backward=2), Costs(forward=1, backward=3, comm=0.5)]

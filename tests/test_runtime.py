@@ -7,11 +7,11 @@ import time
 import numpy as np
 import pytest
 import torch
+from timeline_checks import check_timeline
 
 from engine.model_config import ModelConfig
 from engine.runtime import GRADIENT_TOLERANCE, ActionFailed, RunConfig, RunFailed, run, run_many
 from engine.schedules import FAMILIES, build_schedule
-from timeline_checks import check_timeline
 
 
 def small(kind: str, layers: int = 8, **extra) -> ModelConfig:
@@ -110,7 +110,7 @@ def test_distributed_matches_the_unsplit_model(name):
         )
         for kind, recompute, partition in variants
     ]
-    for config, result in zip(configs, run_many(configs)):
+    for config, result in zip(configs, run_many(configs), strict=True):
         summary = check(result)
         assert result.config == config
         waits = result.measured.waits

@@ -4,11 +4,11 @@
 def check_timeline(schedule, comm: float, timeline) -> None:
     """Every action once, dependencies kept (with ``comm`` across ranks), no overlap on a rank."""
     frame = timeline.frame
-    p, m, num_stages = schedule.num_ranks, schedule.num_microbatches, schedule.num_stages
+    m, num_stages = schedule.num_microbatches, schedule.num_stages
     # every action exactly once
-    keys = list(zip(frame["stage"], frame["kind"], frame["microbatch"]))
+    keys = list(zip(frame["stage"], frame["kind"], frame["microbatch"], strict=True))
     assert len(keys) == len(set(keys)) == schedule.num_actions
-    by_key = {key: row for key, row in zip(keys, frame.itertuples(index=False))}
+    by_key = {key: row for key, row in zip(keys, frame.itertuples(index=False), strict=True)}
     for stage in range(num_stages):
         for mb in range(m):
             assert (stage, "F", mb) in by_key

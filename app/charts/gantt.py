@@ -157,7 +157,7 @@ def _add_idle(traces: list, timeline: Timeline, show_legend: bool) -> None:
             ),
             hovertext=[
                 f"rank {r} · idle · {a:{fmt}} → {b:{fmt}} ({b - a:{fmt}})"
-                for r, a, b in zip(idle["rank"], idle["start"], idle["end"])
+                for r, a, b in zip(idle["rank"], idle["start"], idle["end"], strict=True)
             ],
             hoverinfo="text",
         )
@@ -189,7 +189,7 @@ def _add_recompute(traces: list, timeline: Timeline, show_legend: bool) -> None:
             hovertext=[
                 f"rank {r} · {s}{k}{mb} first re-runs its forward: {d:.3g}"
                 for r, s, k, mb, d in zip(
-                    rows["rank"], rows["stage"], rows["kind"], rows["microbatch"], rows["recompute"]
+                    rows["rank"], rows["stage"], rows["kind"], rows["microbatch"], rows["recompute"], strict=True
                 )
             ],
             hoverinfo="text",
@@ -247,7 +247,7 @@ def _add_waits(traces: list, timeline: Timeline, show_legend: bool) -> None:
             hovertext=[
                 f"rank {r} · {a} waits for {w} · {e - s:.3f}"
                 for r, a, w, s, e in zip(
-                    waits["rank"], waits["action"], waits["waiting_for"], waits["start"], waits["end"]
+                    waits["rank"], waits["action"], waits["waiting_for"], waits["start"], waits["end"], strict=True
                 )
             ],
             hoverinfo="text",

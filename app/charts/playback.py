@@ -100,7 +100,10 @@ def playback(
     highlight = total_rows <= HIGHLIGHT_LIMIT
     times = frame_times(end)
     names = [f"{t:{time_format}}" for t in times]
-    frames = [dict(name=name, layout=dict(shapes=shapes_at(t, end, rows, highlight))) for name, t in zip(names, times)]
+    frames = [
+        dict(name=name, layout=dict(shapes=shapes_at(t, end, rows, highlight)))
+        for name, t in zip(names, times, strict=True)
+    ]
     frame_ms = 1000 * SECONDS / len(times)
 
     def play(speed: float, from_current: bool) -> dict:

@@ -54,12 +54,12 @@ except ValueError as error:
         st.stop()
     st.caption("Showing the last comparison that worked.")
 
-for name, (one, schedule, timeline) in results.items():
+for name, (one, _, _) in results.items():
     for note in one.family.size_notes(one.ranks, one.microbatches):
         st.info(f"{FAMILIES[name].title}: {note}")
 
 rows = []
-for name, (one, schedule, timeline) in results.items():
+for name, (_, _, timeline) in results.items():
     summary = timeline.summary()
     rows.append(
         {

@@ -12,8 +12,7 @@ from app.real_runs import memory_check, run_one
 from app.widgets import projector_toggle, schedule_picker
 from engine import FAMILIES
 from engine.model_config import MODEL_DEFAULTS, MODEL_TITLES, ModelConfig
-from engine.runtime import GRADIENT_TOLERANCE, RunConfig
-from engine.runtime import budget
+from engine.runtime import GRADIENT_TOLERANCE, RunConfig, budget
 from engine.runtime.budget import human_bytes
 from engine.runtime.devices import gpu_count
 

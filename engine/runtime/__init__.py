@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from .config import BACKENDS, DEVICES, RunConfig, RunPlan
 from .errors import ActionFailed, RunFailed
-from .result import GRADIENT_TOLERANCE, RunResult
 from .progress import Progress, no_progress
+from .result import GRADIENT_TOLERANCE, RunResult
 
 
 def run(config: RunConfig, *, progress: Progress = no_progress) -> RunResult | None:

@@ -106,7 +106,7 @@ class RunConfig:
             rank, sep, action = self.fail_at.partition(":")
             if not sep or not rank.isdigit() or not action:
                 raise ValueError(f"fail_at must look like RANK:ACTION, e.g. 1:1F3; got {self.fail_at!r}")
-        self.plan  # a bad schedule, split or failure point fails here, before any work
+        _ = self.plan  # a bad schedule, split or failure point fails here, before any work
 
     @cached_property
     def plan(self) -> RunPlan:

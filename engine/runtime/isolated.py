@@ -8,6 +8,7 @@ queue before ``join`` can deadlock); the pipe carries only small progress messag
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import pickle
 import queue as queue_module
@@ -17,8 +18,6 @@ import sys
 import tempfile
 import time
 import traceback
-
-import multiprocessing as mp
 
 from .config import RunConfig
 from .errors import RunFailed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, note)``: the CLI draws it with tqdm, the app with ``st.progress``."""

@@ -79,7 +79,7 @@ class RunResult:
 
     def modelled_peak_bytes(self) -> list[float]:
         per_unit = self.bytes_per_unit()
-        return [peak * unit for peak, unit in zip(self.predicted.peak_memory_per_rank(), per_unit)]
+        return [peak * unit for peak, unit in zip(self.predicted.peak_memory_per_rank(), per_unit, strict=True)]
 
     def prediction_error_per_rank(self) -> list[float]:
         """(predicted − measured) / measured of each rank's last end."""
@@ -143,7 +143,7 @@ def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> 
     is_input = c.kind == Kind.I
     if not is_input.any():
         return None
-    split = set(zip(c.stage[is_input].tolist(), c.microbatch[is_input].tolist()))
+    split = set(zip(c.stage[is_input].tolist(), c.microbatch[is_input].tolist(), strict=True))
     forwards = [i for i in np.flatnonzero(c.kind == Kind.F) if (c.stage[i], c.microbatch[i]) in split]
     added = change[forwards].sum()
     if added <= 0:

@@ -167,7 +167,9 @@ class RankWorker:
         grads = torch.autograd.grad(state.output, targets, grad, allow_unused=True)
         input_grad = grads[0] if wants_input_grad else None
         layer_grads = grads[1:] if wants_input_grad else grads
-        state.weight_inputs = [(m, x.detach(), g) for (m, x, _), g in zip(layers, layer_grads) if g is not None]
+        state.weight_inputs = [
+            (m, x.detach(), g) for (m, x, _), g in zip(layers, layer_grads, strict=True) if g is not None
+        ]
         # the graph is gone: drop everything but what W needs
         state.input = state.output = None
         state.saved, state.layer_outputs = [], []
@@ -221,7 +223,7 @@ def build_worker(config: RunConfig, rank: int, device: torch.device) -> RankWork
     inputs = [chunk.to(device).clone() for chunk in x.chunk(m)]
     targets = [chunk.to(device).clone() for chunk in target.chunk(m)]
     c = config.plan.compiled
-    split = set(zip(c.stage[c.kind == Kind.I].tolist(), c.microbatch[c.kind == Kind.I].tolist()))
+    split = set(zip(c.stage[c.kind == Kind.I].tolist(), c.microbatch[c.kind == Kind.I].tolist(), strict=True))
     return RankWorker(
         rank,
         mine,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..ir import Schedule
 from .depth_first import microbatch_rounds, one_f_one_b
@@ -63,8 +63,8 @@ class Family:
                 + (
                     "PyTorch takes the same rounds."
                     if len(set(sizes)) == 1
-                    else f"PyTorch refuses this m (its rounds must divide m evenly); the lab makes the first "
-                    f"round(s) one larger."
+                    else "PyTorch refuses this m (its rounds must divide m evenly); the lab makes the first "
+                    "round(s) one larger."
                 )
                 + " The closed form (p − 1)/(v·m) assumes m is a multiple of p."
             )

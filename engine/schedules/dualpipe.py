@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..ir import Action, Kind, Overlap, Schedule
+from ..ir import Action, Kind, Overlap, Schedule, Slot
 from ..limits import check_pairs
 from .common import check_sizes, keep_microbatches
 
@@ -36,61 +36,64 @@ def dualpipev(num_ranks: int, num_microbatches: int) -> Schedule:
     p, m = num_ranks, num_microbatches
     requested, m = m, max(m, 2 * p)
     check_pairs(p, m, 2, f"{family} (built for {m} micro-batches, the fewest it runs on, 2p)")
-    ranks = []
-    for rank in range(p):
-        stage_of_chunk = (rank, 2 * p - 1 - rank)
-        next_forward = [0, 0]
-        next_backward = [0, 0]
-        queued_weights: deque[Action] = deque()
-        slots: list = []
+    ranks = tuple(_dualpipev_rank(rank, p, m) for rank in range(p))
+    return keep_microbatches(Schedule(family, p, m, 2, "v", ranks), requested)
 
-        def fwd(chunk: int) -> Action:
-            action = Action(stage_of_chunk[chunk], Kind.F, next_forward[chunk])
-            next_forward[chunk] += 1
-            return action
 
-        def bwd(chunk: int, split: bool) -> Action:
-            stage, mb = stage_of_chunk[chunk], next_backward[chunk]
-            next_backward[chunk] += 1
-            if split:
-                queued_weights.append(Action(stage, Kind.W, mb))
-                return Action(stage, Kind.I, mb)
-            return Action(stage, Kind.B, mb)
+def _dualpipev_rank(rank: int, p: int, m: int) -> tuple[Slot, ...]:
+    """Rank ``rank``'s list of DualPipeV on p ranks and m ≥ 2p micro-batches (phases 1–8 in ``dualpipev``)."""
+    stage_of_chunk = (rank, 2 * p - 1 - rank)
+    next_forward = [0, 0]
+    next_backward = [0, 0]
+    queued_weights: deque[Action] = deque()
+    slots: list = []
 
-        def weight() -> Action:
-            return queued_weights.popleft()
+    def fwd(chunk: int) -> Action:
+        action = Action(stage_of_chunk[chunk], Kind.F, next_forward[chunk])
+        next_forward[chunk] += 1
+        return action
 
-        is_last_rank = rank == p - 1
-        for _ in range(2 * (p - rank - 1)):  # 1. nF0
-            slots.append(fwd(0))
-        for _ in range(rank + 1):  # 2. nF0F1
-            slots += [fwd(0), fwd(1)]
-        for _ in range(p - rank - 1):  # 3. nB1W1F1
-            slots.append(bwd(1, split=True))
-            slots += [weight(), fwd(1)]
-        for round_index in range(m - 2 * p + rank + 1):  # 4. nF0B1F1B0, the main phase
-            if round_index == 0 and is_last_rank:
-                slots += [fwd(0), bwd(1, split=False)]
-            else:
-                slots.append(Overlap(fwd(0), bwd(1, split=False)))
-            slots.append(Overlap(fwd(1), bwd(0, split=False)))
-        for _ in range(p - rank - 1):  # 5. nB1F1B0
-            slots.append(bwd(1, split=False))
-            slots.append(Overlap(fwd(1), bwd(0, split=False)))
-        split = False
-        steps_6 = rank + 1
-        for round_index in range(steps_6):  # 6. nB1B0, second half split
-            if round_index == steps_6 // 2 and rank % 2 == 1:
-                split = True
-            slots.append(bwd(1, split))
-            if round_index == steps_6 // 2 and rank % 2 == 0:
-                split = True
-            slots.append(bwd(0, split))
-        for _ in range(p - rank - 1):  # 7. nWB0
-            slots.append(weight())
-            slots.append(bwd(0, split=True))
-        while queued_weights:  # 8. nW
-            slots.append(weight())
-        assert next_forward == [m, m] and next_backward == [m, m], (rank, next_forward, next_backward)
-        ranks.append(tuple(slots))
-    return keep_microbatches(Schedule(family, p, m, 2, "v", tuple(ranks)), requested)
+    def bwd(chunk: int, split: bool) -> Action:
+        stage, mb = stage_of_chunk[chunk], next_backward[chunk]
+        next_backward[chunk] += 1
+        if split:
+            queued_weights.append(Action(stage, Kind.W, mb))
+            return Action(stage, Kind.I, mb)
+        return Action(stage, Kind.B, mb)
+
+    def weight() -> Action:
+        return queued_weights.popleft()
+
+    is_last_rank = rank == p - 1
+    for _ in range(2 * (p - rank - 1)):  # 1. nF0
+        slots.append(fwd(0))
+    for _ in range(rank + 1):  # 2. nF0F1
+        slots += [fwd(0), fwd(1)]
+    for _ in range(p - rank - 1):  # 3. nB1W1F1
+        slots.append(bwd(1, split=True))
+        slots += [weight(), fwd(1)]
+    for round_index in range(m - 2 * p + rank + 1):  # 4. nF0B1F1B0, the main phase
+        if round_index == 0 and is_last_rank:
+            slots += [fwd(0), bwd(1, split=False)]
+        else:
+            slots.append(Overlap(fwd(0), bwd(1, split=False)))
+        slots.append(Overlap(fwd(1), bwd(0, split=False)))
+    for _ in range(p - rank - 1):  # 5. nB1F1B0
+        slots.append(bwd(1, split=False))
+        slots.append(Overlap(fwd(1), bwd(0, split=False)))
+    split = False
+    steps_6 = rank + 1
+    for round_index in range(steps_6):  # 6. nB1B0, second half split
+        if round_index == steps_6 // 2 and rank % 2 == 1:
+            split = True
+        slots.append(bwd(1, split))
+        if round_index == steps_6 // 2 and rank % 2 == 0:
+            split = True
+        slots.append(bwd(0, split))
+    for _ in range(p - rank - 1):  # 7. nWB0
+        slots.append(weight())
+        slots.append(bwd(0, split=True))
+    while queued_weights:  # 8. nW
+        slots.append(weight())
+    assert next_forward == [m, m] and next_backward == [m, m], (rank, next_forward, next_backward)
+    return tuple(slots)

@@ -68,42 +68,45 @@ def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:
     p, m = num_ranks, num_microbatches
     requested, m = m, max(m, 2 * p - 1)
     check_pairs(p, m, 2, f"{family} (built for {m} micro-batches, the fewest it runs on, 2p−1)")
-    ranks = []
-    for rank in range(p):
-        down, up = rank, 2 * p - 1 - rank  # chunk 0 and chunk 1 stages of this rank
-        slots = []
-        taken: dict[tuple[Kind, int], int] = defaultdict(int)  # next micro-batch of each (kind, stage)
+    ranks = tuple(_zb_v_rank(rank, p, m) for rank in range(p))
+    return keep_microbatches(Schedule(family, p, m, 2, "v", ranks), requested)
 
-        def run(kind: Kind, stage: int) -> None:
-            slots.append(Action(stage, kind, taken[kind, stage]))
-            taken[kind, stage] += 1
 
-        for _ in range(2 * (p - rank) - 1):  # warm-up: fill chunk 0
+def _zb_v_rank(rank: int, p: int, m: int) -> tuple[Action, ...]:
+    """Rank ``rank``'s list of ZB-V on p ranks and m micro-batches (the phases in ``zb_v``)."""
+    down, up = rank, 2 * p - 1 - rank  # chunk 0 and chunk 1 stages of this rank
+    slots = []
+    taken: dict[tuple[Kind, int], int] = defaultdict(int)  # next micro-batch of each (kind, stage)
+
+    def run(kind: Kind, stage: int) -> None:
+        slots.append(Action(stage, kind, taken[kind, stage]))
+        taken[kind, stage] += 1
+
+    for _ in range(2 * (p - rank) - 1):  # warm-up: fill chunk 0
+        run(Kind.F, down)
+    for _ in range(rank):
+        run(Kind.F, up)
+        run(Kind.F, down)
+    for _ in range(p - rank):  # first backwards of chunk 1, W at once (memory stays flat)
+        run(Kind.F, up)
+        run(Kind.I, up)
+        run(Kind.W, up)
+    while taken[Kind.F, up] < m:  # steady
+        if taken[Kind.F, down] < m:
             run(Kind.F, down)
-        for _ in range(rank):
-            run(Kind.F, up)
-            run(Kind.F, down)
-        for _ in range(p - rank):  # first backwards of chunk 1, W at once (memory stays flat)
-            run(Kind.F, up)
-            run(Kind.I, up)
-            run(Kind.W, up)
-        while taken[Kind.F, up] < m:  # steady
-            if taken[Kind.F, down] < m:
-                run(Kind.F, down)
-            run(Kind.I, down)
-            run(Kind.W, down)
-            run(Kind.F, up)
-            run(Kind.I, up)
-            run(Kind.W, up)
-        for _ in range(rank):  # cool-down: input gradients first, they are on the critical path
-            run(Kind.I, down)
-            run(Kind.I, up)
-        for _ in range(p - rank):
-            run(Kind.I, down)
-            run(Kind.W, down)
-        while taken[Kind.W, up] < m:  # the held-back W's fill the tail
-            run(Kind.W, up)
-        while taken[Kind.W, down] < m:
-            run(Kind.W, down)
-        ranks.append(tuple(slots))
-    return keep_microbatches(Schedule(family, p, m, 2, "v", tuple(ranks)), requested)
+        run(Kind.I, down)
+        run(Kind.W, down)
+        run(Kind.F, up)
+        run(Kind.I, up)
+        run(Kind.W, up)
+    for _ in range(rank):  # cool-down: input gradients first, they are on the critical path
+        run(Kind.I, down)
+        run(Kind.I, up)
+    for _ in range(p - rank):
+        run(Kind.I, down)
+        run(Kind.W, down)
+    while taken[Kind.W, up] < m:  # the held-back W's fill the tail
+        run(Kind.W, up)
+    while taken[Kind.W, down] < m:
+        run(Kind.W, down)
+    return tuple(slots)

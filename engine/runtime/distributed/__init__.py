@@ -8,8 +8,8 @@ import os
 from dataclasses import replace
 
 from ..config import RunConfig
-from ..result import RunResult
 from ..progress import Progress, no_progress
+from ..result import RunResult
 from .launcher import check_message_order, core_warning, run_distributed_many
 from .rank import run_rank, torchrun_main
 

@@ -113,7 +113,8 @@ def step_wall_ms(gathered: list[dict], step: int, same_host: bool) -> float:
 def transfer_estimate(c, waits: pd.DataFrame, ended_ms: np.ndarray) -> float:
     """Median of (receive done − producer done) over receives that were posted before the producer finished."""
     made = c.makes >= 0
-    produced_at = dict(zip(c.makes[made].tolist(), ended_ms[made].tolist()))  # hand-off key -> producer's end
+    # hand-off key -> producer's end
+    produced_at = dict(zip(c.makes[made].tolist(), ended_ms[made].tolist(), strict=True))
     latencies = [
         row.end - produced_at[row.need]
         for row in waits.itertuples(index=False)

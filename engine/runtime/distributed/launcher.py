@@ -138,7 +138,7 @@ def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Pr
             progress(total, total, "done")
             return
         rows = read(status, num_ranks)
-        done = sum(min(row["done"], mine) for row, mine in zip(rows, per_rank))
+        done = sum(min(row["done"], mine) for row, mine in zip(rows, per_rank, strict=True))
         busy = [row for row in rows if row["state"] in (COMPUTING, RECEIVING)]
         progress(done, total, f"rank {busy[0]['rank']}" if busy else "starting the ranks")
         if any(code not in (None, 0) for code in codes):
