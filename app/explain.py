@@ -7,8 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from engine import Costs, Schedule, Timeline
-from engine.closed_forms import STORIES, closed_forms
 from engine.narrate import Narration
+from engine.schedules import Family
 
 from .charts import BAR_LIMIT
 
@@ -87,13 +87,13 @@ def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> No
     st.caption(" ".join(notes))
 
 
-def why_panel(family: str, schedule: Schedule, costs: Costs, timeline: Timeline) -> None:
+def why_panel(family: Family, schedule: Schedule, costs: Costs, timeline: Timeline) -> None:
     """The family's closed forms with this configuration's numbers, next to the simulated values."""
-    st.markdown(STORIES.get(family, ""))
+    st.markdown(family.story)
     if timeline.makespan == 0:
         st.markdown("Every cost is zero, so nothing takes time: there is no bubble to explain.")
         return
-    forms = closed_forms(family, schedule, costs, timeline)
+    forms = family.closed_forms(schedule, costs, timeline)
     if not forms:
         st.markdown("This family has no simple closed form: the simulated value is the answer.")
     for form in forms:

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import sys
+from typing import NoReturn
 
 from .costs import Costs
 from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
@@ -31,7 +32,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would print the whole usage block
+    def error(self, message: str) -> NoReturn:  # argparse would print the whole usage block
         raise UsageError(message)
 
 
@@ -302,7 +303,7 @@ def _tqdm_progress(enabled: bool):
         return (lambda done, total, note: None), (lambda: None)
     from tqdm import tqdm
 
-    bars = []
+    bars: list = []
 
     def progress(done: int, total: int, note: str) -> None:
         if not bars:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 
 def _check_number(label: str, value: float | None, *, allow_none: bool = True) -> None:
@@ -24,17 +25,18 @@ class Costs:
 
     forward: float = 1.0
     """F: forward pass."""
-    backward: float | None = None
+    backward: float = None  # type: ignore[assignment]  # see [Note: resolved costs]
     """B: full backward. Defaults to I + W when those are given, else 2·F."""
-    backward_input: float | None = None
+    backward_input: float = None  # type: ignore[assignment]
     """I: input-gradient backward. Defaults to B − W if both are given, else B/2."""
-    backward_weight: float | None = None
+    backward_weight: float = None  # type: ignore[assignment]
     """W: weight-gradient backward. Defaults to B − I if both are given, else B/2."""
-    overlapped: float | None = None
+    overlapped: float = None  # type: ignore[assignment]
     """One overlapped F&B pair (DualPipeV). Defaults to F + B (no gain from overlapping).
 
-    After construction ``backward``, ``backward_input``, ``backward_weight`` and ``overlapped`` hold the
-    resolved values (the defaults filled in), so every reader uses the same names."""
+    [Note: resolved costs] B, I, W and F&B may be left out (None) when constructing; ``__post_init__`` fills
+    in the defaults above, so after construction all four hold floats and every reader uses the same names.
+    Their annotations say ``float`` for those readers, hence the ``type: ignore`` on the None defaults."""
     comm: float = 0.0
     """Time from the end of an action to the arrival of its output on another rank (same rank: 0)."""
     stage_scale: tuple[float, ...] | None = None
@@ -94,10 +96,10 @@ class Costs:
             object.__setattr__(self, name, float(value))
 
     @classmethod
-    def parse(cls, text: str, **extra) -> Costs:
+    def parse(cls, text: str, **extra: Any) -> Costs:
         """Read "F=1,B=2" or "F=1,I=1,W=1" (also "F&B=2.5" for the overlapped pair)."""
         names = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight", "F&B": "overlapped"}
-        values: dict[str, float] = {}
+        values: dict[str, Any] = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
             key, sep, value = part.partition("=")
             key = key.strip().upper()

@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .ir import Action, Kind, Schedule, parse_slot, rank_of_stage, slot_actions
+from .ir import Action, Kind, Schedule, Slot, parse_slot, rank_of_stage, slot_actions
 from .limits import MAX_CSV_BYTES, MAX_CSV_CELLS, MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
 
 COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD")
@@ -87,7 +87,7 @@ def read_csv(
     if num_microbatches is not None:
         whole_number("micro-batches", num_microbatches, 1, MAX_MICROBATCHES)
     set_aside: Counter = Counter()
-    ranks = []
+    ranks: list[tuple[Slot, ...]] = []
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -117,7 +117,7 @@ def read_csv(
         )
     num_chunks = num_stages // num_ranks
     inferred = num_microbatches is None
-    if inferred:
+    if num_microbatches is None:
         forwards_per_stage = Counter(a.stage for _, a in set(actions) if a.kind is Kind.F)
         num_microbatches = max(forwards_per_stage.values(), default=1)
     check_pairs(num_ranks, num_microbatches, num_chunks, "the schedule CSV")

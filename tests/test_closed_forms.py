@@ -182,7 +182,6 @@ def test_memory_split_backward_keeps_w_fraction_until_w():
 
 # -- the closed forms the app shows (engine/closed_forms.py) ---------------------------------------------------
 from engine import FAMILIES  # noqa: E402
-from engine.closed_forms import closed_forms  # noqa: E402
 
 PANEL_COSTS = [
     Costs(forward=1, backward=2),
@@ -204,7 +203,7 @@ def test_every_closed_form_the_app_shows_holds_under_its_assumptions(name):
         for m in (1, 2, 3, 4, 6, 8, 12):
             for costs in PANEL_COSTS:
                 schedule = build_schedule(name, p, m, chunks)
-                for form in closed_forms(name, schedule, costs, simulate(schedule, costs)):
+                for form in FAMILIES[name].closed_forms(schedule, costs, simulate(schedule, costs)):
                     if not form.departures:
                         assert form.holds, (name, p, m, costs, form)
                         held += 1
@@ -215,8 +214,7 @@ def test_every_closed_form_the_app_shows_holds_under_its_assumptions(name):
 
 def test_a_broken_assumption_is_named_and_the_numbers_differ():
     schedule = build_schedule("gpipe", 4, 6)
-    [fraction, *_] = closed_forms(
-        "gpipe",
+    [fraction, *_] = FAMILIES["gpipe"].closed_forms(
         schedule,
         Costs(forward=1, backward=2, comm=0.5),
         simulate(schedule, Costs(forward=1, backward=2, comm=0.5)),

@@ -55,7 +55,7 @@ st.plotly_chart(
 legend_notes(timeline, costs, schedule.num_chunks)
 
 with st.expander("Why these numbers", expanded=True):
-    why_panel(settings.schedule, schedule, costs, timeline)
+    why_panel(settings.family, schedule, costs, timeline)
 
 st.subheader("Per rank")
 rank_table(timeline)

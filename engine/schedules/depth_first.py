@@ -111,14 +111,3 @@ def depth_first_schedule(
         for rank in range(num_ranks)
     )
     return Schedule(family, num_ranks, num_microbatches, num_chunks, "loop", ranks)
-
-
-def one_f_one_b(num_ranks: int, num_microbatches: int) -> Schedule:
-    """1F1B, the PipeDream-flush schedule (Narayanan et al. 2021, "Memory-efficient pipeline-parallel DNN
-    training", §3; Megatron-LM's non-interleaved schedule; PyTorch ``Schedule1F1B``).
-
-    Rank r runs ``min(p−1−r, m)`` warm-up forwards, then alternates forward and backward, then drains the
-    remaining backwards. Same idle time as GPipe, (p−1)/(m+p−1) with equal costs, but rank r never holds
-    more than ``min(p−r, m)`` micro-batches of activations instead of m. Accepts any p ≥ 1, m ≥ 1.
-    """
-    return depth_first_schedule("1f1b", num_ranks, num_microbatches, warmup_hops=1, split_backward=False)

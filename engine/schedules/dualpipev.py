@@ -8,6 +8,12 @@ from collections import deque
 from ..ir import Action, Kind, Overlap, Schedule, Slot
 from ..limits import check_pairs
 from .common import check_sizes, keep_microbatches
+from .family import Family
+
+
+def minimum_microbatches(num_ranks: int) -> int:
+    """2p: DualPipeV's main phase runs m − 2p + r + 1 rounds on rank r, at least one on rank 0."""
+    return 2 * num_ranks
 
 
 def dualpipev(num_ranks: int, num_microbatches: int) -> Schedule:
@@ -34,7 +40,7 @@ def dualpipev(num_ranks: int, num_microbatches: int) -> Schedule:
     family = "dualpipev"
     check_sizes(family, num_ranks, num_microbatches, 2)
     p, m = num_ranks, num_microbatches
-    requested, m = m, max(m, 2 * p)
+    requested, m = m, max(m, minimum_microbatches(p))
     check_pairs(p, m, 2, f"{family} (built for {m} micro-batches, the fewest it runs on, 2p)")
     ranks = tuple(_dualpipev_rank(rank, p, m) for rank in range(p))
     return keep_microbatches(Schedule(family, p, m, 2, "v", ranks), requested)
@@ -97,3 +103,22 @@ def _dualpipev_rank(rank: int, p: int, m: int) -> tuple[Slot, ...]:
         slots.append(weight())
     assert next_forward == [m, m] and next_backward == [m, m], (rank, next_forward, next_backward)
     return tuple(slots)
+
+
+FAMILY = Family(
+    name="dualpipev",
+    build=dualpipev,
+    title="DualPipeV (overlapped F&B)",
+    source="DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe DualPipeV; PyTorch ScheduleDualPipeV",
+    story="DeepSeek-V3's schedule, cut in half: a V like ZB-V, and in the steady phase one chunk's "
+    "forward runs together with the other chunk's backward, so one micro-batch's transfers hide "
+    "behind another's compute; the F&B cost sets its gain.",
+    fixed_chunks=2,
+    placement="v",
+    splits_backward=True,
+    overlaps_forward_backward=True,
+    minimum_microbatches=minimum_microbatches,
+    minimum_reason="its steady phase needs m ≥ 2p to overlap a forward with a backward on every rank",
+    trim_note="PyTorch's ScheduleDualPipeV and DeepSeek's dualpipev.py refuse m < 2p; the lab pads and trims "
+    "instead, so every m runs.",
+)

@@ -1,49 +1,35 @@
-"""Zero Bubble schedules (Qi, Wan, Huang, Lin, "Zero Bubble Pipeline Parallelism", ICLR 2024).
-
-The backward is split in two: I, the gradient for the stage input, which the previous stage is waiting
-for, and W, the gradient for the weights, which nobody waits for. Moving W later fills bubbles.
-The paper calls I "B"; here B is PyTorch's full backward.
-"""
+"""ZB-V (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory"; the Zero Bubble repository): two
+chunks per rank in a V, zero bubble at 1F1B's memory when F = I = W."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
+from ..closed_forms import (
+    EQUAL_STAGES,
+    M_AT_LEAST_2P_1,
+    NO_RECOMPUTE,
+    NO_TRANSFER,
+    UNIT_COSTS,
+    ClosedForm,
+    Setting,
+    form,
+    peak,
+    worst_idle,
+)
 from ..ir import Action, Kind, Schedule
 from ..limits import check_pairs
 from .common import check_sizes, keep_microbatches
-from .depth_first import depth_first_schedule
+from .family import Family
+
+if TYPE_CHECKING:
+    from ..timeline import Timeline
 
 
-def zb_h1(num_ranks: int, num_microbatches: int) -> Schedule:
-    """ZB-H1 (Zero Bubble paper §3, Figure 3; PyTorch ``ScheduleInterleavedZeroBubble`` with one stage per
-    rank).
-
-    1F1B's warm-up (p−1−r forwards on rank r), then rounds of F, I, W where rank r holds back its W's for
-    its first r rounds; the held-back W's fill the cool-down. Same peak memory as 1F1B (p micro-batches on
-    the busiest rank); idle per rank (p−1)(T_F + T_I − T_W) — one third of 1F1B's when F = I = W
-    (paper Table 2). Accepts any p ≥ 1, m ≥ 1.
-    """
-    return depth_first_schedule(
-        "zb-h1", num_ranks, num_microbatches, warmup_hops=1, split_backward=True, weight_lag_per_rank=1
-    )
-
-
-def zb_h2(num_ranks: int, num_microbatches: int) -> Schedule:
-    """ZB-H2 (Zero Bubble paper §3, Figure 4): more warm-up forwards and later W's than ZB-H1.
-
-    Rank r warms up with 2(p−1−r) forwards — enough to fill the time until its first I arrives — and holds
-    back its W's for 2r rounds, so the deferred W's fill the whole cool-down. Every rank is then busy
-    without a gap from its first action to its last: the paper's bubble (p−1)(T_F + T_I − 2T_W) is zero when
-    F = I = W. That count assumes the next step's warm-up overlaps this step's tail (the paper replaces the
-    optimizer's global synchronisation by post-validation, §4), so the ranks form a parallelogram.
-    Within one isolated step, rank r still waits r at the start and p−1−r at the end: see
-    ``Timeline.span_idle_per_rank`` for the paper's count and ``idle_per_rank`` for one step's.
-    Peak memory 2p−1 micro-batches on rank 0 (paper Table 2). Accepts any p ≥ 1, m ≥ 1.
-    """
-    return depth_first_schedule(
-        "zb-h2", num_ranks, num_microbatches, warmup_hops=2, split_backward=True, weight_lag_per_rank=2
-    )
+def minimum_microbatches(num_ranks: int) -> int:
+    """2p − 1: the warm-up alone starts that many micro-batches on chunk 0."""
+    return 2 * num_ranks - 1
 
 
 def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:
@@ -66,7 +52,7 @@ def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:
     family = "zb-v"
     check_sizes(family, num_ranks, num_microbatches, 2)
     p, m = num_ranks, num_microbatches
-    requested, m = m, max(m, 2 * p - 1)
+    requested, m = m, max(m, minimum_microbatches(p))
     check_pairs(p, m, 2, f"{family} (built for {m} micro-batches, the fewest it runs on, 2p−1)")
     ranks = tuple(_zb_v_rank(rank, p, m) for rank in range(p))
     return keep_microbatches(Schedule(family, p, m, 2, "v", ranks), requested)
@@ -110,3 +96,49 @@ def _zb_v_rank(rank: int, p: int, m: int) -> tuple[Action, ...]:
     while taken[Kind.W, down] < m:
         run(Kind.W, down)
     return tuple(slots)
+
+
+def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
+    p = s.p
+    return [
+        form(
+            s,
+            "idle time inside each rank's span (when F = I = W)",
+            "0",
+            "0",
+            0.0,
+            worst_idle(timeline.span_idle_per_rank()),
+            "time",
+            "Qi et al. 2024 (controllable memory), §4",
+            [NO_TRANSFER, EQUAL_STAGES, M_AT_LEAST_2P_1, UNIT_COSTS],
+        ),
+        form(
+            s,
+            "peak activation memory (every rank)",
+            "p",
+            f"{p}",
+            float(p),
+            peak(timeline),
+            "memory",
+            "Qi et al. 2024: 1F1B's memory",
+            [M_AT_LEAST_2P_1, NO_RECOMPUTE],
+        ),
+    ]
+
+
+FAMILY = Family(
+    name="zb-v",
+    build=zb_v,
+    title="ZB-V (V placement)",
+    source="Qi et al. 2024, Pipeline Parallelism with Controllable Memory; PyTorch ScheduleZBVZeroBubble",
+    story="Two chunks per rank in a V: the model goes down the ranks and back up, so the last stage sits "
+    "next to the first and the turn from forward to backward needs no transfer. With F = I = W no "
+    "rank idles inside its span, at 1F1B's memory.",
+    fixed_chunks=2,
+    placement="v",
+    splits_backward=True,
+    minimum_microbatches=minimum_microbatches,
+    minimum_reason="its warm-up alone starts 2p−1 micro-batches on chunk 0",
+    trim_note="PyTorch's ScheduleZBVZeroBubble does the same.",
+    forms=closed_forms,
+)

@@ -1,0 +1,119 @@
+"""What the lab knows about a schedule family, in one record: its generator, its names, the shape it needs,
+how its costs are read, its closed forms and its story. Nothing outside ``engine/schedules/`` asks "is this
+DualPipeV?": it asks the family (DESIGN.md habit 15). A family is one file that defines ``FAMILY``, plus one
+line in the registry (``engine/schedules/__init__.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..closed_forms import ClosedForm, FormsOf, Setting
+from ..costs import Costs
+from ..ir import Schedule
+from .depth_first import microbatch_rounds
+
+if TYPE_CHECKING:
+    from ..timeline import Timeline
+
+
+@dataclass(frozen=True)
+class Family:
+    """A schedule family as the user sees it."""
+
+    name: str
+    """Registry key and the URL's ``schedule`` value, e.g. "zb-h1"."""
+    build: Callable[..., Schedule]
+    """Pure generator (num_ranks, num_microbatches[, num_chunks]) -> Schedule."""
+    title: str
+    """One line for menus and chart titles."""
+    story: str
+    """One or two sentences on why its numbers are what they are (the "Why these numbers" panel)."""
+    source: str
+    """Where it comes from (paper, section; PyTorch's class)."""
+    fixed_chunks: int | None = 1
+    """Model chunks per rank when the family fixes them (1, or 2 for the V-shaped ones); None when the user
+    chooses (v ≥ 2, the ``--chunks`` option)."""
+    placement: str = "loop"
+    """Where stages live (``engine.ir`` [Note: placement]): "loop" or "v"."""
+    splits_backward: bool = False
+    """True when the family runs I and W instead of B, and so takes I and W costs."""
+    overlaps_forward_backward: bool = False
+    """True when one slot runs a forward and a backward together, and so takes an F&B cost."""
+    minimum_microbatches: Callable[[int], int] | None = None
+    """The fewest micro-batches the generator builds on p ranks (it builds for that many and trims the rest);
+    the generator itself calls this, so the notice and the schedule agree."""
+    minimum_reason: str = ""
+    """Why that minimum, in words."""
+    trim_note: str = ""
+    """What other implementations do below the minimum, in words, for the notice."""
+    in_rounds: bool = False
+    """True for the interleaved families, whose micro-batches go through the chunks in rounds."""
+    forms: FormsOf | None = None
+    """Its closed forms (``engine.closed_forms``), or None when it has none."""
+
+    @property
+    def takes_chunks(self) -> bool:
+        return self.fixed_chunks is None
+
+    def built_for(self, num_ranks: int, num_microbatches: int) -> int:
+        """The micro-batch count the generator builds before trimming to ``num_microbatches``."""
+        if self.minimum_microbatches is None:
+            return num_microbatches
+        return max(num_microbatches, self.minimum_microbatches(num_ranks))
+
+    def chunks(self, requested: int | None) -> int:
+        """Model chunks per rank this family runs for a requested v (its own when it fixes them)."""
+        return self.fixed_chunks if self.fixed_chunks is not None else (requested or 2)
+
+    def costs(
+        self,
+        *,
+        forward: float,
+        backward: float,
+        backward_input: float,
+        backward_weight: float,
+        overlapped: float | None,
+        **extra: Any,
+    ) -> Costs:
+        """The ``Costs`` this family reads from a full set of inputs: B, or I and W when it splits the
+        backward; F&B only when it overlaps (None: F + B, no gain)."""
+        given: dict[str, Any] = {"forward": forward}
+        if self.splits_backward:
+            given.update(backward_input=backward_input, backward_weight=backward_weight)
+        else:
+            given["backward"] = backward
+        if self.overlaps_forward_backward and overlapped is not None:
+            given["overlapped"] = overlapped
+        return Costs(**given, **extra)
+
+    def closed_forms(self, schedule: Schedule, costs: Costs, timeline: Timeline) -> list[ClosedForm]:
+        """Its closed forms for this configuration, next to the simulated values (empty without any)."""
+        return [] if self.forms is None else self.forms(Setting.of(schedule, costs), timeline)
+
+    def size_notes(self, num_ranks: int, num_microbatches: int) -> list[str]:
+        """What was run when it is not simply the sizes asked for, in words (the app shows these)."""
+        p, m, notes = num_ranks, num_microbatches, []
+        built = self.built_for(p, m)
+        if built != m:
+            notes.append(
+                f"{self.title} needs at least {built} micro-batches on {p} ranks ({self.minimum_reason}): "
+                f"it was built for {built} and runs the first {m}; the other {built - m} were dropped. "
+                f"{self.trim_note}"
+            )
+        if self.in_rounds and m % p:
+            sizes = microbatch_rounds(m, p)
+            notes.append(
+                f"m = {m} is not a multiple of p = {p}: the micro-batches go through the chunks in "
+                f"{len(sizes)} round(s) of {' + '.join(map(str, sizes))}. "
+                + (
+                    "PyTorch takes the same rounds."
+                    if len(set(sizes)) == 1
+                    else "PyTorch refuses this m (its rounds must divide m evenly); the lab makes the first "
+                    "round(s) one larger."
+                )
+                + " The closed form (p − 1)/(v·m) assumes m is a multiple of p."
+            )
+        return notes
