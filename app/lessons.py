@@ -28,7 +28,7 @@ from engine import Schedule, Timeline, build_schedule, simulate
 from engine.model_config import ModelConfig
 from engine.runtime import RunConfig
 
-from .settings import LabSettings, settings_from_query
+from .settings import LabSettings
 
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
 CLAIM = re.compile(r"\[\[([^|\]]+)\|([^\]]+)\]\]")
@@ -93,8 +93,6 @@ class Step:
     """"play" (the animated chart) or "steps" (lecture mode: event by event)."""
     question: Question | None = None
     try_this: tuple[str, ...] = ()
-    query: dict[str, str] = field(default_factory=dict)
-    """The step's configuration as URL keys (for "open this in the Playground")."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +110,7 @@ class LessonError(ValueError):
 
 def _settings(query: dict, where: str) -> LabSettings:
     query = {key: str(value) for key, value in query.items()}
-    settings, problems = settings_from_query(query)
+    settings, problems = LabSettings.from_query(query)
     if problems:
         raise LessonError(f"{where}: {'; '.join(problems)}")
     settings.check()
@@ -168,7 +166,6 @@ def load_lesson(path: Path) -> Lesson:
                     explanation=question.get("explanation", ""),
                 ),
                 try_this=tuple(step.get("try", [])),
-                query={key: str(value) for key, value in step.get("config", {}).items()},
             )
         )
     return Lesson(
@@ -182,7 +179,7 @@ def load_lessons(folder: Path = LESSONS) -> list[Lesson]:
 
 @lru_cache(maxsize=128)
 def simulated(settings: LabSettings) -> tuple[Schedule, Timeline]:
-    schedule = build_schedule(settings.schedule, settings.ranks, settings.microbatches, settings.num_chunks)
+    schedule = build_schedule(settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks)
     return schedule, simulate(schedule, settings.costs())
 
 

@@ -1,5 +1,11 @@
-"""The engine calls the pages make, cached: pure and deterministic, so one cache serves every visitor, bounded
-in entries so a public server's memory stays flat (DESIGN.md habit 13)."""
+"""The engine calls the pages make, cached once per server: pure and deterministic, so one cache serves every
+visitor, bounded in entries so a public server's memory stays flat.
+
+``st.cache_resource``, not ``st.cache_data``: the results (``Schedule``, ``Timeline``, a CSV reading) are
+frozen, so every rerun can share the same objects instead of unpickling a copy — at 32 ranks × 256
+micro-batches that copy was 11–17 MB and most of a rerun. Nothing downstream may mutate them (the charts and
+tables build new frames; ``tests/test_app.py`` checks a cached timeline is unchanged after a page draws it).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +16,14 @@ from engine import Costs, build_schedule, read_csv, simulate, validate
 CACHE_ENTRIES = 32
 
 
-@st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
+@st.cache_resource(show_spinner=False, max_entries=CACHE_ENTRIES)
 def simulated(name: str, ranks: int, microbatches: int, chunks: int | None, costs: Costs):
     """The same sliders give the same timeline instantly."""
     schedule = build_schedule(name, ranks, microbatches, chunks)
     return schedule, simulate(schedule, costs)
 
 
-@st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
+@st.cache_resource(show_spinner=False, max_entries=CACHE_ENTRIES)
 def simulated_csv(text: str, costs: Costs):
     """A pasted schedule: read, validated (a ScheduleError draws the grid), simulated."""
     reading = read_csv(text, name="edited")

@@ -1,27 +1,72 @@
-"""One visitor's state across reruns and pages: widget values that survive leaving a page, the URL kept in
-step with the widgets, and the last result that worked.
+"""One visitor's state across reruns and pages, and the address bar kept in step with it.
+
+[Note: the URL follows the widgets] The address bar always shows the view, but only a link the visitor
+actually opened sets the widgets: the page's first run in this session (a pasted or shared address),
+Back/Forward (Streamlit marks those runs as history navigation), or arrival from another page (the sidebar's
+links and the lessons' "open in the Playground" carry the page's keys). Every other run writes the URL from
+the widgets and never reads it back — reading back our own write, while a burst of key presses is still
+arriving, used to overwrite the newest value with an older one.
+
+The sidebar's page links carry each page's last query (``page_link``), so moving between pages adds one
+history entry, not two, and Back returns to the previous view with its settings in one step.
 
 Streamlit drops a widget's value when a run does not draw that widget (leaving the page, or a cost input
-that another schedule hides); ``restore``/``remember`` keep a copy in ``st.session_state`` so the sidebar
-comes back as the visitor left it.
+another schedule hides); ``restore``/``remember`` keep a copy so the sidebar comes back as the visitor left it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 KEPT = "_kept_widget_values"
+NOW = "_page_now"
+SEEN = "_pages_seen"
+QUERIES = "_page_queries"
+PROJECTOR_KEY = "projector"
+"""The one URL key every page shares."""
 
 
-def restore(keys: list[str], defaults: dict[str, object]) -> None:
+def opened_link(page: str, keys: Iterable[str]) -> dict[str, str] | None:
+    """This page's keys from the address bar when the visitor opened a link to it (see [Note: the URL follows
+    the widgets]); None on every other run. Call once per run, before drawing the widgets."""
+    context = get_script_run_ctx()
+    history = bool(context is not None and context.is_history_navigation)
+    seen: set = st.session_state.setdefault(SEEN, set())
+    arrived = st.session_state.get(NOW) != page
+    first = page not in seen
+    seen.add(page)
+    st.session_state[NOW] = page
+    if not (first or history or arrived):
+        return None
+    wanted = set(keys)
+    return {key: value for key, value in st.query_params.to_dict().items() if key in wanted}
+
+
+def write_url(page: str, query: dict[str, str]) -> None:
+    """Show ``query`` in the address bar (only when it differs: an equal write would add a history entry) and
+    keep it for the sidebar's link to this page."""
+    st.session_state.setdefault(QUERIES, {})[page] = query
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+
+
+def page_query(page: str, default: dict[str, str]) -> dict[str, str]:
+    """The query a link to ``page`` carries: what the page last showed, or its defaults."""
+    return st.session_state.get(QUERIES, {}).get(page, default)
+
+
+def restore(defaults: dict[str, object]) -> None:
     """Before drawing widgets: bring back values Streamlit dropped, or seed the defaults."""
     kept = st.session_state.setdefault(KEPT, {})
-    for key in keys:
+    for key, default in defaults.items():
         if key not in st.session_state:
-            st.session_state[key] = kept.get(key, defaults[key])
+            st.session_state[key] = kept.get(key, default)
 
 
-def remember(keys: list[str]) -> None:
+def remember(keys: Iterable[str]) -> None:
     """After drawing widgets: keep their values for the next time the page is drawn."""
     kept = st.session_state.setdefault(KEPT, {})
     for key in keys:
@@ -35,22 +80,6 @@ def seed(values: dict[str, object]) -> None:
     for key, value in values.items():
         st.session_state[key] = value
         kept[key] = value
-
-
-def new_link(page: str, keys: tuple[str, ...]) -> dict[str, str] | None:
-    """This page's keys in the query string, when this page did not write them itself (a link someone opened or
-    edited); another page's keys left in the address bar are not a link to this one."""
-    query = {key: value for key, value in st.query_params.to_dict().items() if key in keys and key != "projector"}
-    if query and query != st.session_state.get(f"_url_{page}"):
-        return query
-    return None
-
-
-def write_link(page: str, query: dict[str, str]) -> None:
-    """Keep the address bar in step with the widgets, so the view can be shared."""
-    st.session_state[f"_url_{page}"] = {key: value for key, value in query.items() if key != "projector"}
-    if st.query_params.to_dict() != query:
-        st.query_params.from_dict(query)
 
 
 def keep_last_good(page: str, result) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.settings import LabSettings, compare_from_query, settings_from_query
+from app.settings import CompareSettings, LabSettings
 from engine import FAMILIES, Costs, build_schedule, simulate
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
@@ -30,12 +30,23 @@ def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def go_to(at: AppTest, page: str) -> AppTest:
+    """Switch page as the browser does: Streamlit's navigation clears the address bar's query."""
+    at.query_params.clear()
+    at.switch_page(page)
+    return at.run()
+
+
 def open_app(query: dict | None = None, page: str | None = None) -> AppTest:
+    """A visitor opening a link: ``/?query`` or, with ``page``, ``/<page>?query`` (AppTest starts on the default
+    page, so the link is followed from there, as a link to another page is)."""
     at = AppTest.from_file(APP, default_timeout=60)
-    if query:
+    if query and not page:
         at.query_params.update(query)
     at.run()
     if page:
+        at.query_params.clear()
+        at.query_params.update(query or {})
         at.switch_page(page)
         at.run()
     assert not at.exception, at.exception
@@ -77,8 +88,8 @@ def test_playground_default_shows_the_engines_numbers_and_writes_its_url():
 def test_a_link_sets_the_page_and_round_trips():
     at = open_app({"schedule": "gpipe", "ranks": "4", "microbatches": "6"})
     assert metrics(at)["Bubble fraction"] == "33.3%"
-    settings, problems = settings_from_query(at.query_params)
-    assert problems == [] and settings.schedule == "gpipe" and settings.microbatches == 6
+    settings, problems = LabSettings.from_query(at.query_params)
+    assert problems == [] and settings.family == "gpipe" and settings.num_microbatches == 6
     assert settings.to_query() == at.query_params
     why = " ".join(m.value for m in at.markdown)
     assert "(4 − 1) / (6 + 4 − 1) = 3/9 = **33.3%**" in why and "the simulation gives **33.3%**" in why
@@ -87,10 +98,10 @@ def test_a_link_sets_the_page_and_round_trips():
 @pytest.mark.parametrize(
     "query, problem",
     [
-        ({"ranks": "99"}, "ranks=99: expected a whole number from 1 to 32; using 4"),
-        ({"schedule": "nope"}, "schedule=nope: not a schedule"),
-        ({"costs": "F=banana"}, "costs=F=banana: cannot read cost"),
-        ({"recompute": "maybe"}, "recompute=maybe: expected 0 or 1"),
+        ({"ranks": "99"}, "ranks=`99`: expected a whole number from 1 to 32; using 4"),
+        ({"schedule": "nope"}, "schedule=`nope`: not a schedule"),
+        ({"costs": "F=banana"}, "costs=`F=banana`: cannot read cost"),
+        ({"recompute": "maybe"}, "recompute=`maybe`: expected 0 or 1"),
     ],
 )
 def test_a_bad_link_warns_and_uses_defaults(query, problem):
@@ -101,9 +112,9 @@ def test_a_bad_link_warns_and_uses_defaults(query, problem):
 
 def test_widgets_recompute_and_idle_inside_span_shows_when_it_differs():
     at = open_app()
-    at.selectbox(key="pg_schedule").set_value("zb-h2")
-    at.slider(key="pg_ranks").set_value(6)
-    at.slider(key="pg_microbatches").set_value(12)
+    at.selectbox(key="pg_family").set_value("zb-h2")
+    at.slider(key="pg_num_ranks").set_value(6)
+    at.slider(key="pg_num_microbatches").set_value(12)
     at.run()
     assert not at.exception
     timeline = simulate(build_schedule("zb-h2", 6, 12), Costs(forward=1, backward_input=1, backward_weight=1))
@@ -117,7 +128,7 @@ def test_widgets_recompute_and_idle_inside_span_shows_when_it_differs():
 def test_over_the_bound_is_an_error_with_the_arithmetic_and_the_last_chart_stays():
     at = open_app({"schedule": "interleaved-1f1b", "ranks": "32", "microbatches": "256", "chunks": "2"})
     assert not at.error
-    at.slider(key="pg_chunks").set_value(8)
+    at.slider(key="pg_num_chunks").set_value(8)
     at.run()
     assert not at.exception
     assert any(
@@ -134,7 +145,7 @@ def test_a_family_built_for_more_microbatches_says_so_in_a_notice_and_the_title(
 
 def test_recomputation_states_its_memory_rule_and_draws_its_segment():
     at = open_app({"schedule": "1f1b", "recompute": "1"})
-    at.slider(key="pg_keep").set_value(0.25)
+    at.slider(key="pg_recompute_memory_fraction").set_value(0.25)
     at.run()
     costs = Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.25)
     assert (
@@ -174,13 +185,11 @@ def test_lecture_mode_steps_event_by_event_with_the_reason():
 
 def test_settings_survive_moving_between_pages():
     at = open_app()
-    at.slider(key="pg_ranks").set_value(6)
+    at.slider(key="pg_num_ranks").set_value(6)
     at.run()
-    at.switch_page("views/compare.py")
-    at.run()
-    at.switch_page("views/playground.py")
-    at.run()
-    assert not at.exception and at.slider(key="pg_ranks").value == 6 and at.query_params["ranks"] == "6"
+    go_to(at, "views/compare.py")
+    go_to(at, "views/playground.py")
+    assert not at.exception and at.slider(key="pg_num_ranks").value == 6 and at.query_params["ranks"] == "6"
 
 
 def test_dualpipev_draws_overlapped_pairs_as_half_bars():
@@ -208,7 +217,7 @@ def test_compare_shows_every_schedule_on_one_axis_with_the_engines_numbers():
     layout = drawn["layout"]
     assert layout["xaxis"]["matches"] == layout["xaxis2"]["matches"] == "x3"  # one time axis for all three
     assert len(drawn["frames"]) > 20
-    assert compare_from_query(at.query_params)[0].schedules == ("gpipe", "1f1b", "zb-h1")
+    assert CompareSettings.from_query(at.query_params)[0].schedules == ("gpipe", "1f1b", "zb-h1")
 
 
 def test_compare_refuses_a_single_schedule():
@@ -222,7 +231,7 @@ def test_compare_refuses_a_single_schedule():
 def test_editor_simulates_the_text_and_loads_a_family():
     at = open_app(page="views/editor.py")
     assert metrics(at)["Makespan"] == f"{simulate(build_schedule('1f1b', 4, 8)).makespan:.4g}"
-    at.selectbox(key="ed_schedule").set_value("zb-h1")
+    at.selectbox(key="ed_family").set_value("zb-h1")
     at.run()
     at.button(key="ed_load").click()
     at.run()
@@ -255,9 +264,9 @@ def test_lab_settings_defaults_are_the_widgets_defaults():
 
 # -- Real run ------------------------------------------------------------------------------------------------
 def small_real_run(at):
-    at.selectbox(key="rr_schedule").set_value("zb-h1")
-    at.slider(key="rr_ranks").set_value(2)
-    at.select_slider(key="rr_microbatches").set_value(4)
+    at.selectbox(key="rr_family").set_value("zb-h1")
+    at.slider(key="rr_num_ranks").set_value(2)
+    at.select_slider(key="rr_num_microbatches").set_value(4)
     at.slider(key="rr_layers").set_value(4)
     at.select_slider(key="rr_hidden").set_value(32)
     at.slider(key="rr_repeats").set_value(2)
@@ -321,8 +330,6 @@ def test_real_run_settings_survive_a_visit_to_another_page():
     at = open_app(page="views/measure.py")
     at.slider(key="rr_layers").set_value(12)
     at.run()
-    at.switch_page("views/playground.py")
-    at.run()
-    at.switch_page("views/measure.py")
-    at.run()
+    go_to(at, "views/playground.py")
+    go_to(at, "views/measure.py")
     assert not at.exception and at.slider(key="rr_layers").value == 12

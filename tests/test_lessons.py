@@ -22,7 +22,7 @@ from app.lessons import (
     simulated,
     uses_real_runs,
 )
-from app.settings import settings_from_query
+from app.settings import LabSettings
 from engine.runtime import run
 from engine.runtime.budget import check_budget
 
@@ -51,7 +51,10 @@ def test_every_step_is_consistent_with_the_engine(lesson, step):
     assert len(names) == len(step.configs) + len(step.real), "a name is both a configuration and a real run"
     assert not names & (set(SIMULATED_METRICS) | set(REAL_METRICS) | {MAIN})
     if step.config is not None:
-        assert settings_from_query(step.query) == (step.config, [])  # "open in the Playground" keys round-trip
+        # "open in the Playground" carries every key that changes a number: the same costs, the same link
+        reopened, problems = LabSettings.from_query(step.config.to_query())
+        assert problems == [] and reopened.costs() == step.config.costs()
+        assert reopened.to_query() == step.config.to_query()
     for literal, expression in claims(step.text):
         assert not uses_real_runs(expression, step), f"{literal}: a claim cannot rest on a measurement"
         assert format_like(literal, evaluate(expression, step)) == literal.strip(), (literal, expression)
@@ -124,7 +127,7 @@ def test_a_deep_link_opens_the_staircase_with_a_third_idle():
 
 def test_a_bad_deep_link_warns_and_opens_the_first_lesson():
     at = open_lessons({"lesson": "42"})
-    assert any("lesson 42" in w.value for w in at.warning) and at.title[0].value.startswith("Lesson 1 ·")
+    assert any("lesson `42`" in w.value for w in at.warning) and at.title[0].value.startswith("Lesson 1 ·")
 
 
 def test_walk_every_lesson_answering_each_question_wrong_then_right():

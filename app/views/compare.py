@@ -5,100 +5,116 @@ import streamlit as st
 
 from app import state
 from app.charts import compare_figure, tradeoff_figure
-from app.settings import COMPARE_DEFAULT, URL_KEYS, CompareSettings, compare_from_query
+from app.controls import bind_lab, projector_query, projector_toggle, warn_about
+from app.settings import COMPARE_DEFAULT, COMPARE_KEYS, CompareSettings
 from app.simulation import simulated
-from app.widgets import lab_sidebar, projector_toggle, widget_values
 from engine import FAMILIES
 
 PAGE = "cp"
 SCHEDULES = f"{PAGE}_schedules"
 
-st.title("Compare schedules")
-st.caption(
-    "The same model, ranks, micro-batches and costs under different schedules: one time axis, so the "
-    "longer step is visibly longer. B = I + W for the schedules without a split backward."
-)
 
-link = state.new_link(PAGE, ("schedules",) + URL_KEYS)
-problems: list[str] = []
-if link is not None:
-    linked, problems = compare_from_query(link)
-    state.seed({SCHEDULES: list(linked.schedules), **widget_values(PAGE, linked.lab)})
-projector = projector_toggle()
-state.restore([SCHEDULES], {SCHEDULES: list(COMPARE_DEFAULT)})
-names = st.sidebar.multiselect(
-    "Schedules (2 to 4)", list(FAMILIES), key=SCHEDULES, max_selections=4, format_func=lambda n: FAMILIES[n].title
-)
-state.remember([SCHEDULES])
-lab = lab_sidebar(
-    PAGE, with_schedule=False, split_costs=True, show_chunks=any(FAMILIES[name].takes_chunks for name in names)
-)
-settings = CompareSettings(tuple(names), lab)
-state.write_link(PAGE, {**settings.to_query(), **({"projector": "1"} if projector else {})})
-for problem in problems:
-    st.warning(f"The link's {problem}.")
+def bind() -> tuple[CompareSettings, list[str], bool]:
+    """The address bar (when the visitor opened a link) and the sidebar → the comparison's settings."""
+    link = state.opened_link(PAGE, COMPARE_KEYS + (state.PROJECTOR_KEY,))
+    problems: list[str] = []
+    if link:
+        schedules, problems = CompareSettings.schedules_from_query(link)
+        state.seed({SCHEDULES: list(schedules)})
+    projector = projector_toggle(link)
+    state.restore({SCHEDULES: list(COMPARE_DEFAULT)})
+    names = st.sidebar.multiselect(
+        "Schedules (2 to 4)",
+        list(FAMILIES),
+        key=SCHEDULES,
+        max_selections=4,
+        format_func=lambda n: FAMILIES[n].title,
+    )
+    state.remember([SCHEDULES])
+    chosen = CompareSettings(tuple(names))
+    lab, typed = bind_lab(
+        PAGE,
+        link,
+        with_schedule=False,
+        split_costs=True,
+        show_chunks=chosen.takes_chunks,
+        show_overlapped=chosen.overlaps,
+    )
+    return CompareSettings(tuple(names), lab), problems + typed, projector
 
-try:
-    if not 2 <= len(names) <= 4:
-        raise ValueError(f"choose 2 to 4 schedules to compare (chosen: {len(names)})")
-    results = {}
-    for name in names:
-        one = settings.settings_for(name)
-        one.check()
-        results[name] = (one,) + simulated(name, one.ranks, one.microbatches, one.num_chunks, one.costs())
-    state.keep_last_good(PAGE, results)
-except ValueError as error:
-    st.error(f"This comparison cannot run: {error}")
-    results = state.last_good(PAGE)
-    if results is None:
-        st.stop()
-    st.caption("Showing the last comparison that worked.")
 
-for name, (one, _, _) in results.items():
-    for note in one.family.size_notes(one.ranks, one.microbatches):
-        st.info(f"{FAMILIES[name].title}: {note}")
+def compare() -> None:
+    st.title("Compare schedules")
+    st.caption(
+        "The same model, ranks, micro-batches and costs under different schedules: one time axis, so the "
+        "longer step is visibly longer. B = I + W for the schedules without a split backward."
+    )
+    settings, problems, projector = bind()
+    state.write_url(PAGE, settings.to_query() | projector_query(projector))
+    warn_about(problems)
 
-rows = []
-for name, (_, _, timeline) in results.items():
-    summary = timeline.summary()
-    rows.append(
+    try:
+        settings.check()
+        results = {}
+        for name in settings.schedules:
+            one = settings.settings_for(name)
+            one.check()
+            results[name] = (one,) + simulated(
+                name, one.num_ranks, one.num_microbatches, one.requested_chunks, one.costs()
+            )
+        state.keep_last_good(PAGE, results)
+    except ValueError as error:
+        st.error(f"This comparison cannot run: {error}")
+        results = state.last_good(PAGE)
+        if results is None:
+            st.stop()
+        st.caption("Showing the last comparison that worked.")
+
+    for name, (one, _, _) in results.items():
+        for note in one.spec.size_notes(one.num_ranks, one.num_microbatches):
+            st.info(f"{FAMILIES[name].title}: {note}")
+    rows = []
+    for name, (_, _, timeline) in results.items():
+        summary = timeline.summary()
+        rows.append(
+            {
+                "schedule": name,
+                "makespan": summary["makespan"],
+                "bubble_fraction": summary["bubble_fraction"],
+                "bubble_ratio": summary["bubble_ratio"],
+                "idle_inside_span": summary["span_idle_fraction"],
+                "peak_memory": max(summary["peak_memory"]),
+                "transfers": summary["transfers"],
+            }
+        )
+    table = pd.DataFrame(rows).set_index("schedule")
+    first = table.iloc[0]
+    shown = pd.DataFrame(
         {
-            "schedule": name,
-            "makespan": summary["makespan"],
-            "bubble_fraction": summary["bubble_fraction"],
-            "bubble_ratio": summary["bubble_ratio"],
-            "idle_inside_span": summary["span_idle_fraction"],
-            "peak_memory": max(summary["peak_memory"]),
-            "transfers": summary["transfers"],
+            "makespan": table["makespan"].map("{:.4g}".format),
+            f"vs {table.index[0]}": (table["makespan"] / first["makespan"] - 1).map("{:+.1%}".format),
+            "bubble fraction": table["bubble_fraction"].map("{:.1%}".format),
+            "Δ bubble": (table["bubble_fraction"] - first["bubble_fraction"]).map(lambda d: f"{100 * d:+.1f} pts"),
+            "bubble ratio": table["bubble_ratio"].map("{:.3f}".format),
+            "idle inside span": table["idle_inside_span"].map("{:.1%}".format),
+            "peak memory (busiest rank)": table["peak_memory"].map("{:.3g}".format),
+            "Δ memory": (table["peak_memory"] - first["peak_memory"]).map("{:+.3g}".format),
+            "transfers": table["transfers"],
         }
     )
-table = pd.DataFrame(rows).set_index("schedule")
-first = table.iloc[0]
-shown = pd.DataFrame(
-    {
-        "makespan": table["makespan"].map("{:.4g}".format),
-        f"vs {table.index[0]}": (table["makespan"] / first["makespan"] - 1).map("{:+.1%}".format),
-        "bubble fraction": table["bubble_fraction"].map("{:.1%}".format),
-        "Δ bubble": (table["bubble_fraction"] - first["bubble_fraction"]).map(lambda d: f"{100 * d:+.1f} pts"),
-        "bubble ratio": table["bubble_ratio"].map("{:.3f}".format),
-        "idle inside span": table["idle_inside_span"].map("{:.1%}".format),
-        "peak memory (busiest rank)": table["peak_memory"].map("{:.3g}".format),
-        "Δ memory": (table["peak_memory"] - first["peak_memory"]).map("{:+.3g}".format),
-        "transfers": table["transfers"],
-    }
-)
-st.dataframe(shown, width="stretch")
+    st.dataframe(shown, width="stretch")
+    timelines = {FAMILIES[name].title: timeline for name, (_, _, timeline) in results.items()}
+    st.plotly_chart(compare_figure(timelines, projector=projector), width="stretch", key="cp_gantt")
+    st.caption(
+        "One ▶ Play drives every schedule: the cursor shows where each one is at the same moment. "
+        "Hatched grey is idle time."
+    )
+    st.subheader("Time against memory")
+    st.plotly_chart(tradeoff_figure(rows, projector=projector), width="stretch", key="cp_tradeoff")
+    st.caption(
+        "Lower is less bubble, left is less memory: a schedule that moves down-and-right trades memory for "
+        "time (ZB-H2 over ZB-H1); one that moves down alone is a free lunch on these costs."
+    )
 
-timelines = {FAMILIES[name].title: timeline for name, (_, _, timeline) in results.items()}
-st.plotly_chart(compare_figure(timelines, projector=projector), width="stretch", key="cp_gantt")
-st.caption(
-    "One ▶ Play drives every schedule: the cursor shows where each one is at the same moment. "
-    "Hatched grey is idle time."
-)
 
-st.subheader("Time against memory")
-st.plotly_chart(tradeoff_figure(rows, projector=projector), width="stretch", key="cp_tradeoff")
-st.caption(
-    "Lower is less bubble, left is less memory: a schedule that moves down-and-right trades memory for "
-    "time (ZB-H2 over ZB-H1); one that moves down alone is a free lunch on these costs."
-)
+compare()

@@ -6,94 +6,113 @@ import streamlit as st
 
 from app import state
 from app.charts import timeline_figure
+from app.codec import shown
+from app.controls import bind_lab, projector_query, projector_toggle
 from app.explain import legend_notes, metric_cards, rank_table
+from app.run_settings import RunSettings
 from app.simulation import simulated_csv
-from app.widgets import lab_sidebar, projector_toggle
 from engine import ScheduleError, build_schedule
 
 PAGE = "ed"
 TEXT = f"{PAGE}_csv"
-# the most the editor takes, pasted or uploaded (a 32-rank × 256-micro-batch ZB schedule is ~130 KiB)
 EDITOR_MAX_BYTES = 256 * 1024
-HANDOFF = "rr_schedule_csv"  # where the Real run page picks up a schedule sent from here
+"""The most the editor takes, pasted or uploaded (a 32-rank × 256-micro-batch ZB schedule is ~130 KiB)."""
+REAL_RUN = "views/measure.py"
 
-st.title("Schedule editor")
-st.caption(
-    "A schedule in PyTorch's CSV format: one line per rank, actions such as 0F0, 1B3, 2I5, 2W5 or "
-    "(0F7;7B3)OVERLAP_F_B, run left to right. Lowered files with SEND/RECV actions are read too."
-)
 
-projector = projector_toggle()
-st.sidebar.markdown("**Start from a family**")
-start = lab_sidebar(PAGE, split_costs=True)
-if st.sidebar.button("Load it into the editor", key=f"{PAGE}_load", type="primary"):
+def load_family(start) -> None:
+    """The sidebar's "Load it into the editor": the chosen family's CSV replaces the text."""
     try:
         start.check()
-        state.seed({TEXT: build_schedule(start.schedule, start.ranks, start.microbatches, start.num_chunks).to_csv()})
+        schedule = build_schedule(start.family, start.num_ranks, start.num_microbatches, start.requested_chunks)
+        state.seed({TEXT: schedule.to_csv()})
     except ValueError as error:
         st.sidebar.error(str(error))
-upload = st.sidebar.file_uploader(
-    f"…or upload a CSV (the editor reads up to {EDITOR_MAX_BYTES // 1024} KiB)",
-    type=["csv", "txt"],
-    key=f"{PAGE}_upload",
-)
-if upload is not None and st.session_state.get(f"{PAGE}_uploaded") != upload.file_id:
+
+
+def read_upload(upload) -> None:
+    """An uploaded CSV replaces the text once (a rerun keeps the visitor's edits)."""
+    if upload is None or st.session_state.get(f"{PAGE}_uploaded") == upload.file_id:
+        return
     st.session_state[f"{PAGE}_uploaded"] = upload.file_id
     data = upload.getvalue()
     if len(data) > EDITOR_MAX_BYTES:
-        st.error(f"{upload.name} has {len(data):,} bytes; the editor takes up to {EDITOR_MAX_BYTES:,}.")
+        st.error(f"{shown(upload.name)} has {len(data):,} bytes; the editor takes up to {EDITOR_MAX_BYTES:,}.")
+        return
+    try:
+        state.seed({TEXT: data.decode("utf-8-sig")})
+    except UnicodeDecodeError as error:
+        st.error(f"{shown(upload.name)} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}).")
+
+
+def editor() -> None:
+    st.title("Schedule editor")
+    st.caption(
+        "A schedule in PyTorch's CSV format: one line per rank, actions such as 0F0, 1B3, 2I5, 2W5 or "
+        "(0F7;7B3)OVERLAP_F_B, run left to right. Lowered files with SEND/RECV actions are read too."
+    )
+    # bind
+    link = state.opened_link(PAGE, (state.PROJECTOR_KEY,))
+    projector = projector_toggle(link)
+    st.sidebar.markdown("**Start from a family**")
+    start, problems = bind_lab(PAGE, None, split_costs=True, show_overlapped=True)
+    state.write_url(PAGE, projector_query(projector))
+    for problem in problems:
+        st.sidebar.warning(problem)
+    if st.sidebar.button("Load it into the editor", key=f"{PAGE}_load", type="primary"):
+        load_family(start)
+    read_upload(
+        st.sidebar.file_uploader(
+            f"…or upload a CSV (the editor reads up to {EDITOR_MAX_BYTES // 1024} KiB)",
+            type=["csv", "txt"],
+            key=f"{PAGE}_upload",
+        )
+    )
+    state.restore({TEXT: build_schedule("1f1b", 4, 8).to_csv()})
+    text = st.text_area("Schedule (PyTorch CSV)", key=TEXT, height=220, max_chars=EDITOR_MAX_BYTES)
+    state.remember([TEXT])
+    costs = start.split_costs()
+
+    # engine
+    try:
+        reading, timeline = simulated_csv(text, costs)
+        state.keep_last_good(PAGE, (reading, timeline))
+    except ScheduleError as error:
+        problem, _, grid = str(error).partition("\n")
+        st.error(f"This schedule cannot run: {problem}")
+        st.code(grid, language=None)
+        reading = None
+    except ValueError as error:
+        st.error(f"This schedule cannot be read: {error}")
+        reading = None
+    if reading is None:
+        good = state.last_good(PAGE)
+        if good is None:
+            st.stop()
+        reading, timeline = good
+        st.caption(f"Below, for reference: the last version that ran ({reading.describe()}).")
     else:
-        try:
-            state.seed({TEXT: data.decode("utf-8-sig")})
-        except UnicodeDecodeError as error:
-            st.error(f"{upload.name} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}).")
-state.restore([TEXT], {TEXT: build_schedule("1f1b", 4, 8).to_csv()})
-text = st.text_area("Schedule (PyTorch CSV)", key=TEXT, height=220, max_chars=EDITOR_MAX_BYTES)
-state.remember([TEXT])
-costs = start.split_costs()
+        st.success(f"Valid: {reading.describe()}. Simulated with the sidebar's costs (B = I + W).")
 
-try:
-    reading, timeline = simulated_csv(text, costs)
-    state.keep_last_good(PAGE, (reading, timeline))
-except ScheduleError as error:
-    problem, _, grid = str(error).partition("\n")
-    st.error(f"This schedule cannot run: {problem}")
-    st.code(grid, language=None)
-    reading = None
-except ValueError as error:
-    st.error(f"This schedule cannot be read: {error}")
-    reading = None
-if reading is None:
-    good = state.last_good(PAGE)
-    if good is None:
-        st.stop()
-    reading, timeline = good
-    st.caption(f"Below, for reference: the last version that ran ({reading.describe()}).")
-else:
-    st.success(f"Valid: {reading.describe()}. Simulated with the sidebar's costs (B = I + W).")
-schedule = reading.schedule
-metric_cards(timeline, projector=projector)
-st.plotly_chart(
-    timeline_figure(
-        timeline,
-        title=f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches",
-        projector=projector,
-    ),
-    width="stretch",
-    key="ed_gantt",
-)
-legend_notes(timeline, costs, schedule.num_chunks)
-rank_table(timeline)
+    # render
+    schedule = reading.schedule
+    metric_cards(timeline, projector=projector)
+    title = f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches"
+    st.plotly_chart(timeline_figure(timeline, title=title, projector=projector), width="stretch", key="ed_gantt")
+    legend_notes(timeline, costs, schedule.num_chunks)
+    rank_table(timeline)
+    columns = st.columns(3)
+    columns[0].download_button("Download CSV", schedule.to_csv, "schedule.csv", "text/csv", key="ed_csv_out")
+    columns[1].download_button(
+        "Download Perfetto trace",
+        lambda: json.dumps(timeline.to_chrome_trace()),
+        "schedule.trace.json",
+        "application/json",
+        key="ed_trace",
+    )
+    if columns[2].button("Run it for real ⚙️", key=f"{PAGE}_run", help="Open the Real run page with this schedule."):
+        RunSettings.send_schedule(st.session_state, schedule.to_csv())
+        st.switch_page(REAL_RUN)
 
-columns = st.columns(3)
-columns[0].download_button("Download CSV", lambda: schedule.to_csv(), "schedule.csv", "text/csv", key="ed_csv_out")
-columns[1].download_button(
-    "Download Perfetto trace",
-    lambda: json.dumps(timeline.to_chrome_trace()),
-    "schedule.trace.json",
-    "application/json",
-    key="ed_trace",
-)
-if columns[2].button("Run it for real ⚙️", key=f"{PAGE}_run", help="Open the Real run page with this schedule."):
-    st.session_state[HANDOFF] = schedule.to_csv()
-    st.switch_page("views/measure.py")
+
+editor()
