@@ -155,6 +155,27 @@ def test_recomputation_states_its_memory_rule_and_draws_its_segment():
     assert any(t["name"] == "re-run forward (recomputation)" for t in figure(at)["data"])
 
 
+def test_a_shared_link_with_recomputation_reproduces_the_senders_peak_memory():
+    sender = open_app({"schedule": "1f1b", "recompute": "1"})
+    sender.slider(key="pg_recompute_memory_fraction").set_value(0.5)
+    sender.run()
+    link = dict(sender.query_params)
+    assert link["keep"] == "0.5" and link["recompute"] == "1"
+    receiver = open_app(link)
+    assert metrics(receiver)["Peak memory"] == metrics(sender)["Peak memory"]
+    costs = Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.5)
+    peak = max(simulate(build_schedule("1f1b", 4, 8), costs).peak_memory_per_rank())
+    assert metrics(receiver)["Peak memory"] == f"{peak:.3g}" != metrics(open_app({"recompute": "1"}))["Peak memory"]
+
+
+def test_every_link_carries_dualpipevs_overlapped_cost():
+    at = open_app({"schedule": "dualpipev", "costs": "F=1,I=1,W=1"})
+    assert at.query_params["costs"] == "F=1,I=1,W=1,F&B=3"  # no F&B given: F + B, written out
+    at.number_input(key="pg_overlapped").set_value(2.5)
+    at.run()
+    assert at.query_params["costs"] == "F=1,I=1,W=1,F&B=2.5"
+
+
 def test_every_chunk_has_its_own_shade():
     at = open_app({"schedule": "interleaved-1f1b", "chunks": "3"})
     forward = [t for t in figure(at)["data"] if t.get("legendgroup") == "F"]
@@ -333,3 +354,36 @@ def test_real_run_settings_survive_a_visit_to_another_page():
     go_to(at, "views/playground.py")
     go_to(at, "views/measure.py")
     assert not at.exception and at.slider(key="rr_layers").value == 12
+
+
+# -- What the server process loads ---------------------------------------------------------------------------
+PAGE_FILES = ["views/playground.py", "views/lessons.py", "views/compare.py", "views/editor.py", "views/measure.py"]
+TORCH_CHECK = """
+import sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file({app!r}, default_timeout=60)
+at.run()
+if {page!r} != "views/playground.py":
+    at.switch_page({page!r})
+    at.run()
+assert not at.exception, at.exception
+print("torch" in sys.modules)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGE_FILES)
+def test_opening_a_page_does_not_import_torch_into_the_server(page):
+    """Only pressing Run loads PyTorch, and then in a child process (app/real_runs.py)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", TORCH_CHECK.format(app=APP, page=page)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=Path(APP).parents[1],
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False", f"{page} imported torch"

@@ -55,6 +55,21 @@ def test_every_page_in_a_real_browser(tmp_path):
             page.wait_for_timeout(1500)
             _save(page, "playground-playing", tmp_path)
 
+            # Back after Playground (ZB-H1, 6 ranks) → Compare returns to ZB-H1, 6 ranks in one step
+            page, _ = open_page(browser, f"{url}/?schedule=zb-h1&ranks=6")
+            page.locator('[data-testid="stSidebar"] a', has_text="Compare").click()
+            page.wait_for_function("() => location.pathname.endsWith('/compare')", timeout=30_000)
+            page.wait_for_selector(IDLE, timeout=60_000)
+            page.go_back()
+            page.wait_for_function("() => !location.pathname.endsWith('/compare')", timeout=30_000)
+            page.wait_for_function(
+                "() => { const p = document.querySelector('.js-plotly-plot');"
+                " return p && p.layout.title && p.layout.title.text.includes('ZB-H1') "
+                "&& p.layout.title.text.includes('6 ranks'); }",
+                timeout=60_000,
+            )
+            assert "schedule=zb-h1" in page.url and "ranks=6" in page.url
+
             # projector size
             page.set_viewport_size({"width": 1920, "height": 1080})
             page.goto(f"{url}/?schedule=zb-v&ranks=4&microbatches=8&projector=1")
