@@ -1,5 +1,5 @@
 """Serving the app on localhost and driving Debian's Chromium with Playwright: shared by the real-browser test
-and ``benchmarks/app.py`` (FIELD-NOTES: launch options, waiting for the script to finish and for the chart)."""
+and ``benchmarks/app_speed.py`` (FIELD-NOTES: launch options, waiting for the script to finish and for the chart)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,14 @@
 """The Playground's cost, measured side by side in one run.
 
 1. Server: the time of a Playground rerun (AppTest runs the page script: simulate, build the figure,
-   serialise it) with a cold cache and a warm one, and the figure's JSON size, at 4×8, 8×32 and 32×256.
+   serialise it) with a cold cache and a warm one, and the figure's JSON size, at 4×8, 8×32 and 32×256;
+   then the unchanged rerun at 32×256 against 4×8 for ZB-V and DualPipeV, measured alternately, as a ratio.
 2. Browser: a change (the micro-batch slider moved by the keyboard) to the new chart drawn, in Debian's
    Chromium at 4×8 and 32×256, alternating, and their ratio.
 
-Run: .venv/bin/python benchmarks/app.py [--repeat 3] [--schedule zb-v]
-Aims (issue 6): server ≤ 200 ms and figure ≤ 300 KB at 8×32; browser 32×256 ≤ 3× 4×8.
+Run: .venv/bin/python benchmarks/app_speed.py [--repeat 3] [--schedule zb-v]
+Aims: server ≤ 200 ms and figure ≤ 300 KB at 8×32; browser 32×256 ≤ 3× 4×8 (issue 6); an unchanged
+32×256 rerun ≤ 2× the 4×8 one (issue 12: frozen results are cached without copying, st.cache_resource).
 """
 
 from __future__ import annotations
@@ -19,12 +21,35 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT / "tests"))  # the browser helpers the tests use (the lab itself is installed)
 
 from browser_support import launch, open_page, serve_app  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 SIZES = ((4, 8), (8, 32), (32, 256))
+
+
+def playground(schedule: str, ranks: int, microbatches: int) -> AppTest:
+    """The Playground at this size, run once (its simulation cached)."""
+    at = AppTest.from_file(str(ROOT / "app" / "streamlit_app.py"), default_timeout=120)
+    at.query_params.update(
+        {"schedule": schedule, "ranks": str(ranks), "microbatches": str(microbatches), "costs": "F=1,I=1,W=1"}
+    )
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def unchanged_rerun_ratio(schedule: str, repeat: int) -> tuple[float, float]:
+    """Median ms of an unchanged rerun at 4×8 and at 32×256, the two measured alternately."""
+    small, large = playground(schedule, 4, 8), playground(schedule, 32, 256)
+    times: dict[int, list[float]] = {0: [], 1: []}
+    for _ in range(repeat):
+        for index, at in enumerate((small, large)):
+            started = time.perf_counter()
+            at.run()
+            times[index].append((time.perf_counter() - started) * 1e3)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def server_rerun(schedule: str, ranks: int, microbatches: int, repeat: int) -> tuple[float, float, int]:
@@ -100,6 +125,10 @@ def main() -> None:
         cold, warm, size = server_rerun(args.schedule, ranks, microbatches, args.repeat)
         actions = 3 * ranks * 2 * max(microbatches, 2 * ranks - 1) if args.schedule == "zb-v" else None
         print(f"   {ranks:>3}×{microbatches:<4} {actions or '':>8} {cold:>8.0f} {warm:>8.0f} {size / 1024:>10.0f}")
+    print(f"   unchanged rerun, 32×256 against 4×8 (alternating, median of {max(args.repeat, 5)}):")
+    for schedule in ("zb-v", "dualpipev"):
+        small, large = unchanged_rerun_ratio(schedule, max(args.repeat, 5))
+        print(f"   {schedule:>10}: 4×8 {small:.0f} ms, 32×256 {large:.0f} ms, ratio {large / small:.2f}× (aim ≤ 2)")
     if args.no_browser:
         return
     draws = browser_draws(args.schedule, args.repeat)
