@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
+import timeit
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -23,13 +23,8 @@ from engine.schedules import FAMILIES  # noqa: E402
 GOAL_SECONDS = 1.0
 
 
-def timed(function, repeat: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+def median_seconds(function, repeat: int) -> float:
+    return statistics.median(timeit.repeat(function, number=1, repeat=repeat))
 
 
 def main() -> None:
@@ -51,13 +46,13 @@ def main() -> None:
             result.summary()
             return result
 
-        seconds, result = timed(one_plan, args.repeat)
+        seconds, result = median_seconds(one_plan, args.repeat), one_plan()
         verdict = "" if seconds < GOAL_SECONDS else f"  over the {GOAL_SECONDS:g} s goal"
         print(
             f"{name:<18}{result.layout.num_chunks:>3}{result.schedule.num_actions:>9,}{seconds:>14.3f} s"
             f"{result.step_seconds:>10.2f} s{result.bubble_fraction:>8.1%}   {'yes' if result.fits else 'no'}{verdict}"
         )
-    table_seconds, _ = timed(lambda: plan("llama3-405b", "h100", layout).compare_families(), args.repeat)
+    table_seconds = median_seconds(lambda: plan("llama3-405b", "h100", layout).compare_families(), args.repeat)
     print(f"every family's table (compare_families, {len(FAMILIES)} plans)  {table_seconds:.3f} s")
 
 

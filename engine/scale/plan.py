@@ -224,9 +224,8 @@ class Plan:
             fullest = max(self.memory, key=lambda rank: rank.total)
             return f"fits: {fullest.reason}"
         worst = max(misfits, key=lambda rank: rank.total)
-        return (
-            f"does not fit: {worst.reason}; {len(misfits)} of {len(self.memory)} ranks over {self.gpu.title}'s memory"
-        )
+        count = f"{len(misfits)} of {len(self.memory)}" if len(self.memory) > 1 else "the only"
+        return f"does not fit: {worst.reason}; {count} pipeline rank(s) over {self.gpu.title}'s memory"
 
     # -- exports ---------------------------------------------------------------------------------------------------
     def schedule_csv(self) -> str:
