@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .hardware import GpuSpec
 from .layout import Layout
-from .models import ModelSpec
+from .models import LayerFlops, ModelSpec
 
 BYTES_PER_VALUE = 2
 """BF16 activations, weights and gradients."""
@@ -78,6 +78,12 @@ def same_node(first_rank: int, second_rank: int, gpu: GpuSpec, layout: Layout) -
 
 
 # -- compute ----------------------------------------------------------------------------------------------------
+def recomputed_flops(layer: LayerFlops, recompute: str) -> float:
+    """Forward work a backward re-runs first (Korthikanti et al. 2022 §5): full recomputation the whole
+    forward; selective the attention core (the scores and their product with V); none nothing."""
+    return {"none": 0.0, "selective": layer.attention, "full": layer.forward}[recompute]
+
+
 @dataclass(frozen=True)
 class StageCosts:
     """One stage's durations on one GPU for one micro-batch, in seconds (communication included)."""
@@ -113,7 +119,7 @@ def stage_costs(
     s = layout.sequence(model)
     layer = model.layer_flops(b, s)  # forward of one layer on one micro-batch, whole (not yet split)
     logits = model.logits_flops(b, s)
-    extra = {"none": 0.0, "selective": layer.attention, "full": layer.forward}[layout.recompute]
+    extra = recomputed_flops(layer, layout.recompute)
     rate = t * c * gpu.peak_flops * efficiency  # FLOP/s of the stage's t·c GPUs together
 
     # collectives of one layer, one micro-batch
@@ -155,8 +161,7 @@ def step_flops(model: ModelSpec, layout: Layout) -> tuple[float, float]:
     s, batch = layout.sequence(model), layout.global_batch
     layer = model.layer_flops(batch, s)
     model_flops = 3 * (model.num_layers * layer.forward + model.logits_flops(batch, s))
-    extra = {"none": 0.0, "selective": layer.attention, "full": layer.forward}[layout.recompute]
-    return model_flops, model_flops + model.num_layers * extra
+    return model_flops, model_flops + model.num_layers * recomputed_flops(layer, layout.recompute)
 
 
 # -- transfers between ranks and the DP all-reduce ---------------------------------------------------------------

@@ -23,7 +23,15 @@ from ..schedules import FAMILIES, build_schedule
 from ..simulate import simulate
 from ..timeline import Timeline
 from .bounds import real_number
-from .costs import StageCosts, Transfer, data_parallel_seconds, pipeline_transfer, stage_costs, step_flops
+from .costs import (
+    BYTES_PER_VALUE,
+    StageCosts,
+    Transfer,
+    data_parallel_seconds,
+    pipeline_transfer,
+    stage_costs,
+    step_flops,
+)
 from .hardware import BYTES_PER_GB, DEFAULT_EFFICIENCY, GpuSpec, gpu_named
 from .layout import Layout
 from .memory import (
@@ -367,7 +375,7 @@ def plan(
             rank=r,
             start=float(last_end.get(r, 0.0)),
             end=float(last_end.get(r, 0.0)) + data_parallel_seconds(per_rank[r], gpu, layout),
-            gradient_bytes=2.0 * per_rank[r],
+            gradient_bytes=BYTES_PER_VALUE * per_rank[r],
         )
         for r in range(p)
     )
@@ -378,8 +386,12 @@ def plan(
     notes = [
         f"One pipeline of the {layout.data_parallel} DP replicas is simulated ({p} ranks × {m} micro-batches × "
         f"{layout.num_chunks} chunk(s)); the others run the same step and meet in the gradient all-reduce.",
-        f"Pipeline transfers: {transfer.bytes / 1e6:.1f} MB per micro-batch over {transfer.link}, "
-        f"{transfer.seconds * 1e3:.3f} ms; the slowest hop stands for all.",
+        (
+            "One pipeline rank: no transfers between ranks."
+            if transfer.link == "none"
+            else f"Pipeline transfers: {transfer.bytes / 1e6:.1f} MB per micro-batch over {transfer.link}, "
+            f"{transfer.seconds * 1e3:.3f} ms; the slowest hop stands for all."
+        ),
         *family.size_notes(p, m),
     ]
     if not gpt_style:
