@@ -1,7 +1,8 @@
 """Command line: ``python -m engine simulate|run|plan ...``.
 
 Bad input: one line on stderr, exit status 2. A run that fails: one line, exit 1. Ctrl-C: one line, 130.
-A closed pipe (``… | head``): quiet, 141. ``simulate`` never imports PyTorch; ``run`` imports it when it runs.
+A closed pipe (``… | head``): quiet, 141. ``simulate`` and ``plan`` never import PyTorch; ``run`` imports it
+when it runs.
 """
 
 from __future__ import annotations

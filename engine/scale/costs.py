@@ -2,8 +2,9 @@
 
 Legend as in ``models``: l, h, f, a, k, d, V, s, b; t = TP, c = CP, n = the ranks in a collective.
 
-Compute. A stage's FLOPs (its layers; the output layer's on the last stage) are split over its t·c GPUs
-and run at peak × efficiency. Per layer and micro-batch, with W_f the weight products and A_f the
+Compute. A stage's FLOPs (its layers; the output layer's on the last stage; the embedding lookup and the
+loss have no matrix products and count nothing, as in Narayanan et al.'s GEMM count) are split over its t·c
+GPUs and run at peak × efficiency. Per layer and micro-batch, with W_f the weight products and A_f the
 attention scores of the forward (``ModelSpec.layer_flops``):
 
     F = W_f + A_f          I = W_f + 2·A_f (+ recomputation)          W = W_f          B = I + W = 2F
