@@ -1,7 +1,8 @@
-"""Command line: ``python -m engine simulate|run ...``.
+"""Command line: ``python -m engine simulate|run|plan ...``.
 
 Bad input: one line on stderr, exit status 2. A run that fails: one line, exit 1. Ctrl-C: one line, 130.
-A closed pipe (``… | head``): quiet, 141. ``simulate`` never imports PyTorch; ``run`` imports it when it runs.
+A closed pipe (``… | head``): quiet, 141. ``simulate`` and ``plan`` never import PyTorch; ``run`` imports it
+when it runs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
 from .pytorch_csv import read_csv_file
 from .runtime.config import BACKENDS, DEVICES, RunConfig
 from .runtime.result import CLOCKS
+from .scale.cli import add_plan_parser, plan_command
 from .schedules import FAMILIES, build_schedule
 from .simulate import simulate
 from .validate import ScheduleError, validate
@@ -182,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_plan_parser(commands)
     return parser
 
 
@@ -398,7 +401,7 @@ def run_command(args) -> int:
     return 0
 
 
-COMMANDS = {"simulate": simulate_command, "run": run_command}
+COMMANDS = {"simulate": simulate_command, "run": run_command, "plan": lambda args: plan_command(args, _print_json)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,459 @@
+"""One call from a model, a GPU and a layout to everything the Plan page shows: ``plan(...) -> Plan``.
+
+The pipeline is the lab's own simulator: the family's schedule (``build_schedule``) run with each stage's
+measured-style durations in seconds (``Costs(stage_costs=...)``, F, B = I + W, I, W) and the pipeline
+transfer as ``comm``. One pipeline is simulated; the DP replicas run the same one in parallel and meet in the
+gradient all-reduce at the end of the step, drawn after each rank's last action.
+
+    step time      = max over ranks (rank's last action end + its DP all-reduce)
+    tokens/s       = global batch × s / step time
+    MFU            = model FLOPs per step / (GPUs × peak × step time)       (PaLM; Llama 3 paper §3.3.2)
+    bubble         = the simulated pipeline's idle / (ranks × makespan)     (``Timeline.bubble_fraction``)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..costs import Costs
+from ..ir import Schedule
+from ..schedules import FAMILIES, build_schedule
+from ..simulate import simulate
+from ..timeline import Timeline
+from .bounds import real_number
+from .costs import (
+    BYTES_PER_VALUE,
+    StageCosts,
+    Transfer,
+    data_parallel_seconds,
+    pipeline_transfer,
+    stage_costs,
+    step_flops,
+)
+from .hardware import BYTES_PER_GB, DEFAULT_EFFICIENCY, GpuSpec, gpu_named
+from .layout import Layout
+from .memory import (
+    ModelStateBytes,
+    peak_activation_bytes,
+    rank_parameters,
+    stage_activation_bytes,
+    stage_parameters,
+)
+from .models import ModelSpec, model_named, narayanan_flops, narayanan_parameters
+from .presets import layout_preset_named
+from .torchtitan import torchtitan_toml
+
+
+def gigabytes(num_bytes: float) -> str:
+    """Bytes as the page and the messages write them: decimal GB, one decimal."""
+    return f"{num_bytes / BYTES_PER_GB:.1f} GB"
+
+
+@dataclass(frozen=True)
+class RankMemory:
+    """What one GPU of a pipeline rank holds at its peak, bytes."""
+
+    rank: int
+    """Pipeline rank."""
+    stages: tuple[int, ...]
+    """The model stages on it (v of them)."""
+    layers: int
+    """Transformer layers on it."""
+    parameters: float
+    """Parameters one of its GPUs holds (its stages' over TP)."""
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    """Peak activation bytes in the simulated step."""
+    peak_microbatches_in_flight: float
+    """The simulator's peak for this rank: micro-batches through the rank's share of the model held at once
+    (``Timeline.peak_memory_per_rank``)."""
+    capacity: float
+    """The GPU's memory, bytes."""
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+    @property
+    def label(self) -> str:
+        stages = ", ".join(map(str, self.stages))
+        return f"pipeline rank {self.rank} (stage{'s' if len(self.stages) > 1 else ''} {stages})"
+
+    @property
+    def reason(self) -> str:
+        """Why it does (not) fit, in words: the total against the capacity and the largest part."""
+        verdict = "needs" if not self.fits else "holds"
+        head = f"{self.label} {verdict} {gigabytes(self.total)} of {self.capacity / BYTES_PER_GB:g} GB"
+        states = self.weights + self.gradients + self.optimizer
+        if self.activations >= states:
+            return (
+                f"{head}: activations of {self.peak_microbatches_in_flight:g} micro-batches in flight "
+                f"({gigabytes(self.activations)})"
+            )
+        return (
+            f"{head}: weights, gradients and optimizer states of {self.parameters / 1e9:.2f}B parameters "
+            f"({gigabytes(states)})"
+        )
+
+
+@dataclass(frozen=True)
+class AllReduce:
+    """One pipeline rank's DP gradient all-reduce at the end of the step, seconds."""
+
+    rank: int
+    start: float
+    """When the rank's last action ends."""
+    end: float
+    gradient_bytes: float
+    """BF16 gradients one GPU sends (its parameters × 2)."""
+
+
+@dataclass(frozen=True)
+class FamilyComparison:
+    """One row of ``compare_families``: a family at the same layout."""
+
+    family: str
+    title: str
+    chunks: int | None
+    step_seconds: float | None
+    bubble_fraction: float | None
+    peak_memory_bytes: float | None
+    """The largest per-GPU total over the ranks."""
+    fits: bool
+    error: str | None = None
+    """Why this family cannot run the layout (then the numbers are None)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """Everything about one layout: sizes, FLOPs, the simulated pipeline in seconds, memory per GPU."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    layout: Layout
+    efficiency: float
+    """Share of peak FLOP/s the layers' kernels reach."""
+    schedule: Schedule
+    """The family's schedule for one pipeline (p ranks, m micro-batches, v chunks)."""
+    timeline: Timeline
+    """The simulated pipeline; start and end in seconds."""
+    layers_per_stage: tuple[int, ...]
+    stage_costs: tuple[StageCosts, ...]
+    """F, I, W per stage, seconds."""
+    parameters: int
+    """Exact parameter count (``ModelSpec.parameter_count``)."""
+    parameters_closed_form: float | None
+    """Narayanan et al.'s Eq. 2, for a GPT-style model (else None)."""
+    parameters_per_stage: tuple[int, ...]
+    model_flops_per_step: float
+    """Forward and backward FLOPs of the global batch (what MFU counts)."""
+    hardware_flops_per_step: float
+    """Model FLOPs plus the recomputed forward work."""
+    flops_closed_form: float | None
+    """Narayanan et al.'s Eq. 3 (assumes full recomputation), for a GPT-style model (else None)."""
+    transfer: Transfer
+    allreduce: tuple[AllReduce, ...]
+    memory: tuple[RankMemory, ...]
+    notes: tuple[str, ...]
+    """What was assumed or adjusted, in words."""
+
+    # -- the figures --------------------------------------------------------------------------------------------
+    @property
+    def num_gpus(self) -> int:
+        return self.layout.gpus_used
+
+    @property
+    def num_microbatches(self) -> int:
+        return self.layout.num_microbatches
+
+    @property
+    def pipeline_seconds(self) -> float:
+        """The simulated pipeline's makespan."""
+        return self.timeline.makespan
+
+    @property
+    def step_seconds(self) -> float:
+        """The pipeline plus the DP all-reduce that ends last."""
+        return max([self.pipeline_seconds] + [step.end for step in self.allreduce])
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.layout.global_batch * self.layout.sequence(self.model)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens_per_step / self.step_seconds
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs per step / (GPUs × peak × step time)."""
+        return self.model_flops_per_step / (self.num_gpus * self.gpu.peak_flops * self.step_seconds)
+
+    @property
+    def hfu(self) -> float:
+        """As MFU, with the recomputed work counted (Narayanan et al.'s "% of peak" counts it)."""
+        return self.hardware_flops_per_step / (self.num_gpus * self.gpu.peak_flops * self.step_seconds)
+
+    @property
+    def achieved_flops_per_second(self) -> float:
+        """All GPUs together, hardware FLOPs per step / step time (Narayanan et al.'s aggregate)."""
+        return self.hardware_flops_per_step / self.step_seconds
+
+    @property
+    def flops_per_second_at_efficiency(self) -> float:
+        """GPUs × peak × efficiency: the aggregate the efficiency alone gives, before the bubble and transfers."""
+        return self.num_gpus * self.gpu.peak_flops * self.efficiency
+
+    @property
+    def bubble_fraction(self) -> float:
+        return self.timeline.bubble_fraction
+
+    @property
+    def fits(self) -> bool:
+        return all(rank.fits for rank in self.memory)
+
+    @property
+    def peak_memory_bytes(self) -> float:
+        return max(rank.total for rank in self.memory)
+
+    @property
+    def memory_message(self) -> str:
+        """The fullest rank's reason, or the first one that does not fit, and how many do not."""
+        misfits = [rank for rank in self.memory if not rank.fits]
+        if not misfits:
+            fullest = max(self.memory, key=lambda rank: rank.total)
+            return f"fits: {fullest.reason}"
+        worst = max(misfits, key=lambda rank: rank.total)
+        count = f"{len(misfits)} of {len(self.memory)}" if len(self.memory) > 1 else "the only"
+        return f"does not fit: {worst.reason}; {count} pipeline rank(s) over {self.gpu.title}'s memory"
+
+    # -- exports ---------------------------------------------------------------------------------------------------
+    def schedule_csv(self) -> str:
+        """The simulated schedule in PyTorch's CSV (torchtitan's ``pipeline_parallel_schedule_csv``)."""
+        return self.schedule.to_csv()
+
+    def torchtitan_toml(self, csv_path: str = "schedule.csv") -> str:
+        """A torchtitan job-config fragment for this layout (see ``engine.scale.torchtitan``)."""
+        return torchtitan_toml(self.model, self.layout, self.layers_per_stage, csv_path)
+
+    @cached_property
+    def family_table(self) -> tuple[FamilyComparison, ...]:
+        """``compare_families`` at this plan's inputs (computed once, on first use)."""
+        return compare_families(self.model, self.gpu, self.layout, self.efficiency)
+
+    def compare_families(self) -> tuple[FamilyComparison, ...]:
+        return self.family_table
+
+    def summary(self) -> dict:
+        """The figures the CLI's --json prints and the page shows, as plain numbers (bytes, seconds)."""
+        s = self.layout.sequence(self.model)
+        return {
+            "model": self.model.name,
+            "gpu": self.gpu.name,
+            "layout": {
+                "tp": self.layout.tensor_parallel,
+                "pp": self.layout.pipeline_parallel,
+                "dp": self.layout.data_parallel,
+                "cp": self.layout.context_parallel,
+                "gpus": self.num_gpus,
+                "seq": s,
+                "global_batch": self.layout.global_batch,
+                "microbatch_size": self.layout.microbatch_size,
+                "microbatches": self.num_microbatches,
+                "schedule": self.layout.family,
+                "chunks": self.layout.num_chunks,
+                "stages": self.layout.num_stages,
+                "split": self.layout.split if isinstance(self.layout.split, str) else list(self.layout.split),
+                "recompute": self.layout.recompute,
+                "zero": self.layout.zero,
+                "sequence_parallel": self.layout.sequence_parallel,
+                "efficiency": self.efficiency,
+            },
+            "layers_per_stage": list(self.layers_per_stage),
+            "stages_per_rank": [list(rank.stages) for rank in self.memory],
+            "parameters": self.parameters,
+            "parameters_eq2": self.parameters_closed_form,
+            "parameters_per_stage": list(self.parameters_per_stage),
+            "model_flops_per_step": self.model_flops_per_step,
+            "hardware_flops_per_step": self.hardware_flops_per_step,
+            "flops_per_step_eq3": self.flops_closed_form,
+            "step_seconds": self.step_seconds,
+            "pipeline_seconds": self.pipeline_seconds,
+            "allreduce_seconds": max(step.end - step.start for step in self.allreduce),
+            "tokens_per_second": self.tokens_per_second,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "bubble_fraction": self.bubble_fraction,
+            "achieved_flops_per_second": self.achieved_flops_per_second,
+            "flops_per_second_at_efficiency": self.flops_per_second_at_efficiency,
+            "transfer": {"bytes": self.transfer.bytes, "seconds": self.transfer.seconds, "link": self.transfer.link},
+            "stage_seconds": [
+                {
+                    "stage": row.stage,
+                    "layers": row.layers,
+                    "forward": row.forward,
+                    "backward_input": row.backward_input,
+                    "backward_weight": row.backward_weight,
+                    "communication": row.communication,
+                }
+                for row in self.stage_costs
+            ],
+            "memory": [
+                {
+                    "rank": rank.rank,
+                    "stages": list(rank.stages),
+                    "weights_bytes": rank.weights,
+                    "gradients_bytes": rank.gradients,
+                    "optimizer_bytes": rank.optimizer,
+                    "activations_bytes": rank.activations,
+                    "total_bytes": rank.total,
+                    "peak_microbatches_in_flight": rank.peak_microbatches_in_flight,
+                    "fits": rank.fits,
+                }
+                for rank in self.memory
+            ],
+            "capacity_bytes": self.gpu.memory_bytes,
+            "fits": self.fits,
+            "memory_message": self.memory_message,
+            "notes": list(self.notes),
+        }
+
+
+def plan(
+    model: ModelSpec | str, gpu: GpuSpec | str, layout: Layout | None = None, efficiency: float | None = None
+) -> Plan:
+    """Plan ``layout`` (default: Llama 3 405B's 8K layout) for ``model`` on ``gpu`` (specs or preset keys).
+
+    ValueError, with the arithmetic, for a layout that does not multiply out or cannot hold the model."""
+    model = model_named(model) if isinstance(model, str) else model
+    gpu = gpu_named(gpu) if isinstance(gpu, str) else gpu
+    layout = layout or Layout()
+    efficiency = real_number("efficiency", DEFAULT_EFFICIENCY if efficiency is None else efficiency, 0, 1)
+    layout.check(model)
+    layers = layout.layers_per_stage(model)
+    p, m = layout.pipeline_parallel, layout.num_microbatches
+    family = layout.family_spec
+    schedule = build_schedule(layout.family, p, m, layout.chunks)
+
+    # time: the stages' F, I, W in seconds, the transfer as comm, one pipeline simulated
+    costs_per_stage = stage_costs(model, gpu, layout, efficiency, layers)
+    transfer = pipeline_transfer(model, gpu, layout, schedule.placement)
+    timeline = simulate(schedule, Costs(stage_costs=tuple(row.row() for row in costs_per_stage), comm=transfer.seconds))
+
+    # memory: model states of each rank's stages, activations × the simulated in-flight count
+    per_stage = stage_parameters(model, layers)
+    per_rank = rank_parameters(model, layout, schedule, per_stage)
+    activations = peak_activation_bytes(timeline, schedule, stage_activation_bytes(model, layout, layers))
+    in_flight = timeline.peak_memory_per_rank()
+    stages_of = [tuple(s for s in range(schedule.num_stages) if schedule.rank_of(s) == r) for r in range(p)]
+    memory = tuple(
+        RankMemory(
+            rank=r,
+            stages=stages_of[r],
+            layers=sum(layers[s] for s in stages_of[r]),
+            parameters=per_rank[r],
+            **dataclasses.asdict(ModelStateBytes.of(per_rank[r], layout.zero, layout.data_parallel)),
+            activations=float(activations[r]),
+            peak_microbatches_in_flight=in_flight[r],
+            capacity=gpu.memory_bytes,
+        )
+        for r in range(p)
+    )
+
+    # the DP all-reduce after each rank's last action
+    last_end = timeline.frame.groupby("rank")["end"].max()
+    allreduce = tuple(
+        AllReduce(
+            rank=r,
+            start=float(last_end.get(r, 0.0)),
+            end=float(last_end.get(r, 0.0)) + data_parallel_seconds(per_rank[r], gpu, layout),
+            gradient_bytes=BYTES_PER_VALUE * per_rank[r],
+        )
+        for r in range(p)
+    )
+
+    model_flops, hardware_flops = step_flops(model, layout)
+    s = layout.sequence(model)
+    gpt_style = model.is_gpt_style
+    notes = [
+        f"One pipeline of the {layout.data_parallel} DP replicas is simulated ({p} ranks × {m} micro-batches × "
+        f"{layout.num_chunks} chunk(s)); the others run the same step and meet in the gradient all-reduce.",
+        (
+            "One pipeline rank: no transfers between ranks."
+            if transfer.link == "none"
+            else f"Pipeline transfers: {transfer.bytes / 1e6:.1f} MB per micro-batch over {transfer.link}, "
+            f"{transfer.seconds * 1e3:.3f} ms; the slowest hop stands for all."
+        ),
+        *family.size_notes(p, m),
+    ]
+    if not gpt_style:
+        notes.append(
+            "Activation bytes use Korthikanti et al.'s Table 2, derived for a GPT-3 layer; for SwiGLU and "
+            "grouped-query attention they are an estimate."
+        )
+    return Plan(
+        model=model,
+        gpu=gpu,
+        layout=layout,
+        efficiency=efficiency,
+        schedule=schedule,
+        timeline=timeline,
+        layers_per_stage=layers,
+        stage_costs=costs_per_stage,
+        parameters=model.parameter_count(),
+        parameters_closed_form=(
+            narayanan_parameters(model.num_layers, model.hidden_size, model.vocab_size, s) if gpt_style else None
+        ),
+        parameters_per_stage=tuple(per_stage),
+        model_flops_per_step=model_flops,
+        hardware_flops_per_step=hardware_flops,
+        flops_closed_form=(
+            narayanan_flops(layout.global_batch, s, model.num_layers, model.hidden_size, model.vocab_size)
+            if gpt_style
+            else None
+        ),
+        transfer=transfer,
+        allreduce=allreduce,
+        memory=memory,
+        notes=tuple(notes),
+    )
+
+
+def plan_preset(name: str) -> Plan:
+    """Plan a published layout (``LAYOUT_PRESETS``) as it stands."""
+    preset = layout_preset_named(name)
+    return plan(preset.model, preset.gpu, preset.layout, preset.efficiency)
+
+
+def compare_families(model: ModelSpec, gpu: GpuSpec, layout: Layout, efficiency: float) -> tuple[FamilyComparison, ...]:
+    """Every family at this layout (each with its own chunks: the chosen v for the families that take it,
+    their fixed v for the others), sorted by step time among those that fit, then those that do not, then
+    those that cannot run it (with the reason)."""
+    rows = []
+    for name, family in FAMILIES.items():
+        chunks = layout.chunks if family.takes_chunks else None
+        try:
+            result = plan(model, gpu, dataclasses.replace(layout, family=name, chunks=chunks), efficiency)
+        except ValueError as error:
+            rows.append(FamilyComparison(name, family.title, chunks, None, None, None, False, str(error)))
+            continue
+        rows.append(
+            FamilyComparison(
+                family=name,
+                title=family.title,
+                chunks=result.layout.num_chunks,
+                step_seconds=result.step_seconds,
+                bubble_fraction=result.bubble_fraction,
+                peak_memory_bytes=result.peak_memory_bytes,
+                fits=result.fits,
+            )
+        )
+    return tuple(sorted(rows, key=lambda row: (row.error is not None, not row.fits, row.step_seconds or 0.0)))

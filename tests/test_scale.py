@@ -1,0 +1,472 @@
+"""Real scale (engine.scale): every formula against a hand calculation written here, the papers' own numbers,
+the memory peak against the simulator for every family, the CLI's JSON and its one-line refusals."""
+
+import dataclasses
+import json
+import math
+import re
+import subprocess
+import sys
+
+import pytest
+
+from engine import FAMILIES, UNIT, build_schedule, read_csv, simulate
+from engine.cli import main
+from engine.scale import (
+    GPU_PRESETS,
+    LAYOUT_PRESETS,
+    MODEL_PRESETS,
+    GpuSpec,
+    Layout,
+    ModelSpec,
+    narayanan_flops,
+    narayanan_parameters,
+    plan,
+    plan_preset,
+)
+from engine.scale.costs import all_reduce_seconds, data_parallel_seconds, pipeline_transfer, stage_costs, step_flops
+from engine.scale.memory import ModelStateBytes, layer_activation_bytes
+from engine.scale.models import custom_model
+from engine.scale.torchtitan import torchtitan_toml
+
+H100 = GPU_PRESETS["h100"]
+
+
+@pytest.fixture(scope="module")
+def llama_as_trained():
+    return plan_preset("llama3-405b-as-trained")
+
+
+@pytest.fixture(scope="module")
+def megatron_1t():
+    return plan_preset("megatron-1t")
+
+
+def small_model(layers=16, style="gpt", **sizes) -> ModelSpec:
+    """A model small enough to simulate many times: 16 layers, h 1024, 16 heads."""
+    base = dict(num_layers=layers, hidden_size=1024, num_attention_heads=16, vocab_size=32_000, seq_length=2048)
+    return custom_model(**{**base, **sizes}, style=style)
+
+
+def small_layout(**changes) -> Layout:
+    base = dict(tensor_parallel=2, pipeline_parallel=4, data_parallel=2, global_batch=16, family="1f1b", split="even")
+    return Layout(**{**base, **changes})
+
+
+# -- parameters: Narayanan et al. 2021 Eq. 2, and exact counts ----------------------------------------------------
+def test_eq2_gives_gpt3_175b_and_megatron_1t_as_published():
+    L, h, v, s = 96, 12_288, 51_200, 2_048
+    by_hand = 12 * L * h * h + 13 * L * h + (v + s) * h  # Eq. 2 multiplied out
+    assert narayanan_parameters(L, h, v, s) == pytest.approx(by_hand, rel=1e-12)
+    assert round(by_hand / 1e9, 1) == 174.6  # Narayanan et al. 2021, Table 2
+    L, h = 128, 25_600
+    assert round(narayanan_parameters(L, h, v, s) / 1e9, 1) == 1008.0  # Table 1, last row
+
+
+def test_exact_count_of_a_gpt_model_is_eq2_plus_the_final_layernorm():
+    for name in ("gpt3-175b", "megatron-1t"):
+        model = MODEL_PRESETS[name]
+        L, h, v, s = model.num_layers, model.hidden_size, model.vocab_size, model.seq_length
+        assert model.parameter_count() == 12 * L * h * h + 13 * L * h + (v + s) * h + 2 * h
+
+
+@pytest.mark.parametrize(
+    "name, layers, hidden, ffn, heads, published",
+    [
+        ("llama3-8b", 32, 4096, 14336, 32, "8.03"),
+        ("llama3-70b", 80, 8192, 28672, 64, "70.6"),
+        ("llama3-405b", 126, 16384, 53248, 128, "405.9"),
+    ],
+)
+def test_llama3_exact_parameter_counts(name, layers, hidden, ffn, heads, published):
+    v, kv = 128_256, 8
+    kv_width = kv * hidden // heads
+    per_layer = hidden * hidden + 2 * hidden * kv_width + hidden * hidden + 3 * hidden * ffn + 2 * hidden
+    by_hand = layers * per_layer + 2 * v * hidden + hidden  # embedding, untied output, final RMSNorm
+    count = MODEL_PRESETS[name].parameter_count()
+    assert count == by_hand
+    assert f"{count / 1e9:.{len(published.split('.')[1])}f}" == published
+
+
+# -- FLOPs: Eq. 3 ------------------------------------------------------------------------------------------------------
+def test_eq3_for_megatron_1t_and_the_aggregate_at_52_percent(megatron_1t):
+    B, s, L, h, v = 3072, 2048, 128, 25_600, 51_200
+    by_hand = 96 * B * s * L * h**2 + 16 * B * s**2 * L * h + 6 * B * s * h * v  # Eq. 3 multiplied out
+    assert narayanan_flops(B, s, L, h, v) == pytest.approx(by_hand, rel=1e-12)
+    assert megatron_1t.flops_closed_form == pytest.approx(by_hand, rel=1e-12)
+    # full recomputation: the plan's hardware FLOPs are Eq. 3 exactly; model FLOPs drop the recomputed forward
+    assert megatron_1t.hardware_flops_per_step == pytest.approx(by_hand, rel=1e-12)
+    three_passes = 72 * B * s * L * h**2 + 12 * B * s**2 * L * h + 6 * B * s * h * v
+    assert megatron_1t.model_flops_per_step == pytest.approx(three_passes)
+    at_52 = 3072 * 312e12 * 0.52
+    assert megatron_1t.flops_per_second_at_efficiency == pytest.approx(at_52)
+    assert abs(at_52 / 1e15 - 502.0) / 502.0 < 0.01  # 498.4 PF/s next to the paper's 502.0
+    # the simulated step adds the bubble and the transfers: below the efficiency alone, above half of it
+    assert 0.5 * at_52 < megatron_1t.achieved_flops_per_second < at_52
+
+
+def test_model_flops_are_three_passes_and_recomputation_adds_its_forward():
+    model, layout = (
+        MODEL_PRESETS["gpt3-175b"],
+        Layout(tensor_parallel=8, pipeline_parallel=8, data_parallel=24, global_batch=1536, split="even"),
+    )
+    B, s, L, h, v = 1536, 2048, 96, 12_288, 51_200
+    forward_layer = 24 * B * s * h * h + 4 * B * s * s * h  # Narayanan appendix: 24Bsh² + 4Bs²h per layer
+    model_flops = 3 * (L * forward_layer + 2 * B * s * h * v)
+    for recompute, extra in (("none", 0), ("selective", L * 4 * B * s * s * h), ("full", L * forward_layer)):
+        got = step_flops(model, dataclasses.replace(layout, recompute=recompute))
+        assert got == pytest.approx((model_flops, model_flops + extra), rel=1e-12)
+
+
+# -- per-stage durations -----------------------------------------------------------------------------------------------
+def test_stage_seconds_from_flops_by_hand():
+    model = small_model(layers=8)
+    layout = small_layout(tensor_parallel=1, pipeline_parallel=4, data_parallel=1, global_batch=4, recompute="none")
+    b, s, h, f, v = 1, 2048, 1024, 4096, 32_000
+    rate = H100.peak_flops * 0.5
+    weights = 2 * b * s * (4 * h * h + 2 * h * f)  # QKV + output projection + two MLP matrices
+    attention = 4 * b * s * s * h
+    rows = stage_costs(model, H100, layout, 0.5, (2, 2, 2, 2))
+    middle, last = rows[1], rows[-1]
+    assert middle.forward == pytest.approx(2 * (weights + attention) / rate)
+    assert middle.backward_input == pytest.approx(2 * (weights + 2 * attention) / rate)
+    assert middle.backward_weight == pytest.approx(2 * weights / rate)
+    assert middle.backward == pytest.approx(2 * middle.forward)  # B = 2F
+    logits = 2 * b * s * h * v
+    assert last.forward - middle.forward == pytest.approx(logits / rate)
+    assert middle.communication == 0  # TP 1, CP 1: nothing to exchange
+    for recompute, extra in (("selective", attention), ("full", weights + attention)):  # + re-run forward work
+        again = stage_costs(model, H100, dataclasses.replace(layout, recompute=recompute), 0.5, (2, 2, 2, 2))[1]
+        assert again.backward_input - middle.backward_input == pytest.approx(2 * extra / rate)
+
+
+def test_tensor_parallel_all_reduces_inside_a_layer():
+    model = small_model(layers=8)
+    layout = small_layout(tensor_parallel=4, pipeline_parallel=2, data_parallel=1, global_batch=2)
+    s, b, h, t = 2048, 1, 1024, 4
+    one = 2 * (t - 1) / t * (2 * s * b * h) / (H100.nvlink_gb_s / 2 * 1e9)  # ring all-reduce over NVLink, one way
+    row = stage_costs(model, H100, layout, 0.5, (4, 4))[0]
+    assert row.communication == pytest.approx(4 * (2 * one + 2 * one))  # 4 layers × (2 forward + 2 backward)
+
+
+def test_pipeline_transfer_bytes_and_link():
+    model = MODEL_PRESETS["llama3-405b"]
+    across_nodes = pipeline_transfer(model, H100, Layout(), "loop")  # TP 8: every pipeline rank is a node
+    assert across_nodes.bytes == 8192 * 1 * 16384 * 2 / 8
+    assert across_nodes.link == "inter-node" and across_nodes.seconds == pytest.approx(across_nodes.bytes / 50e9)
+    one_node = pipeline_transfer(model, H100, small_layout(tensor_parallel=2, pipeline_parallel=4), "loop")
+    assert one_node.link == "NVLink" and one_node.seconds == pytest.approx(one_node.bytes / 450e9)
+    no_sp = pipeline_transfer(model, H100, Layout(sequence_parallel=False), "loop")
+    assert no_sp.bytes == 8 * across_nodes.bytes
+
+
+def test_data_parallel_all_reduce_is_a_ring():
+    layout = Layout()
+    seconds = data_parallel_seconds(3e9, H100, layout)
+    assert seconds == pytest.approx(2 * 63 / 64 * (2 * 3e9) / 50e9)
+    assert all_reduce_seconds(1e9, 1, 1e9) == 0
+    assert data_parallel_seconds(3e9, H100, dataclasses.replace(layout, zero=3)) == pytest.approx(1.5 * seconds)
+
+
+# -- activations: Korthikanti et al. 2022 Table 2 ----------------------------------------------------------------------
+@pytest.mark.parametrize("t", [1, 8])
+def test_activation_bytes_are_table_2(t):
+    model = MODEL_PRESETS["gpt3-175b"]
+    s, b, h, a = 2048, 1, 12_288, 96
+    assert 5 * a * s / h == 80  # §5: "for GPT-3 ... 5as/h = 80"
+    table_2 = {
+        ("none", True): s * b * h * (34 / t + 5 * a * s / (h * t)),
+        ("none", False): s * b * h * (10 + 24 / t + 5 * a * s / (h * t)),
+        ("selective", True): s * b * h * 34 / t,
+        ("selective", False): s * b * h * (10 + 24 / t),
+        ("full", True): 2 * s * b * h,
+        ("full", False): 2 * s * b * h,
+    }
+    for (recompute, sp), expected in table_2.items():
+        layout = Layout(tensor_parallel=t, recompute=recompute, sequence_parallel=sp, split="even")
+        assert layer_activation_bytes(model, layout) == pytest.approx(expected, rel=1e-12)
+    if t == 1:  # Eq. 1, no parallelism
+        assert layer_activation_bytes(model, Layout(tensor_parallel=1, recompute="none")) == s * b * h * (34 + 80)
+
+
+def test_context_parallel_splits_the_sequence():
+    model = MODEL_PRESETS["llama3-405b"]
+    layout = Layout(context_parallel=4, data_parallel=16, global_batch=512, seq_length=32_768)
+    s, local, b, h, a, t = 32_768, 8_192, 1, 16_384, 128, 8
+    assert layer_activation_bytes(model, layout) == pytest.approx(local * b * h * 34 / t)
+    none = dataclasses.replace(layout, recompute="none")
+    assert layer_activation_bytes(model, none) == pytest.approx(local * b * h * 34 / t + 5 * a * local * s * b / t)
+
+
+# -- model states: ZeRO ------------------------------------------------------------------------------------------------
+def test_zero_stages_as_rajbhandari_section_5():
+    psi, n = 7.5e9, 64  # the paper's Figure 1 example: 120, 31.4, 16.6 and 1.9 GB
+    expected = {0: 16 * psi, 1: 4 * psi + 12 * psi / n, 2: 2 * psi + 14 * psi / n, 3: 16 * psi / n}
+    for zero, total in expected.items():
+        assert ModelStateBytes.of(psi, zero, n).total == pytest.approx(total)
+    assert [round(ModelStateBytes.of(psi, zero, n).total / 1e9, 1) for zero in range(4)] == [120.0, 31.4, 16.6, 1.9]
+
+
+def test_plan_memory_holds_each_ranks_parameters_over_tp(llama_as_trained):
+    model = MODEL_PRESETS["llama3-405b"]
+    rank1 = llama_as_trained.memory[1]  # stages 1 and 17: 4 + 4 layers, nothing else
+    assert rank1.stages == (1, 17) and rank1.layers == 8
+    psi = 8 * model.layer_parameters / 8
+    assert rank1.parameters == pytest.approx(psi)
+    assert (rank1.weights, rank1.gradients, rank1.optimizer) == pytest.approx((2 * psi, 2 * psi / 64, 12 * psi / 64))
+    rank0 = llama_as_trained.memory[0]  # stages 0 (3 layers + embedding) and 16 (4 layers)
+    assert rank0.parameters == pytest.approx((7 * model.layer_parameters + 128_256 * 16_384) / 8)
+
+
+def test_a_tied_embedding_has_a_copy_on_the_last_rank():
+    model = small_model()  # GPT style: tied
+    result = plan(model, H100, small_layout(), 0.5)
+    h, v, s = 1024, 32_000, 2048
+    assert result.memory[0].parameters == pytest.approx((4 * model.layer_parameters + (v + s) * h) / 2)
+    assert result.memory[-1].parameters == pytest.approx((4 * model.layer_parameters + 2 * h + v * h) / 2)
+
+
+# -- layer splits ------------------------------------------------------------------------------------------------------
+def test_layer_splits():
+    model = MODEL_PRESETS["llama3-405b"]
+    assert Layout().layers_per_stage(model) == (3,) + (4,) * 30 + (3,)  # 126 + 2 = 32 × 4
+    one_chunk = Layout(family="1f1b")
+    assert one_chunk.layers_per_stage(model) == (7,) + (8,) * 14 + (7,)
+    assert dataclasses.replace(one_chunk, split="even").layers_per_stage(model) == (8,) * 14 + (7, 7)
+    custom = (6,) + (8,) * 14 + (8,)
+    assert dataclasses.replace(one_chunk, split=custom).layers_per_stage(model) == custom
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"split": (8,) * 16}, "covers 128 blocks, the model has 126: 8 + 8"),
+        ({"split": (8,) * 15}, "has 15 entries for 16 stages"),
+        ({"pipeline_parallel": 128, "data_parallel": 8}, "126 blocks cannot fill 128 stages"),
+    ],
+)
+def test_bad_splits_say_why(change, message):
+    layout = dataclasses.replace(Layout(family="1f1b", split="even"), **change)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        layout.layers_per_stage(MODEL_PRESETS["llama3-405b"])
+
+
+# -- the peak in flight is the simulator's, for every family -----------------------------------------------------------
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_memory_peak_count_is_the_simulators(family):
+    p, m = 4, 8
+    chunks = 2 if FAMILIES[family].takes_chunks else None
+    layout = small_layout(pipeline_parallel=p, data_parallel=2, global_batch=2 * m, family=family, chunks=chunks)
+    model = small_model(layers=16)
+    result = plan(model, H100, layout, 0.5)
+    schedule = build_schedule(family, p, m, chunks)
+    assert result.schedule.to_csv() == schedule.to_csv()
+    expected = simulate(schedule, UNIT).peak_memory_per_rank()
+    assert [rank.peak_microbatches_in_flight for rank in result.memory] == expected
+    # a rank with neither the embedding nor the output layer: bytes = peak × its layers × one layer's bytes
+    per_layer = 2048 * 1 * 1024 * 34 / 2  # selective recomputation, TP 2 with SP: 34sbh/t
+    ends = {schedule.rank_of(0), schedule.rank_of(schedule.num_stages - 1)}
+    for rank in result.memory:
+        if rank.rank not in ends:
+            assert rank.activations == pytest.approx(expected[rank.rank] * rank.layers * per_layer)
+
+
+def test_known_peaks_gpipe_holds_m_1f1b_holds_p_minus_r():
+    model = small_model(layers=16)
+    gpipe = plan(model, H100, small_layout(family="gpipe", global_batch=16), 0.5)
+    one_f_one_b = plan(model, H100, small_layout(family="1f1b", global_batch=16), 0.5)
+    assert [rank.peak_microbatches_in_flight for rank in gpipe.memory] == [8] * 4
+    assert [rank.peak_microbatches_in_flight for rank in one_f_one_b.memory] == [4, 3, 2, 1]
+
+
+# -- the plan as a whole -----------------------------------------------------------------------------------------------
+def test_llama_as_trained_loads_the_papers_layout(llama_as_trained):
+    preset = LAYOUT_PRESETS["llama3-405b-as-trained"]
+    layout = llama_as_trained.layout
+    assert (layout.tensor_parallel, layout.context_parallel, layout.pipeline_parallel, layout.data_parallel) == (
+        8,
+        1,
+        16,
+        64,
+    )
+    assert llama_as_trained.num_gpus == 8192 and layout.global_batch == 64 * 32  # Table 4: 32 per DP group
+    assert llama_as_trained.tokens_per_step == 16 * 2**20 == preset.reported["tokens_per_step"]
+    assert llama_as_trained.layers_per_stage == (3,) + (4,) * 30 + (3,)
+    assert llama_as_trained.num_microbatches == 32 and llama_as_trained.schedule.num_chunks == 2
+
+
+def test_step_time_tokens_mfu_and_bubble_follow_from_the_timeline(llama_as_trained):
+    result = llama_as_trained
+    assert result.pipeline_seconds == result.timeline.makespan
+    assert result.step_seconds == max(step.end for step in result.allreduce) > result.pipeline_seconds
+    assert result.tokens_per_second == pytest.approx(2048 * 8192 / result.step_seconds)
+    assert result.mfu == pytest.approx(result.model_flops_per_step / (8192 * 989e12 * result.step_seconds))
+    assert result.bubble_fraction == result.timeline.bubble_fraction
+    assert 0.2 < result.mfu < 0.43  # below the kernels' 43 %: the bubble and the collectives cost
+    for step in result.allreduce:  # each rank's all-reduce starts when its last action ends
+        assert step.start == result.timeline.frame.query(f"rank == {step.rank}")["end"].max()
+
+
+def test_memory_message_says_why_in_words(llama_as_trained):
+    result = llama_as_trained
+    worst = max(result.memory, key=lambda rank: rank.total)
+    assert not worst.fits and not result.fits
+    assert worst.reason == (
+        f"pipeline rank {worst.rank} (stages {worst.stages[0]}, {worst.stages[1]}) needs {worst.total / 1e9:.1f} GB "
+        f"of 80 GB: activations of {worst.peak_microbatches_in_flight:g} micro-batches in flight "
+        f"({worst.activations / 1e9:.1f} GB)"
+    )
+    assert result.memory_message.startswith(f"does not fit: {worst.reason}")
+    roomy = plan(MODEL_PRESETS["llama3-405b"], GPU_PRESETS["b200"], Layout(family="1f1b"))
+    assert roomy.fits and roomy.memory_message.startswith("fits: pipeline rank")
+
+
+def test_compare_families_sorts_fitting_ones_by_step_time():
+    model = small_model(layers=16)
+    rows = plan(model, GpuSpec("tiny", "tiny", 100, 3, 100, 10), small_layout(global_batch=32), 0.5).compare_families()
+    assert {row.family for row in rows} == set(FAMILIES)
+    fitting = [row for row in rows if row.fits]
+    assert fitting and [row.step_seconds for row in fitting] == sorted(row.step_seconds for row in fitting)
+    assert list(rows[: len(fitting)]) == fitting and any(not row.fits for row in rows)  # GPipe holds all 16
+
+
+def test_a_family_that_cannot_run_the_layout_says_why():
+    layout = small_layout(split=(4, 4, 4, 4))  # four stages: the two-chunk families need eight
+    rows = plan(small_model(), H100, layout, 0.5).compare_families()
+    errors = {row.family: row.error for row in rows if row.error}
+    assert "has 4 entries for 8 stages" in errors["zb-v"] and rows[-1].error is not None
+
+
+# -- bounds and errors -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: Layout(num_gpus=4096), "TP × PP × DP × CP = 8 × 16 × 64 × 1 = 8,192 GPUs, not the 4,096 given"),
+        (
+            lambda: Layout(global_batch=2000),
+            "not divisible by DP × micro-batch size = 64 × 1 = 64: 2,000 = 31 × 64 + 16",
+        ),
+        (lambda: Layout(pipeline_parallel=0), "PP must be from 1 to 256, got 0"),
+        (lambda: Layout(family="1f1b", chunks=2), "1f1b always has 1 chunk"),
+        (lambda: Layout(data_parallel=1, global_batch=16384), "16 ranks × 16384 micro-batches × 2 chunk(s) = 524,288"),
+        (lambda: small_model(layers=10**9), "layers must be from 1 to 10000, got 1000000000"),
+        (lambda: GpuSpec("x", "x", 100, 80, -5, 10), "NVLink bandwidth (GB/s) must be a finite number > 0"),
+        (lambda: GpuSpec("x", "x", math.nan, 80, 900, 10), "peak TFLOP/s must be a finite number"),
+        (lambda: plan("llama3-405b", "h100", Layout(), efficiency=math.nan), "efficiency must be a finite number"),
+        (lambda: plan("llama3-405b", "h100", Layout(tensor_parallel=3, data_parallel=1, global_batch=32)), "42×3 + 2"),
+    ],
+)
+def test_refusals_carry_the_arithmetic(make, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make()
+
+
+# -- exports -----------------------------------------------------------------------------------------------------------
+def test_torchtitan_fragment(llama_as_trained):
+    toml = llama_as_trained.torchtitan_toml()
+    for line in (
+        "pipeline_parallel_degree = 16",
+        'pipeline_parallel_schedule = "Interleaved1F1B"',
+        "pipeline_parallel_microbatch_size = 1",
+        "pipeline_parallel_layers_per_stage = 4",
+        "pipeline_parallel_first_stage_less_layers = 1",
+        "pipeline_parallel_last_stage_less_layers = 1",
+        "tensor_parallel_degree = 8",
+        "data_parallel_shard_degree = 64",
+        "local_batch_size = 32",
+        "seq_len = 8192",
+    ):
+        assert line in toml.splitlines()
+    uneven = torchtitan_toml(small_model(), small_layout(family="zb-h1"), (3, 5, 4, 4), "my.csv")
+    assert 'pipeline_parallel_schedule_csv = "my.csv"' in uneven
+    assert '["tok_embeddings", "layers.0", "layers.1", "layers.2"]' in uneven
+    assert '["layers.12", "layers.13", "layers.14", "layers.15", "norm", "output"]' in uneven
+
+
+# -- the command line --------------------------------------------------------------------------------------------------
+DONE_WHEN = (
+    "plan --model llama3-405b --gpu h100 --tp 8 --pp 16 --dp 64 --seq 8192 --global-batch 2048 --microbatch-size 1 "
+    "--schedule interleaved-1f1b --chunks 2 --split llama3 --json"
+).split()
+
+
+def run_cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_done_when_command_prints_the_plans_numbers(capsys, llama_as_trained):
+    code, out, err = run_cli(capsys, *DONE_WHEN)
+    assert code == 0 and err == ""
+    result = json.loads(out)
+    expected = llama_as_trained
+    assert result["layers_per_stage"] == list(expected.layers_per_stage)
+    assert result["parameters"] == expected.parameters == 405_853_388_800
+    assert result["model_flops_per_step"] == pytest.approx(expected.model_flops_per_step)
+    for key in ("step_seconds", "tokens_per_second", "mfu", "bubble_fraction"):
+        assert result[key] == pytest.approx(getattr(expected, key), rel=1e-11)
+    memory = result["memory"][0]
+    assert set(memory) >= {"weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "total_bytes"}
+    assert memory["total_bytes"] == pytest.approx(expected.memory[0].total, rel=1e-11)
+    assert result["memory_message"] == expected.memory_message and "torchtitan_toml" in result
+
+
+def test_csv_and_torchtitan_files(capsys, tmp_path):
+    csv, toml = tmp_path / "schedule.csv", tmp_path / "job.toml"
+    code, out, _ = run_cli(capsys, "plan", "--pp", "4", "--dp", "8", "--global-batch", "64", "--schedule", "zb-h1",
+                           "--split", "even", "--csv", str(csv), "--torchtitan", str(toml), "--compare")  # fmt: skip
+    assert code == 0 and "family" in out and "zb-h1" in out
+    schedule = read_csv(csv.read_text()).schedule
+    assert schedule.num_ranks == 4 and schedule.num_microbatches == 8
+    assert f'pipeline_parallel_schedule_csv = "{csv}"' in toml.read_text()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--gpus", "1000"], "= 8,192 GPUs, not the 1,000 given"),
+        (["--global-batch", "100"], "global batch 100 is not divisible by DP × micro-batch size = 64 × 1 = 64"),
+        (["--pp", "64", "--dp", "16", "--chunks", "4", "--split", "even"], "126 blocks cannot fill 256 stages"),
+        (["--tp", "3", "--dp", "1", "--global-batch", "32"], "TP (3) must divide the attention heads (128)"),
+        (
+            ["--model", "custom", "--layers", "1000000000", "--hidden", "1024", "--heads", "8", "--vocab", "100"],
+            "layers must be from 1 to 10000",
+        ),  # fmt: skip
+        (
+            [
+                "--gpu",
+                "custom",
+                "--peak-tflops",
+                "100",
+                "--memory-gb",
+                "80",
+                "--nvlink-gb-s",
+                "-1",
+                "--internode-gb-s",
+                "10",
+            ],
+            "NVLink bandwidth (GB/s) must be a finite number > 0",
+        ),  # fmt: skip
+        (["--efficiency", "nan"], "efficiency must be a finite number > 0 and ≤ 1, got nan"),
+        (["--layers", "4"], "--layers describe a custom model: add --model custom"),
+        (["--model", "custom", "--layers", "4"], "--model custom needs --hidden, --heads, --vocab"),
+        (["--split", "3,x"], "--split takes even, llama3 or layers per stage"),
+        (["--tp", "x"], "argument --tp: invalid int value: 'x'"),
+        (["--layout-preset", "nope"], "invalid choice: 'nope'"),
+    ],
+)
+def test_bad_plans_give_one_line_and_exit_2(capsys, args, message):
+    code, out, err = run_cli(capsys, "plan", *args)
+    assert code == 2 and out == ""
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_plan_never_imports_torch():
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "engine", *DONE_WHEN], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import")]
+    assert "engine.scale.plan" in imported
+    assert not [name for name in imported if name == "torch" or name.startswith("torch.")]
