@@ -3,6 +3,7 @@ per-rank table, and the lecture's event-by-event story. Every number is the engi
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -52,6 +53,67 @@ def metric_cards(timeline: Timeline, *, time_unit: str = "", projector: bool = F
         )
 
 
+def chart_summary(timeline: Timeline, what: str) -> str:
+    """One paragraph a screen reader says of a Gantt chart: what it shows, the makespan, the bubble and where
+    the idle time is (before a rank's first action, between its actions, after its last)."""
+    summary = timeline.summary()
+    makespan = summary["makespan"]
+    if makespan == 0:
+        return f"{what}: no action takes any time."
+    frame = timeline.frame
+    first = frame.groupby("rank")["start"].min().reindex(range(timeline.num_ranks), fill_value=0.0)
+    last = frame.groupby("rank")["end"].max().reindex(range(timeline.num_ranks), fill_value=makespan)
+    before = float((first - frame["start"].min()).sum())
+    after = float((frame["end"].max() - last).sum())
+    inside = float(sum(summary["span_idle"]))
+    total = before + inside + after
+    parts = [
+        (before, "before each rank's first action (the pipeline filling)"),
+        (inside, "between actions"),
+        (after, "after each rank's last action (the pipeline draining)"),
+    ]
+    where = "; ".join(f"{share / total:.0%} {words}" for share, words in parts if share > 1e-9 * total) or "none"
+    busiest = int(max(range(timeline.num_ranks), key=lambda r: summary["peak_memory"][r]))
+    return (
+        f"{what}: a Gantt chart with one row per rank ({timeline.num_ranks} ranks) and time from left to right; "
+        f"each bar is one action, labelled with its kind letter (F forward, B backward, I input gradient, "
+        f"W weight gradient) and micro-batch. The step takes {makespan:.4g}. {summary['bubble_fraction']:.1%} "
+        f"of the device time is idle (the bubble): {where}. Below it, activation memory over time; rank "
+        f"{busiest} holds the most, {summary['peak_memory'][busiest]:.3g}."
+    )
+
+
+def tradeoff_sentences(rows: list[dict]) -> list[str]:
+    """What the bubble-versus-memory chart shows, in words computed from its points: each schedule against the
+    first, by how much its bubble and its peak memory move (never a direction the numbers do not show)."""
+    first = rows[0]
+    tolerance = 1e-9
+    sentences = []
+    for row in rows[1:]:
+        bubble = row["bubble_fraction"] - first["bubble_fraction"]
+        memory = row["peak_memory"] - first["peak_memory"]
+        lower, higher = bubble < -tolerance, bubble > tolerance
+        more, less = memory > tolerance, memory < -tolerance
+        if lower and more:
+            verdict = "it trades memory for time (down and to the right)"
+        elif lower:
+            verdict = "less bubble at no extra memory on these costs (straight down" + (" and left)" if less else ")")
+        elif higher and less:
+            verdict = "it trades time for memory (up and to the left)"
+        elif less:
+            verdict = "the same bubble with less memory (straight left)"
+        elif more:
+            verdict = "the same bubble with more memory (straight right)" if not higher else "more of both"
+        else:
+            verdict = "more bubble for the same memory (straight up)" if higher else "the same point"
+        sentences.append(
+            f"{row['schedule']} against {first['schedule']}: bubble {row['bubble_fraction']:.1%} vs "
+            f"{first['bubble_fraction']:.1%} ({100 * bubble:+.1f} pts), peak memory {row['peak_memory']:.3g} vs "
+            f"{first['peak_memory']:.3g} ({memory:+.3g}) — {verdict}."
+        )
+    return sentences
+
+
 def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> None:
     binned = len(timeline.frame) > BAR_LIMIT
     notes = [
@@ -81,8 +143,8 @@ def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> No
     if timeline.num_ranks > 8:
         notes.append("The memory chart shows rank 0, the last rank and the busiest.")
     notes.append(
-        "▶ Play (top right of the chart) sweeps a cursor through the step: what has not happened yet is "
-        "veiled, what runs is outlined. The slider below scrubs; click a legend entry to hide it."
+        "▶ Play (above the chart; Tab reaches it) sweeps a cursor through the step: what has not happened yet "
+        "is veiled, what runs is outlined. The Time slider scrubs (arrow keys too); click a legend entry to hide it."
     )
     st.caption(" ".join(notes))
 
@@ -135,7 +197,11 @@ def rank_table(timeline: Timeline) -> None:
         .round(3)
         .rename_axis("rank")
     )
-    st.dataframe(table, width="stretch", height=min(400, 38 + 35 * len(table)))
+    st.table(table)
+
+
+JUMP_AFTER_EVENTS = 60
+"""Past this many events, lecture mode also offers a jump to a time."""
 
 
 def lecture_controls(
@@ -167,6 +233,19 @@ def lecture_controls(
         st.session_state[index_key] += 1
     if columns[2].button("Start over", key=f"{prefix}_event_restart"):
         st.session_state[index_key] = 0
+    if count > JUMP_AFTER_EVENTS:  # a thousand events one by one is not a lecture: jump to a moment
+        end = float(narration.times[-1])
+        jump = st.number_input(
+            f"Jump to time t (0 – {end:g}): the first event at or after it",
+            min_value=0.0,
+            max_value=end,
+            value=None,
+            key=f"{prefix}_event_jump",
+            placeholder="e.g. " + f"{end / 2:g}",
+        )
+        if jump is not None and st.session_state.get(f"{prefix}_event_jumped") != jump:
+            st.session_state[f"{prefix}_event_jumped"] = jump
+            st.session_state[index_key] = min(int(np.searchsorted(narration.times, jump - 1e-9)), count - 1)
     index = min(st.session_state[index_key], count - 1)
     event = narration.event(index)
     columns[3].markdown(f"**Event {index + 1} of {count}** · {event.headline()}")

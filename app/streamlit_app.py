@@ -8,8 +8,10 @@ layout, and a direct link such as /real-run then runs the page without this rout
 import streamlit as st
 
 from app.navigation import PAGES, sidebar_links
+from app.style import PAGE_CSS
 
 st.set_page_config(page_title="Pipeline-parallelism lab", page_icon=":material/view_timeline:", layout="wide")
 current = st.navigation([page.streamlit_page() for page in PAGES], position="hidden")
+st.html(f"<style>{PAGE_CSS}</style>")
 sidebar_links()
 current.run()

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-KIND_COLOURS = {"F": "#4C78A8", "B": "#F58518", "I": "#54A24B", "W": "#B279A2"}
+KIND_COLOURS = {"F": "#8067BC", "B": "#F5840A", "I": "#1AB998", "W": "#40725E"}
+"""F indigo, B orange, I teal, W dark green. Chosen (by a search over sRGB, staying close to the lab's
+earlier blue, orange, green and purple) so that every pair of kinds is at least 20 CIEDE2000 apart for normal
+vision and under simulated protanopia, deuteranopia and tritanopia, at every chunk shade, and each kind's chunk
+shades at least 12 apart; ``tests/test_palette.py`` checks it (``app/colour.py`` has the science)."""
+CHUNK_LIGHTEN = {"F": 0.34, "B": 0.48, "I": 0.74, "W": 0.25}
+"""How far the last chunk's shade of each kind goes towards white (chunks in between evenly)."""
 IDLE_FILL = "rgba(150,150,150,0.30)"
 IDLE_HATCH = "rgba(105,105,105,0.85)"
 RECOMPUTE_HATCH = "rgba(20,20,20,0.55)"
@@ -14,10 +20,8 @@ VEIL = "rgba(127,127,127,0.55)"
 """Laid over the part of the timeline that has not happened yet while the animation plays."""
 CURSOR = "#D62728"
 RANK_COLOURS = ("#222222", "#E45756", "#17BECF", "#9D755D", "#BCBD22", "#FF7F0E", "#7F7F7F", "#8C564B")
-"""Memory lines, one per rank: apart from the action colours (blue, orange-ish B aside, green, purple) and
-readable on light and dark backgrounds."""
-LIGHTEST = 0.6
-"""The last chunk's colour is this far from the kind's colour towards white."""
+"""Memory lines, one per rank (each line is also named in its hover and legend): readable on light and dark
+backgrounds."""
 
 
 def _rgb(hex_colour: str) -> tuple[int, int, int]:
@@ -26,11 +30,29 @@ def _rgb(hex_colour: str) -> tuple[int, int, int]:
 
 
 def chunk_shade(kind: str, chunk: int, num_chunks: int) -> str:
-    """The kind's colour for chunk ``chunk`` of ``num_chunks``: chunk 0 full, later chunks evenly lighter,
-    so every chunk has its own shade."""
-    mix = 0.0 if num_chunks <= 1 else LIGHTEST * chunk / (num_chunks - 1)
-    red, green, blue = (round(c + (255 - c) * mix) for c in _rgb(KIND_COLOURS[kind]))
-    return f"#{red:02X}{green:02X}{blue:02X}"
+    """The kind's colour for chunk ``chunk`` of ``num_chunks``: chunk 0 full, later chunks evenly lighter, so
+    every chunk has its own shade. A shade whose luminance leaves neither black nor white text at 4.5:1 (the
+    band around 18 % luminance) is taken a little lighter, until black text reaches it."""
+    mix = 0.0 if num_chunks <= 1 else CHUNK_LIGHTEN[kind] * chunk / (num_chunks - 1)
+    while True:
+        red, green, blue = (round(c + (255 - c) * mix) for c in _rgb(KIND_COLOURS[kind]))
+        shade = f"#{red:02X}{green:02X}{blue:02X}"
+        if contrast(shade, text_colour(shade)) >= 4.5 or mix >= 1:
+            return shade
+        mix += 0.01
+
+
+KIND_PATTERNS = {"F": "", "B": ".", "I": "-", "W": "|"}
+"""A fill pattern per kind, so the kinds stay apart in greyscale and for every colour vision (F solid, B
+dotted, I with horizontal lines, W with vertical ones); idle is hatched "/", a re-run forward "x"."""
+
+
+def kind_pattern(kind: str, fill: str, ink: str) -> dict:
+    """The kind's pattern drawn faintly in the label's colour (black or white, whichever suits the fill)."""
+    shape = KIND_PATTERNS[kind]
+    if not shape:
+        return dict(shape="")
+    return dict(shape=shape, fgcolor=ink, bgcolor=fill, size=6, solidity=0.18, fgopacity=0.45)
 
 
 def _luminance(hex_colour: str) -> float:
@@ -44,12 +66,12 @@ def _luminance(hex_colour: str) -> float:
     return 0.2126 * red + 0.7152 * green + 0.0722 * blue
 
 
+DARK_INK, LIGHT_INK = "#111111", "#FFFFFF"
+
+
 def text_colour(fill: str) -> str:
-    """Black or white, whichever contrasts more with ``fill`` (WCAG contrast ratio)."""
-    light = _luminance(fill)
-    on_black = (light + 0.05) / 0.05
-    on_white = 1.05 / (light + 0.05)
-    return "#111111" if on_black >= on_white else "#FFFFFF"
+    """The label ink, near-black or white, whichever contrasts more with ``fill`` (WCAG contrast ratio)."""
+    return DARK_INK if contrast(fill, DARK_INK) >= contrast(fill, LIGHT_INK) else LIGHT_INK
 
 
 def contrast(fill: str, text: str) -> float:
@@ -79,3 +101,20 @@ PROJECTOR = Sizes(font=20, title=24, row=64, max_gantt=700, memory=240)
 
 def sizes(projector: bool) -> Sizes:
     return PROJECTOR if projector else NORMAL
+
+
+PAGE_CSS = """
+/* captions carry explanations: 4.5:1 against the page at least (Streamlit's default grey is about 3.8:1) */
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { color: #4f535e; }
+[data-testid="stMetricLabel"] p { color: #3d4049; }
+/* a phone (below ~700 px): metric cards as a compact two-column block, so the chart starts on the first screen */
+@media (max-width: 700px) {
+  [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; padding-top: 2.5rem; }
+  [data-testid="stHorizontalBlock"]:has([data-testid="stMetric"]) { flex-wrap: wrap; row-gap: 0.2rem; }
+  [data-testid="stHorizontalBlock"]:has([data-testid="stMetric"]) > [data-testid="stColumn"] {
+    flex: 1 1 40%; min-width: 40%; width: auto; }
+  [data-testid="stMetricValue"] { font-size: 1.45rem; }
+  h1 { font-size: 1.8rem; }
+}
+"""
+"""Page-wide styles the router adds once per run: readable captions and the phone layout."""

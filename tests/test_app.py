@@ -186,8 +186,10 @@ def test_frames_move_shapes_only():
     drawn = figure(open_app())
     assert len(drawn["frames"]) > 20
     assert all(set(frame) <= {"name", "layout"} and set(frame["layout"]) == {"shapes"} for frame in drawn["frames"])
-    labels = [b["label"] for b in drawn["layout"]["updatemenus"][0]["buttons"]]
-    assert labels[:3] == ["▶ Play", "▶ ½×", "▶ 2×"] and "Pause" in labels
+    assert not drawn["layout"].get("updatemenus") and not drawn["layout"].get("sliders")  # HTML controls instead
+    assert drawn["layout"]["meta"]["start_frame"] == len(drawn["frames"]) - 1  # the whole step first
+    last = drawn["frames"][-1]["layout"]["shapes"]
+    assert last and not any(shape.get("visible", True) for shape in last)  # the end leaves no veil or outline
 
 
 def test_lecture_mode_steps_event_by_event_with_the_reason():
@@ -225,7 +227,7 @@ COMPARE_COSTS = Costs(forward=1, backward_input=1, backward_weight=1)  # the pag
 
 def test_compare_shows_every_schedule_on_one_axis_with_the_engines_numbers():
     at = open_app(COMPARE, "views/compare.py")
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table.index) == ["gpipe", "1f1b", "zb-h1"]
     for name in table.index:
         expected = simulate(build_schedule(name, 4, 8), COMPARE_COSTS)

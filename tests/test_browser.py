@@ -84,7 +84,8 @@ def test_every_page_in_a_real_browser(tmp_path):
                 "() => document.querySelector('.js-plotly-plot').layout.annotations.map(a => a.text)"
             )
             assert titles == [FAMILIES[name].title for name in ("gpipe", "1f1b", "zb-h1")]
-            assert page.locator('[data-testid="stDataFrame"]').first.is_visible()  # the table (a canvas grid)
+            table = page.locator('[data-testid="stTable"]').first
+            assert "bubble fraction" in table.inner_text()  # a real HTML table: its text is the page's text
             _save(page, "compare", tmp_path)
 
             # a lesson's deep link: the GPipe staircase, a third idle, stepped event by event

@@ -22,8 +22,12 @@ MEMORY_LINES = 8
 MEMORY_POINTS = 600
 GAP_PX = 46
 """Space between stacked subplots (room for a subplot title)."""
-CONTROLS_PX = 120
-"""Below the plots: the time axis, its title, the Play buttons and the slider."""
+AXIS_PX = 52
+"""Below the plots: the time axis and its title."""
+LEGEND_ROW_PX = 24
+LEGEND_PER_ROW = 4
+"""The legend sits below the chart, in rows (on a phone it would take the chart's width at its side); its
+height is estimated from the entries, and Plotly's automargin grows it if a narrow screen wraps more."""
 
 
 def _rank_axis(num_ranks: int) -> dict:
@@ -73,10 +77,11 @@ def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
     return traces
 
 
-def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, size) -> dict:
+def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, size, legend_entries: int = 8) -> dict:
     """A layout of subplots stacked top to bottom on one time axis. Each row: {"height": px, "title": text,
     "yaxis": extra y-axis settings}. Axes are named x, x2, … and y, y2, … from the top."""
     total = sum(row["height"] for row in rows) + GAP_PX * (len(rows) - 1)
+    legend_px = LEGEND_ROW_PX * int(np.ceil(legend_entries / LEGEND_PER_ROW)) + 8
     layout: dict = dict(annotations=[])
     top = 1.0
     bottom_axis = "x" if len(rows) == 1 else f"x{len(rows)}"
@@ -119,16 +124,17 @@ def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float,
         font=dict(size=size.font),
         uniformtext=dict(minsize=max(8, size.font - 4), mode="hide"),
         legend=dict(
-            orientation="v",
-            x=1.01,
+            orientation="h",
+            x=0,
             xanchor="left",
-            y=1,
-            yanchor="top",
+            y=0,
+            yref="container",
+            yanchor="bottom",
             font=dict(size=size.font - 1),
             groupclick="toggleitem",
         ),
-        height=total + CONTROLS_PX + (60 if title else 45),
-        margin=dict(l=10, r=10, t=60 if title else 45, b=CONTROLS_PX),
+        height=total + AXIS_PX + legend_px + (60 if title else 45),
+        margin=dict(l=10, r=10, t=60 if title else 45, b=AXIS_PX + legend_px),
         hoverlabel=dict(font=dict(size=size.font)),
     )
     return layout
@@ -162,7 +168,8 @@ def timeline_figure(
         rows.append(
             dict(height=size.memory, title=f"activation memory ({memory_unit})", yaxis=dict(rangemode="tozero"))
         )
-    layout = _stacked_layout(rows, title=title, time_unit=time_unit, end=end, size=size)
+    entries = sum(1 for trace in traces if trace.get("showlegend", True) and trace.get("name"))
+    layout = _stacked_layout(rows, title=title, time_unit=time_unit, end=end, size=size, legend_entries=entries)
     frames = []
     if animate:
         frames = playback(
@@ -172,7 +179,6 @@ def timeline_figure(
             total_rows=timeline.num_ranks,
             time_format=time_format(timeline),
             cursor_at=cursor_at,
-            font_size=size.font,
         )
     return _figure(traces, layout, frames)
 
@@ -200,7 +206,8 @@ def compare_figure(
         )
         slots.append(slot_rows(timeline.frame, f"y{suffix}"))
     end = max(float(t.frame["end"].max()) for t in timelines.values())
-    layout = _stacked_layout(rows, title="", time_unit=time_unit, end=end, size=size)
+    entries = sum(1 for trace in traces if trace.get("showlegend", True) and trace.get("name"))
+    layout = _stacked_layout(rows, title="", time_unit=time_unit, end=end, size=size, legend_entries=entries)
     first = next(iter(timelines.values()))
     frames = playback(
         layout,
@@ -208,7 +215,6 @@ def compare_figure(
         slots if all_bars else [],
         total_rows=sum(t.num_ranks for t in timelines.values()),
         time_format=time_format(first),
-        font_size=size.font,
     )
     return _figure(traces, layout, frames)
 
@@ -346,13 +352,15 @@ def run_figure(result, *, projector: bool = False) -> go.Figure:
             yaxis=dict(rangemode="tozero"),
         ),
     ]
-    layout = _stacked_layout(rows, title="Measured, with the prediction outlined", time_unit="ms", end=end, size=size)
+    entries = sum(1 for trace in traces if trace.get("showlegend", True) and trace.get("name"))
+    layout = _stacked_layout(
+        rows, title="Measured, with the prediction outlined", time_unit="ms", end=end, size=size, legend_entries=entries
+    )
     frames = playback(
         layout,
         end,
         [slot_rows(measured.frame, "y")] if drawn == "bars" else [],
         total_rows=measured.num_ranks,
         time_format=".3f",
-        font_size=size.font,
     )
     return _figure(traces, layout, frames)

@@ -17,7 +17,16 @@ import numpy as np
 from engine import Timeline
 from engine.ir import KIND_NAMES, Kind
 
-from ..style import IDLE_FILL, IDLE_HATCH, KIND_COLOURS, RECOMPUTE_HATCH, TRANSFER_COLOUR, chunk_shade, text_colour
+from ..style import (
+    IDLE_FILL,
+    IDLE_HATCH,
+    KIND_COLOURS,
+    RECOMPUTE_HATCH,
+    TRANSFER_COLOUR,
+    chunk_shade,
+    kind_pattern,
+    text_colour,
+)
 
 BAR_LIMIT = 2500
 """Above this many actions the Gantt is binned (one heatmap) instead of one bar per action."""
@@ -100,13 +109,17 @@ def _bar_trace(
     # an overlapped F&B pair shares its slot: F in the upper half of the row, the backward in the lower
     # (the y axis is reversed so rank 0 is on top: "upper" is the negative side)
     width, offset = (0.4, -0.4 if letter == "F" else 0.0) if overlapped else (0.8, -0.4)
-    numbers = np.column_stack([rows["stage"], rows["microbatch"], rows["start"], rows["end"]]).astype(np.float32)
+    numbers = np.column_stack([rows["stage"], rows["microbatch"], rows["start"], rows["end"], rows["rank"]]).astype(
+        np.float32
+    )
+    # the rank comes from the data, not %{y}: Plotly writes %{y} with the axis's tick text ("rank 0")
     template = (
-        f"rank %{{y}} · %{{customdata[0]}}{letter}%{{customdata[1]}} (stage %{{customdata[0]}}, "
+        f"rank %{{customdata[4]}} · %{{customdata[0]}}{letter}%{{customdata[1]}} (stage %{{customdata[0]}}, "
         f"{KIND_NAMES[kind]}, micro-batch %{{customdata[1]}}{', overlapped' if overlapped else ''}) · "
         f"%{{customdata[2]:{fmt}}} → %{{customdata[3]:{fmt}}}<extra></extra>"
     )
-    name = f"{letter} {KIND_NAMES[kind]}" if num_chunks == 1 else f"chunk {chunk}"
+    name = f"{letter} {KIND_NAMES[kind]}" if num_chunks == 1 else f"{letter} chunk {chunk}"
+    ink = text_colour(fill)
     trace = dict(
         type="bar",
         name=name,
@@ -118,19 +131,32 @@ def _bar_trace(
         x=(rows["end"] - rows["start"]).to_numpy(np.float32),
         width=width,
         offset=offset,
-        marker=dict(color=fill, line=outline),
+        # colour is never the only code: each kind has its own fill pattern, and its letter in the label
+        marker=dict(color=fill, line=outline, pattern=kind_pattern(letter, fill, ink)),
         customdata=numbers,
         hovertemplate=template,
         textposition="inside",
         insidetextanchor="middle",
         textangle=0,
-        textfont=dict(color=text_colour(fill)),
+        textfont=dict(color=ink),
     )
     if label:
-        trace["text"] = rows["microbatch"].astype(str).tolist()
+        trace["text"] = equal_width_labels(letter, rows["microbatch"].to_numpy())
     if num_chunks > 1 and show_legend:
         trace["legendgrouptitle"] = dict(text=f"{letter} {KIND_NAMES[kind]}")
     return trace
+
+
+FIGURE_SPACE = "\u2007"
+"""As wide as a digit: labels of one trace padded with it are all the same width, so Plotly's "hide what does
+not fit" shows every label of a kind or none (never "F9" but not "F10" on bars of the same length)."""
+
+
+def equal_width_labels(letter: str, microbatches: np.ndarray) -> list[str]:
+    """ "F3", "F12"… as labels of one width: the kind's letter (colour is never the only code) and the
+    micro-batch, the shorter numbers padded with figure spaces."""
+    digits = len(str(int(microbatches.max()))) if len(microbatches) else 1
+    return [f"{letter}{str(int(mb)).rjust(digits, FIGURE_SPACE)}" for mb in microbatches]
 
 
 def _add_idle(traces: list, timeline: Timeline, show_legend: bool) -> None:

@@ -1,6 +1,6 @@
 """Playing a timeline in the browser: Plotly frames that move only a few shapes — a cursor, a veil over what
-has not happened yet, outlines around the actions running at that moment — driven by Play buttons at three
-speeds, Pause, and a time slider.
+has not happened yet, outlines around the actions running at that moment — played by the HTML controls of
+``player.py``. At the end of the step every shape is hidden again, so the last frame is the chart as drawn.
 
 Frames never resend the bars (FIELD-NOTES: 32 KiB against 531 KiB for 4×32×3 with 50 frames), so they work
 with ``redraw=False``, and the figure stays small at any size.
@@ -18,10 +18,6 @@ SECONDS = 8.0
 """Length of a play-through at 1× speed."""
 HIGHLIGHT_LIMIT = 16
 """Outline the running actions only while there are at most this many rows (shapes cost bytes per frame)."""
-SPEEDS = (("▶ Play", 1.0), ("▶ ½×", 0.5), ("▶ 2×", 2.0))
-BELOW_AXIS_PX = 58
-"""How far below the plotting area the slider starts: under the time axis and its title (more for larger
-fonts)."""
 
 
 def slot_rows(frame, yref: str) -> tuple[np.ndarray, str]:
@@ -51,7 +47,16 @@ def shapes_at(t: float, end: float, rows: list[tuple[np.ndarray, str]], highligh
             visible=t < end,
         ),
         dict(
-            type="line", xref="x", yref="paper", x0=t, x1=t, y0=0, y1=1, line=dict(color=CURSOR, width=2), layer="above"
+            type="line",
+            xref="x",
+            yref="paper",
+            x0=t,
+            x1=t,
+            y0=0,
+            y1=1,
+            line=dict(color=CURSOR, width=2),
+            layer="above",
+            visible=t < end,
         ),
     ]
     if highlight:
@@ -90,83 +95,18 @@ def playback(
     total_rows: int,
     time_format: str,
     cursor_at: float | None = None,
-    font_size: int = 13,
 ) -> list[dict]:
-    """Add Play/Pause buttons and a time slider to ``layout``; return the frames. ``cursor_at`` draws the
-    figure at that moment (the lecture's step mode); by default it shows the whole timeline and Play starts
-    from 0."""
+    """The frames of one play-through (named by their time), and ``layout`` set to show the first one the page
+    shows: the whole step, or the moment ``cursor_at`` (the lecture's step mode). The controls that play them
+    are HTML (``player.py``); ``layout["meta"]["start_frame"]`` tells them where the figure starts."""
     if end <= 0:
         return []
     highlight = total_rows <= HIGHLIGHT_LIMIT
     times = frame_times(end)
-    names = [f"{t:{time_format}}" for t in times]
-    frames = [
-        dict(name=name, layout=dict(shapes=shapes_at(t, end, rows, highlight)))
-        for name, t in zip(names, times, strict=True)
-    ]
-    frame_ms = 1000 * SECONDS / len(times)
-
-    def play(speed: float, from_current: bool) -> dict:
-        return dict(
-            frame=dict(duration=frame_ms / speed, redraw=False),
-            transition=dict(duration=0),
-            fromcurrent=from_current,
-            mode="immediate",
-        )
-
-    buttons = [dict(label=label, method="animate", args=[None, play(speed, False)]) for label, speed in SPEEDS]
-    buttons += [
-        dict(
-            label="Pause",
-            method="animate",
-            args=[[None], dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate")],
-        ),
-        dict(label="Resume", method="animate", args=[None, play(1.0, True)]),
-    ]
-    active = len(times) - 1 if cursor_at is None else int(np.abs(times - cursor_at).argmin())
-    area = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]  # the plotting area, in pixels
-    below = -(BELOW_AXIS_PX + 2 * (font_size - 13)) / area
-    above = 6 / area
+    frames = [dict(name=f"{t:{time_format}}", layout=dict(shapes=shapes_at(t, end, rows, highlight))) for t in times]
+    start = len(times) - 1 if cursor_at is None else int(np.abs(times - cursor_at).argmin())
     layout.update(
         shapes=shapes_at(cursor_at, end, rows, highlight) if cursor_at is not None else [],
-        # the buttons above the chart's top right, where they are seen without scrolling; the slider below it
-        updatemenus=[
-            dict(
-                type="buttons",
-                direction="left",
-                showactive=False,
-                x=1.0,
-                xanchor="right",
-                y=1 + above,
-                yanchor="bottom",
-                pad=dict(t=0, r=0),
-                buttons=buttons,
-                font=dict(size=font_size),
-            )
-        ],
-        sliders=[
-            dict(
-                active=active,
-                x=0,
-                xanchor="left",
-                len=1.0,
-                y=below,
-                yanchor="top",
-                pad=dict(t=0, b=0),
-                currentvalue=dict(prefix="t = ", xanchor="right", font=dict(size=font_size)),
-                font=dict(size=max(font_size - 3, 9)),
-                steps=[
-                    dict(
-                        label=name,
-                        method="animate",
-                        args=[
-                            [name],
-                            dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate"),
-                        ],
-                    )
-                    for name in names
-                ],
-            )
-        ],
+        meta=dict(start_frame=start),
     )
     return frames

@@ -5,7 +5,9 @@ import streamlit as st
 
 from app import state
 from app.charts import compare_figure, tradeoff_figure
+from app.charts.player import player
 from app.controls import bind_lab, projector_query, projector_toggle, warn_about
+from app.explain import chart_summary, tradeoff_sentences
 from app.settings import COMPARE_DEFAULT, COMPARE_KEYS, CompareSettings
 from app.simulation import simulated
 from engine import FAMILIES
@@ -102,19 +104,19 @@ def compare() -> None:
             "transfers": table["transfers"],
         }
     )
-    st.dataframe(shown, width="stretch")
+    st.table(shown)
     timelines = {FAMILIES[name].title: timeline for name, (_, _, timeline) in results.items()}
-    st.plotly_chart(compare_figure(timelines, projector=projector), width="stretch", key="cp_gantt")
+    figure = compare_figure(timelines, projector=projector)
+    summary = " ".join(chart_summary(timeline, title) for title, timeline in timelines.items())
+    player("cp_gantt", figure, name=f"{len(timelines)} schedules on one time axis", summary=summary)
+    st.plotly_chart(figure, width="stretch", key="cp_gantt")
     st.caption(
         "One ▶ Play drives every schedule: the cursor shows where each one is at the same moment. "
         "Hatched grey is idle time."
     )
     st.subheader("Time against memory")
     st.plotly_chart(tradeoff_figure(rows, projector=projector), width="stretch", key="cp_tradeoff")
-    st.caption(
-        "Lower is less bubble, left is less memory: a schedule that moves down-and-right trades memory for "
-        "time (ZB-H2 over ZB-H1); one that moves down alone is a free lunch on these costs."
-    )
+    st.caption("Lower is less bubble, left is less memory. " + " ".join(tradeoff_sentences(rows)))
 
 
 compare()

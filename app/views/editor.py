@@ -6,9 +6,10 @@ import streamlit as st
 
 from app import state
 from app.charts import timeline_figure
+from app.charts.player import player
 from app.codec import shown
 from app.controls import bind_lab, projector_query, projector_toggle
-from app.explain import legend_notes, metric_cards, rank_table
+from app.explain import chart_summary, legend_notes, metric_cards, rank_table
 from app.run_settings import RunSettings
 from app.simulation import simulated_csv
 from engine import ScheduleError, build_schedule
@@ -85,7 +86,8 @@ def editor() -> None:
     except ValueError as error:
         st.error(f"This schedule cannot be read: {error}")
         reading = None
-    if reading is None:
+    valid = reading is not None
+    if not valid:
         good = state.last_good(PAGE)
         if good is None:
             st.stop()
@@ -98,21 +100,33 @@ def editor() -> None:
     schedule = reading.schedule
     metric_cards(timeline, projector=projector)
     title = f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches"
-    st.plotly_chart(timeline_figure(timeline, title=title, projector=projector), width="stretch", key="ed_gantt")
+    figure = timeline_figure(timeline, title=title, projector=projector)
+    player("ed_gantt", figure, name=title, summary=chart_summary(timeline, title))
+    st.plotly_chart(figure, width="stretch", key="ed_gantt")
     legend_notes(timeline, costs, schedule.num_chunks)
     rank_table(timeline)
+    if not valid:
+        st.caption("Download and Run act on the schedule in the text box, which does not run: fix it first.")
     columns = st.columns(3)
-    columns[0].download_button("Download CSV", schedule.to_csv, "schedule.csv", "text/csv", key="ed_csv_out")
+    columns[0].download_button(
+        "Download CSV", schedule.to_csv, "schedule.csv", "text/csv", key="ed_csv_out", disabled=not valid
+    )
     columns[1].download_button(
         "Download Perfetto trace",
         lambda: json.dumps(timeline.to_chrome_trace()),
         "schedule.trace.json",
         "application/json",
         key="ed_trace",
+        disabled=not valid,
     )
-    if columns[2].button("Run it for real ⚙️", key=f"{PAGE}_run", help="Open the Real run page with this schedule."):
+    if columns[2].button(
+        "Run it for real ⚙️",
+        key=f"{PAGE}_run",
+        help="Open the Real run page with this schedule.",
+        disabled=not valid,
+    ):
         RunSettings.send_schedule(st.session_state, schedule.to_csv())
-        st.switch_page(REAL_RUN)
+        st.switch_page(REAL_RUN, query_params=state.page_query("rr", RunSettings().to_query()))
 
 
 editor()

@@ -6,9 +6,10 @@ import streamlit as st
 
 from app import state
 from app.charts import run_figure, timeline_figure
+from app.charts.player import player
 from app.codec import shown
 from app.controls import projector_query, projector_toggle
-from app.explain import lecture_controls, legend_notes, metric_cards
+from app.explain import chart_summary, lecture_controls, legend_notes, metric_cards
 from app.lessons import Lesson, Step, check_answer, load_lessons, render, simulated
 from app.navigation import link_to
 from app.real_runs import run_one
@@ -128,7 +129,7 @@ def show_real_results(results: dict, projector: bool) -> None:
                 "F + B per stage (ms)": ", ".join(map(str, stage_ms)),
             }
         )
-    st.dataframe(pd.DataFrame(rows).set_index("run"), width="stretch")
+    st.table(pd.DataFrame(rows).set_index("run"))
     for position, (name, result) in enumerate(results.items()):
         with st.expander(f"Measured timeline: {name}", expanded=position == 0):
             st.plotly_chart(run_figure(result, projector=projector), width="stretch", key=f"{PAGE}_real_{name}")
@@ -200,11 +201,10 @@ def lessons_page() -> None:
         costs = step.config.costs()
         metric_cards(timeline, projector=projector)
         cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, real_key, start_on=step.mode == "steps")
-        st.plotly_chart(
-            timeline_figure(timeline, title=step.config.title(), projector=projector, cursor_at=cursor),
-            width="stretch",
-            key=f"{PAGE}_chart",
-        )
+        figure = timeline_figure(timeline, title=step.config.title(), projector=projector, cursor_at=cursor)
+        title = step.config.title()
+        player(f"{PAGE}_chart", figure, name=title, summary=chart_summary(timeline, title))
+        st.plotly_chart(figure, width="stretch", key=f"{PAGE}_chart")
         legend_notes(timeline, costs, schedule.num_chunks)
         link_to("pg", step.config.to_query(), "Open this in the Playground", icon=":material/science:")
     if results:

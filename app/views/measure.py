@@ -10,7 +10,9 @@ import streamlit as st
 
 from app import state
 from app.charts import memory_unit, run_figure
+from app.charts.player import player
 from app.controls import bind_run, projector_query, projector_toggle, warn_about
+from app.explain import chart_summary
 from app.limits import REAL_RUN_MAX_RANKS
 from app.real_runs import memory_check, run_one
 from app.run_settings import RUN_KEYS, RunSettings
@@ -103,7 +105,10 @@ def show_result(ran, result, config, projector: bool) -> None:
         f"accumulation. Largest relative difference here: {summary['max_grad_error']:.1e}. "
         f"Loss {summary['loss']:.6f}; the unsplit model's {summary['reference_loss']:.6f}."
     )
-    st.plotly_chart(run_figure(result, projector=projector), width="stretch", key="rr_chart")
+    figure = run_figure(result, projector=projector)
+    name = f"Measured run of {result.schedule.name}"
+    player("rr_chart", figure, name=name, summary=chart_summary(result.measured, name))
+    st.plotly_chart(figure, width="stretch", key="rr_chart")
     st.caption(
         "Bars: measured (hatched grey: idle, including time blocked in a receive on the distributed "
         "backend). Black outlines: the simulator's prediction from the measured per-stage costs, on the same "
@@ -119,7 +124,7 @@ def show_result(ran, result, config, projector: bool) -> None:
     unit, divisor = memory_unit(summary["peak_memory_bytes"])
     per_rank[f"peak memory, measured ({unit})"] = [round(b / divisor, 2) for b in summary["peak_memory_bytes"]]
     per_rank[f"peak memory, modelled ({unit})"] = [round(b / divisor, 2) for b in result.modelled_peak_bytes()]
-    st.dataframe(per_rank, width="stretch")
+    st.table(per_rank)
     family = FAMILIES.get(result.schedule.name)
     if family is None or family.splits_backward:
         st.caption(

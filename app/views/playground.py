@@ -6,8 +6,9 @@ import streamlit as st
 
 from app import state
 from app.charts import timeline_figure
+from app.charts.player import player
 from app.controls import bind_lab, projector_query, projector_toggle, warn_about
-from app.explain import lecture_controls, legend_notes, metric_cards, rank_table, why_panel
+from app.explain import chart_summary, lecture_controls, legend_notes, metric_cards, rank_table, why_panel
 from app.settings import LAB_KEYS
 from app.simulation import simulated
 
@@ -48,11 +49,9 @@ def playground() -> None:
         st.info(note)
     metric_cards(timeline, projector=projector)
     cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, (settings, projector))
-    st.plotly_chart(
-        timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor),
-        width="stretch",
-        key="pg_gantt",
-    )
+    figure = timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor)
+    player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
+    st.plotly_chart(figure, width="stretch", key="pg_gantt")
     legend_notes(timeline, costs, schedule.num_chunks)
     with st.expander("Why these numbers", expanded=True):
         why_panel(settings.spec, schedule, costs, timeline)
