@@ -95,7 +95,8 @@ def browser_draws(schedule: str, repeat: int) -> dict[tuple[int, int], float]:
                     page.keyboard.press("ArrowRight")
                     page.wait_for_function(
                         "m => { const p = document.querySelector('.js-plotly-plot');"
-                        " return p && p.layout.title && p.layout.title.text.includes(m + ' micro-batches')"
+                        " return p && p.layout.title"
+                        " && p.layout.title.text.replaceAll('<br>', ' ').includes(m + ' micro-batches')"
                         " && p._fullData.length > 0; }",
                         arg=microbatches,
                         timeout=120_000,

@@ -64,8 +64,8 @@ def test_every_page_in_a_real_browser(tmp_path):
             page.wait_for_function("() => !location.pathname.endsWith('/compare')", timeout=30_000)
             page.wait_for_function(
                 "() => { const p = document.querySelector('.js-plotly-plot');"
-                " return p && p.layout.title && p.layout.title.text.includes('ZB-H1') "
-                "&& p.layout.title.text.includes('6 ranks'); }",
+                " return p && p.layout.title && p.layout.title.text.replaceAll('<br>', ' ').includes('ZB-H1') "
+                "&& p.layout.title.text.replaceAll('<br>', ' ').includes('6 ranks'); }",
                 timeout=60_000,
             )
             assert "schedule=zb-h1" in page.url and "ranks=6" in page.url

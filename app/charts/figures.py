@@ -77,11 +77,29 @@ def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
     return traces
 
 
+TITLE_PX = 44
+"""Per line of the chart's title."""
+TITLE_CHARACTERS = 46
+"""A title longer than this breaks onto a second line (a phone's chart is about 46 characters wide)."""
+
+
+def wrapped(title: str, width: int = TITLE_CHARACTERS) -> str:
+    """``title`` broken into lines of at most ``width`` characters at spaces, joined by Plotly's <br>."""
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
 def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, size, legend_entries: int = 8) -> dict:
     """A layout of subplots stacked top to bottom on one time axis. Each row: {"height": px, "title": text,
     "yaxis": extra y-axis settings}. Axes are named x, x2, … and y, y2, … from the top."""
     total = sum(row["height"] for row in rows) + GAP_PX * (len(rows) - 1)
     legend_px = LEGEND_ROW_PX * int(np.ceil(legend_entries / LEGEND_PER_ROW)) + 8
+    title_lines = wrapped(title).count("<br>") + 1
     layout: dict = dict(annotations=[])
     top = 1.0
     bottom_axis = "x" if len(rows) == 1 else f"x{len(rows)}"
@@ -116,7 +134,9 @@ def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float,
             )
         top = low - GAP_PX / total
     layout.update(
-        title=dict(text=title, x=0, xanchor="left", y=1, yanchor="top", pad=dict(t=8), font=dict(size=size.title))
+        title=dict(
+            text=wrapped(title), x=0, xanchor="left", y=1, yanchor="top", pad=dict(t=8), font=dict(size=size.title)
+        )
         if title
         else None,
         barmode="overlay",
@@ -133,8 +153,8 @@ def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float,
             font=dict(size=size.font - 1),
             groupclick="toggleitem",
         ),
-        height=total + AXIS_PX + legend_px + (60 if title else 45),
-        margin=dict(l=10, r=10, t=60 if title else 45, b=AXIS_PX + legend_px),
+        height=total + AXIS_PX + legend_px + (TITLE_PX * title_lines if title else 45),
+        margin=dict(l=4, r=6, t=TITLE_PX * title_lines if title else 45, b=AXIS_PX + legend_px),
         hoverlabel=dict(font=dict(size=size.font)),
     )
     return layout
@@ -262,15 +282,19 @@ def memory_unit(values) -> tuple[str, float]:
     return "bytes", 1.0
 
 
-def run_figure(result, *, projector: bool = False) -> go.Figure:
-    """A real run: the measured Gantt with the simulator's prediction drawn as outlines on the same rows and
-    time axis, each action's spread over the repeats as a whisker; below, measured memory (solid) against
-    the memory model in the same bytes (dashed)."""
+CROWDED_ACTIONS = 64
+"""Past p × m = this, the prediction's outlines and the whiskers start switched off: they would cover the bars."""
+
+
+def run_figure(result, *, projector: bool = False, outlines: bool = True, whiskers: bool = True) -> go.Figure:
+    """A real run: the measured Gantt with, when asked, the simulator's prediction drawn as outlines on the
+    same rows and time axis and each action's spread over the repeats as a whisker; below, measured memory
+    (solid) against the memory model in the same bytes (dashed)."""
     size = sizes(projector)
     measured, predicted = result.measured, result.predicted
     end = max(float(measured.frame["end"].max()), float(predicted.frame["end"].max()))
     traces, drawn = gantt_traces(measured, axes=dict(xaxis="x", yaxis="y"), show_legend=True)
-    if drawn == "bars":
+    if drawn == "bars" and outlines:
         frame = predicted.frame.drop_duplicates(["rank", "step"])
         traces.append(
             dict(
@@ -284,12 +308,13 @@ def run_figure(result, *, projector: bool = False) -> go.Figure:
                 width=0.92,
                 offset=-0.46,
                 marker=dict(color="rgba(0,0,0,0)", line=dict(color="#222222", width=1.5)),
-                hovertemplate="predicted: rank %{y} · %{base:.3f} → %{customdata:.3f} ms<extra></extra>",
-                customdata=frame["end"].to_numpy(np.float32),
+                hovertemplate="predicted: rank %{customdata[1]} · %{base:.3f} → %{customdata[0]:.3f} ms<extra></extra>",
+                customdata=np.column_stack([frame["end"], frame["rank"]]).astype(np.float32),
                 xaxis="x",
                 yaxis="y",
             )
         )
+    if drawn == "bars" and whiskers:
         actions = measured.frame
         spread = actions["duration_max"] - actions["duration_min"]
         if (spread > 1e-9).any():

@@ -21,7 +21,8 @@ SPEEDS = (
     ("▶ 2×", 2.0, "Play at double speed"),
 )
 
-# Installed once per page; every control finds its chart and its state by the chart's key.
+# Installed once per page; every control finds its chart and its state by the chart's key. The script's text
+# never holds "<" followed by a letter or "/": Streamlit's sanitizer would drop the whole script.
 _SCRIPT = """
 (() => {
   const P = window.__pplabPlayer || (window.__pplabPlayer = {state: new Map(), installed: false});
@@ -72,6 +73,81 @@ _SCRIPT = """
       show(box, box.dataset.chart, parseInt(range.value, 10));
     });
   }
+  // zoom on a binned chart: re-bin the visible range, and draw the actions one by one once few are visible
+  // (the actions travel packed in the heatmap's meta: gantt.zoom_payload)
+  // Plotly's "no trace box" tag, spelled with \\x3c: Streamlit's sanitizer drops a script whose text holds "<" + a
+  // letter or "/" (DOMPurify's guard against markup hidden in scripts)
+  const EXTRA = '\\x3cextra>\\x3c/extra>';
+  const unpack = zoom => {
+    if (zoom.unpacked) return zoom.unpacked;
+    const bytes = Uint8Array.from(atob(zoom.data), c => c.charCodeAt(0)), n = zoom.count, b = bytes.buffer;
+    return (zoom.unpacked = {start: new Float32Array(b, 0, n), end: new Float32Array(b, 4 * n, n),
+      rank: new Int16Array(b, 8 * n, n), mb: new Int16Array(b, 10 * n, n), kind: new Int8Array(b, 12 * n, n)});
+  };
+  const rezoom = gd => {
+    const full = gd._fullData, leftovers = [];
+    full.forEach((t, i) => { if (t.meta === 'pplab-zoom-bars') leftovers.push(i); });
+    if (leftovers.length) window.Plotly.deleteTraces(gd, leftovers);
+    gd.data.forEach((trace, index) => {
+      const zoom = trace.meta && trace.meta.pplab_zoom;
+      if (!zoom) return;
+      const axis = gd._fullLayout[(trace.xaxis || 'x').replace('x', 'xaxis')];
+      const [x0, x1] = axis.range, a = unpack(zoom);
+      const visible = [];
+      for (let i = 0; i < zoom.count; i++) if (a.end[i] > x0 && a.start[i] < x1) visible.push(i);
+      if (visible.length <= zoom.bars) {
+        window.Plotly.restyle(gd, {visible: false}, [index]);
+        const bars = zoom.kinds.map((letter, k) => {
+          const mine = visible.filter(i => a.kind[i] === k);
+          return {type: 'bar', orientation: 'h', meta: 'pplab-zoom-bars', showlegend: false, name: letter,
+            xaxis: trace.xaxis, yaxis: trace.yaxis, width: 0.8, offset: -0.4,
+            y: mine.map(i => a.rank[i]), base: mine.map(i => a.start[i]), x: mine.map(i => a.end[i] - a.start[i]),
+            text: mine.map(i => letter + a.mb[i]), textposition: 'inside', insidetextanchor: 'middle',
+            textangle: 0, textfont: {color: zoom.inks[k]},
+            marker: {color: zoom.colours[k], line: {width: 0.5, color: 'white'}, pattern: zoom.patterns[k]},
+            hovertemplate: mine.map(i => 'rank ' + a.rank[i] + ' · ' + letter + a.mb[i] + ' · ' +
+              a.start[i].toFixed(3) + ' → ' + a.end[i].toFixed(3) + EXTRA)};
+        }).filter(t => t.y.length);
+        if (bars.length) window.Plotly.addTraces(gd, bars);
+        return;
+      }
+      // re-bin [x0, x1] into the same number of columns: each the kind that ran most, idle when under half busy
+      const bins = zoom.bins, width = (x1 - x0) / bins;
+      const rows = Math.max(...Array.from(a.rank)) + 1, busy = new Float64Array(rows * 4 * bins);
+      for (const i of visible) {
+        const from = Math.max(a.start[i], x0), to = Math.min(a.end[i], x1);
+        const last = Math.min(bins - 1, Math.floor((to - x0) / width));
+        for (let bin = Math.floor((from - x0) / width); bin <= last; bin++) {
+          const left = x0 + bin * width, overlap = Math.min(to, left + width) - Math.max(from, left);
+          if (overlap > 0) busy[(a.rank[i] * 4 + a.kind[i]) * bins + bin] += overlap;
+        }
+      }
+      const z = [], centres = [];
+      for (let bin = 0; bin < bins; bin++) centres.push(x0 + (bin + 0.5) * width);
+      for (let r = 0; r < rows; r++) {
+        const row = [];
+        for (let bin = 0; bin < bins; bin++) {
+          let best = 0, total = 0;
+          for (let k = 0; k < 4; k++) {
+            const v = busy[(r * 4 + k) * bins + bin]; total += v;
+            if (v > busy[(r * 4 + best) * bins + bin]) best = k;
+          }
+          row.push(total >= 0.5 * width ? best : 4);
+        }
+        z.push(row);
+      }
+      window.Plotly.restyle(gd, {z: [z], x: [centres], visible: true, text: [null], customdata: [null],
+        hovertemplate: 'rank %{y} · t ≈ %{x:.4g}' + EXTRA}, [index]);
+    });
+  };
+  const watchZoom = gd => {
+    if (gd.__pplabZoom || !gd.data || !gd.data.some(t => t.meta && t.meta.pplab_zoom)) return;
+    gd.__pplabZoom = true;
+    gd.on('plotly_relayout', event => {
+      if (Object.keys(event).some(key => key.startsWith('xaxis'))) rezoom(gd);
+    });
+  };
+  P.rezoom = rezoom;
   // the chart's accessible name and summary (the chart element can be drawn after this block)
   document.querySelectorAll('.pplab-player').forEach(box => {
     let tries = 0;
@@ -81,6 +157,8 @@ _SCRIPT = """
       holder.setAttribute('role', 'img');
       holder.setAttribute('aria-label', box.dataset.name);
       holder.setAttribute('aria-describedby', box.querySelector('.pplab-summary').id);
+      const gd = holder.querySelector('.js-plotly-plot');
+      if (gd && gd.on) watchZoom(gd); else if (tries++ < 50) setTimeout(label, 200);
     };
     label();
   });

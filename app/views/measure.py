@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import state
 from app.charts import memory_unit, run_figure
+from app.charts.figures import CROWDED_ACTIONS
 from app.charts.player import player
 from app.controls import bind_run, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary
@@ -17,9 +18,11 @@ from app.limits import REAL_RUN_MAX_RANKS
 from app.real_runs import memory_check, run_one
 from app.run_settings import RUN_KEYS, RunSettings
 from engine import FAMILIES
+from engine.ir import Kind
 from engine.runtime import GRADIENT_TOLERANCE
 from engine.runtime.budget import available_bytes, human_bytes
 from engine.runtime.host import cpu_count, visible_gpus
+from engine.runtime.result import measured_stage_costs
 
 PAGE = "rr"
 RESULT, RUNS = f"{PAGE}_result", f"{PAGE}_runs"
@@ -59,6 +62,17 @@ def run_now(config, kept):
     bar.empty()
     waiting.empty()
     return kept
+
+
+def stage_cost_table(result) -> pd.DataFrame:
+    """Median ms of F, B, I, W on each stage (the kinds the schedule runs), and the transfer per hop."""
+    costs = measured_stage_costs(result.schedule, result.measured.frame["compute_ms"].to_numpy())
+    ran = set(result.measured.frame["kind"])
+    table = pd.DataFrame(
+        {f"{kind.name} (ms)": [round(row[kind], 3) for row in costs] for kind in Kind if kind.name in ran}
+    ).rename_axis("stage")
+    table["transfer to the next rank (ms)"] = round(result.transfer_ms, 4)
+    return table
 
 
 def show_result(ran, result, config, projector: bool) -> None:
@@ -105,7 +119,13 @@ def show_result(ran, result, config, projector: bool) -> None:
         f"accumulation. Largest relative difference here: {summary['max_grad_error']:.1e}. "
         f"Loss {summary['loss']:.6f}; the unsplit model's {summary['reference_loss']:.6f}."
     )
-    figure = run_figure(result, projector=projector)
+    st.markdown("**Measured cost of each action, per stage** (the prediction is built from these)")
+    st.table(stage_cost_table(result))
+    crowded = result.schedule.num_ranks * result.schedule.num_microbatches > CROWDED_ACTIONS
+    toggles = st.columns(2)
+    outlines = toggles[0].toggle("Prediction outlines", value=not crowded, key=f"{PAGE}_outlines")
+    whiskers = toggles[1].toggle("Spread whiskers (min–max)", value=not crowded, key=f"{PAGE}_whiskers")
+    figure = run_figure(result, projector=projector, outlines=outlines, whiskers=whiskers)
     name = f"Measured run of {result.schedule.name}"
     player("rr_chart", figure, name=name, summary=chart_summary(result.measured, name))
     st.plotly_chart(figure, width="stretch", key="rr_chart")
