@@ -44,7 +44,7 @@ def test_every_page_in_a_real_browser(tmp_path):
             _save(page, "playground", tmp_path)
 
             # Play: within 2 s the cursor and the veil move (shapes only, in the browser)
-            page.locator(".updatemenu-button", has_text="Play").first.click()
+            page.locator(".pplab-player button", has_text="▶ Play").first.click()
             started = time.monotonic()
             page.wait_for_function(
                 "() => (document.querySelector('.js-plotly-plot').layout.shapes || [])"
@@ -69,6 +69,73 @@ def test_every_page_in_a_real_browser(tmp_path):
                 timeout=60_000,
             )
             assert "schedule=zb-h1" in page.url and "ranks=6" in page.url
+
+            # one number per quantity: DualPipeV's makespan is the same on the lesson, its Playground link and
+            # Compare, for the same costs (no F&B given: F + B, and every link writes it out)
+            expected = simulate(
+                build_schedule("dualpipev", 4, 8), Costs(forward=1, backward_input=1, backward_weight=1)
+            ).makespan
+            page, _ = open_page(browser, f"{url}/lessons?lesson=7&step=2")
+            assert _metric(page, "Makespan").endswith(f"{expected:.4g}")
+            page.get_by_text("Open this in the Playground").click()
+            page.wait_for_function("() => location.pathname === '/' && location.search.includes('dualpipev')")
+            page.wait_for_selector(IDLE, timeout=60_000)
+            page.wait_for_function(
+                "v => [...document.querySelectorAll('[data-testid=stMetric]')]"
+                ".some(m => m.innerText.includes('Makespan') && m.innerText.trim().endsWith(v))",
+                arg=f"{expected:.4g}",
+                timeout=60_000,
+            )
+            assert "F%26B%3D3" in page.url or "F&B=3" in page.url
+            page, _ = open_page(
+                browser, f"{url}/compare?schedules=zb-v,dualpipev&ranks=4&microbatches=8&costs=F=1,I=1,W=1"
+            )
+            row = page.locator('[data-testid="stTable"] tr', has_text="dualpipev").first.inner_text()
+            assert f"{expected:.4g}" in row.split()
+
+            # the keyboard alone: Tab reaches ▶ Play, Enter plays (the cursor moves)
+            page, _ = open_page(browser, f"{url}/?schedule=1f1b&ranks=4&microbatches=8")
+            for _ in range(80):
+                page.keyboard.press("Tab")
+                if page.evaluate("() => (document.activeElement.innerText || '').startsWith('▶ Play')"):
+                    break
+            else:
+                raise AssertionError("Tab never reached ▶ Play")
+            page.keyboard.press("Enter")
+            page.wait_for_function(
+                "() => (document.querySelector('.js-plotly-plot').layout.shapes || [])"
+                ".some(s => s.type === 'line' && s.visible !== false && s.x0 > 0)",
+                timeout=5_000,
+            )
+
+            # a phone: the Gantt keeps ≥ 300 px of plot width and the legend sits below it, not over it
+            page, _ = open_page(browser, f"{url}/?schedule=dualpipev&ranks=4&microbatches=8", 390, 844)
+            area = page.evaluate(
+                "() => { const gd = document.querySelector('.js-plotly-plot');"
+                " const plot = gd.querySelector('.nsewdrag').getBoundingClientRect();"
+                " const legend = gd.querySelector('.legend').getBoundingClientRect();"
+                " return {width: gd._fullLayout._size.w, plotBottom: plot.bottom, legendTop: legend.top,"
+                " chartTop: gd.getBoundingClientRect().top}; }"
+            )
+            assert area["width"] >= 300 and area["legendTop"] >= area["plotBottom"], area
+            assert area["chartTop"] < 844, area  # the chart starts on the first screen
+            _save(page, "playground-phone", tmp_path)
+
+            # 32 × 256 is drawn binned; zoomed in to a few hundred actions, they are drawn one by one
+            page, _ = open_page(browser, f"{url}/?schedule=zb-v&ranks=32&microbatches=256&costs=F=1,I=1,W=1")
+            page.evaluate(
+                "() => window.Plotly.relayout(document.querySelector('.js-plotly-plot'), {'xaxis.range': [100, 104]})"
+            )
+            page.wait_for_function(
+                "() => document.querySelector('.js-plotly-plot')._fullData"
+                ".filter(t => t.meta === 'pplab-zoom-bars').reduce((n, t) => n + t._length, 0) > 0",
+                timeout=20_000,
+            )
+            drawn = page.evaluate(
+                "() => document.querySelector('.js-plotly-plot')._fullData"
+                ".filter(t => t.meta === 'pplab-zoom-bars').reduce((n, t) => n + t._length, 0)"
+            )
+            assert 0 < drawn <= 600
 
             # projector size
             page.set_viewport_size({"width": 1920, "height": 1080})
