@@ -1,0 +1,122 @@
+"""Why a step idles longer than the textbook says: each rank's idle time split into causes that add up to it.
+
+[Note: idle attribution] The causes are differences between simulations of the *same* schedule, each adding
+one departure from the textbook setting to the one before — so each part is something the page can show as
+two timelines side by side, and the parts add up to the rank's idle time exactly (a telescoping sum):
+
+    S0  textbook     equal stages (each the mean stage's work), F = I = W (B = 2F, F&B = F + B), free transfers
+    S1  + imbalance      each stage's own total work per micro-batch, still split F = I = W
+    S2  + cost ratios    each stage's own F, B, I, W (and F&B)
+    S3  + transfers      the transfer time between ranks
+    run + overhead       what was measured (a simulated step ends at S3, so its overhead is 0)
+
+    schedule = idle(S0)     imbalance = idle(S1) − idle(S0)     cost ratios = idle(S2) − idle(S1)
+    transfers = idle(S3) − idle(S2)     overhead = idle(run) − idle(S3)
+
+where idle(X) is a rank's makespan minus its busy time in X. A part can be negative: a cost ratio that suits
+the schedule (ZB-H1 with W > I fills more of the drain) makes the step *less* idle than the textbook's.
+The per-micro-batch work of each stage is kept at every level, so the levels differ only in how that work is
+shaped and spread, never in how much there is. With equal stages, F = I = W and no transfers, S0 is the run
+itself and only "schedule" is non-zero: the family's closed form (``tests/test_attribution.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .costs import Costs
+from .ir import Kind, Schedule
+from .simulate import simulate
+from .timeline import Timeline
+
+CAUSES = ("schedule", "imbalance", "cost ratios", "transfers", "overhead")
+"""In the order they are added (see [Note: idle attribution])."""
+LEVELS = ("textbook", "+ imbalance", "+ cost ratios", "+ transfers")
+"""The simulations S0–S3, as the page names them."""
+DEFINITIONS = {
+    "schedule": "the idle time of the same schedule with equal stages, F = I = W and free transfers: the "
+    "textbook bubble",
+    "imbalance": "what each stage's own amount of work adds (an embedding on the first stage, an output layer on "
+    "the last)",
+    "cost ratios": "what each stage's own split of that work into F, B, I and W adds (W ≠ I for ZB-H1, say)",
+    "transfers": "what waiting for activations and gradients to cross between ranks adds",
+    "overhead": "the rest: measured minus the simulator's prediction from the measured costs (launches, "
+    "bookkeeping, jitter)",
+}
+"""One sentence per cause, for the README, the glossary and the page."""
+
+
+@dataclass(frozen=True)
+class IdleAttribution:
+    """Each rank's idle time, split by cause."""
+
+    causes: tuple[str, ...]
+    per_rank: np.ndarray
+    """(ranks, causes): time units (simulated) or milliseconds (measured)."""
+    idle: np.ndarray
+    """Each rank's idle time in the run attributed; ``per_rank.sum(axis=1)`` equals it."""
+    makespan: float
+    levels: tuple[Timeline, ...]
+    """The simulations S0–S3 (``LEVELS``), for the page to show next to the run."""
+
+    def as_dict(self) -> dict:
+        """For ``--json``: per rank, each cause's time, and the total."""
+        return {
+            "causes": list(self.causes),
+            "per_rank": [
+                {cause: float(value) for cause, value in zip(self.causes, row, strict=True)} | {"idle": float(total)}
+                for row, total in zip(self.per_rank, self.idle, strict=True)
+            ],
+            "total": {cause: float(value) for cause, value in zip(self.causes, self.per_rank.sum(axis=0), strict=True)},
+            "levels_makespan": {name: level.makespan for name, level in zip(LEVELS, self.levels, strict=True)},
+        }
+
+
+def attribute(schedule: Schedule, levels: list[Costs], run: Timeline) -> IdleAttribution:
+    """Simulate ``schedule`` under each of the four cost levels (S0–S3) and split ``run``'s idle time by cause."""
+    timelines = tuple(simulate(schedule, costs, check=False) for costs in levels)
+    idle = np.array([timeline.idle_per_rank() for timeline in timelines] + [run.idle_per_rank()])  # (5, ranks)
+    parts = np.vstack([idle[0], np.diff(idle, axis=0)]).T  # telescoping: part k = idle(level k) − idle(level k−1)
+    return IdleAttribution(CAUSES, parts, idle[-1], run.makespan, timelines)
+
+
+def attribute_simulated(schedule: Schedule, costs: Costs, timeline: Timeline) -> IdleAttribution:
+    """The split of a simulated step (its overhead is 0: the run is S3 itself)."""
+    actual = replace(costs, stage_costs=None)
+    if costs.stage_costs is not None:
+        return attribute(schedule, measured_levels(np.asarray(costs.stage_costs, float), costs), timeline)
+    scale = np.asarray(costs.stage_scale or (1.0,) * schedule.num_stages, dtype=float)
+    total = costs.forward + costs.backward  # one micro-batch's work through one rank's share, at scale 1
+    imbalanced = _even_split(total, replace(actual, comm=0.0))  # S1: each stage its own work, F = I = W
+    textbook = replace(_even_split(total * float(scale.mean()), imbalanced), stage_scale=None)  # S0
+    levels = [textbook, imbalanced, replace(actual, comm=0.0), actual]
+    return attribute(schedule, levels, timeline)
+
+
+def measured_levels(table: np.ndarray, costs: Costs) -> list[Costs]:
+    """S0–S3 from measured per-stage (F, B, I, W) durations: ``table`` is (stages, 4), ``costs`` the run's
+    prediction costs (its transfer time and recomputation flag)."""
+    work = table[:, Kind.F] + np.where(table[:, Kind.B] > 0, table[:, Kind.B], table[:, Kind.I] + table[:, Kind.W])
+    share = work[:, None] * np.array([1, 2, 1, 1]) / 3  # F = I = W, B = I + W
+    common: dict[str, Any] = dict(recompute=costs.recompute, w_memory_fraction=costs.w_memory_fraction)
+    return [
+        Costs(stage_costs=_rows(np.tile(share.mean(axis=0), (len(table), 1))), **common),
+        Costs(stage_costs=_rows(share), **common),
+        Costs(stage_costs=_rows(table), **common),
+        Costs(stage_costs=_rows(table), comm=costs.comm, **common),
+    ]
+
+
+def _even_split(total: float, costs: Costs) -> Costs:
+    """``costs`` with one micro-batch's work ``total`` split F = I = W (B = 2F), F&B = F + B."""
+    third = total / 3
+    return replace(
+        costs, forward=third, backward=2 * third, backward_input=third, backward_weight=third, overlapped=total
+    )
+
+
+def _rows(table: np.ndarray) -> tuple[tuple[float, float, float, float], ...]:
+    return tuple((float(f), float(b), float(i), float(w)) for f, b, i, w in table)
