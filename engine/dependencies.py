@@ -99,6 +99,9 @@ class CompiledSchedule:
     num_ranks: int
     num_stages: int
     num_microbatches: int
+    actions: tuple[Action, ...]
+    """Every action as the IR writes it (the schedule's own objects), in compiled order: what ``action(i)``
+    returns, looked up rather than rebuilt from the arrays (the runtime asks once per action it runs)."""
     rank: np.ndarray
     """Rank of each action."""
     step: np.ndarray
@@ -161,6 +164,7 @@ class CompiledSchedule:
             num_ranks=schedule.num_ranks,
             num_stages=num_stages,
             num_microbatches=m,
+            actions=tuple(flat),
             rank=rank_of_slot[slot_of_action],
             step=step_of_slot[slot_of_action],
             stage=stage,
@@ -179,22 +183,15 @@ class CompiledSchedule:
     # -- one action, one slot, one rank ------------------------------------------------------------------
     def action(self, i: int) -> Action:
         """Action ``i`` (compiled order) as the IR writes it."""
-        return Action(int(self.stage[i]), Kind(int(self.kind[i])), int(self.microbatch[i]))
+        return self.actions[i]
 
     def label(self, i: int) -> str:
         """Action ``i``'s text form, e.g. "2F5"."""
         return str(self.action(i))
 
     def labels(self, indices: Iterable[int] | np.ndarray) -> list[str]:
-        """The text forms of many actions (one pass over the arrays: a Timeline labels thousands)."""
-        chosen = np.asarray(indices, dtype=np.int64)
-        kinds = tuple(Kind)
-        return [
-            str(Action(stage, kinds[kind], microbatch))
-            for stage, kind, microbatch in zip(
-                self.stage[chosen].tolist(), self.kind[chosen].tolist(), self.microbatch[chosen].tolist(), strict=True
-            )
-        ]
+        """The text forms of many actions (a Timeline labels thousands)."""
+        return [str(self.actions[i]) for i in np.asarray(indices, dtype=np.int64).tolist()]
 
     def slot_actions(self, slot: int) -> range:
         """The actions of one slot: one, or the two halves of an overlapped pair."""

@@ -40,6 +40,7 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
     clocks = {rank: ActionClock(device) for rank, device in enumerate(devices)}
     actions = [i for slot in plan.order for i in c.slot_actions(slot)]  # every rank's, in an order one process can run
     steps = config.warmup_steps + config.repeats
+    watch = _Progress(progress, c, config)
     durations = np.zeros((config.repeats, c.num_actions))
     copies: list[float] = []
     step_cpu_ms = wall_ms = timed_ms = 0.0
@@ -49,7 +50,7 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
         for worker in workers.values():
             worker.zero_grad()
         transport = InProcess(c, devices, clocks)
-        watch = _Progress(progress, c, step, steps, "step" if measuring else "warm-up")
+        watch.begin(step)
         cpu_begin, wall_begin = time.thread_time(), time.perf_counter()
         measured = execute(c, actions, workers, clocks, transport, watch)
         for clock in clocks.values():
@@ -115,13 +116,17 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
 
 
 class _Progress(Watch):
-    """Reports every finished action of the step as one more of all steps' actions."""
+    """Reports every finished action as one more of all steps' actions."""
 
-    def __init__(self, progress: Progress, c: CompiledSchedule, step: int, steps: int, label: str):
-        self.progress, self.c = progress, c
-        self.done, self.total = step * c.num_actions, steps * c.num_actions
-        self.note = f"{label} {step + 1}/{steps}"
+    def __init__(self, progress: Progress, c: CompiledSchedule, config: RunConfig):
+        self.progress, self.ranks, self.config = progress, c.rank.tolist(), config
+        self.done, self.total = 0, (config.warmup_steps + config.repeats) * c.num_actions
+        self.note = ""
+
+    def begin(self, step: int) -> None:
+        steps, measuring = self.config.warmup_steps + self.config.repeats, step >= self.config.warmup_steps
+        self.note = f"{'step' if measuring else 'warm-up'} {step + 1}/{steps}"
 
     def finished(self, i: int) -> None:
         self.done += 1
-        self.progress(self.done, self.total, f"{self.note}, rank {self.c.rank[i]}")
+        self.progress(self.done, self.total, f"{self.note}, rank {self.ranks[i]}")

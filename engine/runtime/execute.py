@@ -39,27 +39,28 @@ class Transport(ABC):
         self.c = c
         self.inbox: dict[int, torch.Tensor] = {}
         """Hand-off key → tensor waiting for its consumer."""
+        # the hand-off columns as lists: read once per action run, and a list costs a fraction of a numpy
+        # array per element read
+        self.needs, self.remote = c.from_neighbour.tolist(), c.neighbour_is_remote.tolist()
+        self.makes, self.receivers, self.ranks = c.makes.tolist(), c.receiving_rank.tolist(), c.rank.tolist()
 
     def receive(self, i: int) -> torch.Tensor | None:
         """What action ``i`` needs from its neighbour stage (the activation for F, the output gradient for B
         and I), or None when it needs nothing."""
-        key = int(self.c.from_neighbour[i])
+        key = self.needs[i]
         if key < 0:
             return None
-        if self.c.neighbour_is_remote[i]:
-            return self.receive_remote(i, key)
-        return self.inbox.pop(key)
+        return self.receive_remote(i, key) if self.remote[i] else self.inbox.pop(key)
 
     def send(self, i: int, output: torch.Tensor | None) -> None:
         """Hand action ``i``'s output to the rank that needs it (nothing to hand on: W, the model's ends)."""
-        receiver = self.c.receiver(i)
+        receiver = self.receivers[i]
         if receiver < 0 or output is None:
             return
-        key = int(self.c.makes[i])
-        if receiver == self.c.rank[i]:
-            self.inbox[key] = output
+        if receiver == self.ranks[i]:
+            self.inbox[self.makes[i]] = output
         else:
-            self.send_remote(i, key, output, receiver)
+            self.send_remote(i, self.makes[i], output, receiver)
 
     @abstractmethod
     def receive_remote(self, i: int, key: int) -> torch.Tensor:
@@ -87,7 +88,7 @@ class InProcess(Transport):
         return self.inbox.pop(key)  # copied there by its producer
 
     def send_remote(self, i: int, key: int, output: torch.Tensor, receiver: int) -> None:
-        clock = self.clocks[int(self.c.rank[i])]
+        clock = self.clocks[self.ranks[i]]
         token = clock.start()
         self.inbox[key] = output.to(self.devices[receiver], copy=True)
         self.copies.append(clock.stop(token))
@@ -128,8 +129,9 @@ def execute(
     Raises ActionFailed naming the rank and the action when an action raises."""
     watch = watch or Watch()
     measured = Measured({}, np.zeros(c.num_actions), np.zeros(c.num_actions))
+    ranks = transport.ranks
     for i in actions:
-        rank, action = int(c.rank[i]), c.action(i)
+        rank, action = ranks[i], c.action(i)
         worker, clock = workers[rank], clocks[rank]
         watch.starting(i)
         incoming = transport.receive(i)

@@ -19,7 +19,6 @@ import tempfile
 import time
 from dataclasses import replace
 
-import numpy as np
 import torch
 import torch.multiprocessing as mp
 
@@ -126,7 +125,7 @@ def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Pr
     num_ranks = configs[0].num_ranks
     total = sum((c.warmup_steps + c.repeats) * c.plan.compiled.num_actions for c in configs)
     per_rank = [
-        sum((c.warmup_steps + c.repeats) * int(np.sum(c.plan.compiled.rank == r)) for c in configs)
+        sum((c.warmup_steps + c.repeats) * len(c.plan.compiled.rank_actions(r)) for c in configs)
         for r in range(num_ranks)
     ]
     timeout = max(c.timeout_s for c in configs)

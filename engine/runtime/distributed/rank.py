@@ -114,7 +114,10 @@ def run_rank(
     plan = config.plan
     c = plan.compiled
     worker = build_worker(config, rank, device)
-    boundary = torch.empty(config.model.boundary_shape(config.num_microbatches), dtype=torch_dtype(config.model))
+    # what crosses a stage boundary (an activation or its gradient): each receive gets a tensor like it
+    boundary = torch.empty(
+        config.model.boundary_shape(config.num_microbatches), dtype=torch_dtype(config.model), device=device
+    )
     clock = StepClock(device)
     mine = c.rank_actions(rank)
     heartbeat = _Heartbeat(c, current, status)
@@ -127,7 +130,7 @@ def run_rank(
         status.set(BETWEEN_STEPS, done=done)
         dist.barrier()
         clock.begin()
-        transport = ProcessGroup(c, boundary.to(device), clock, status)
+        transport = ProcessGroup(c, boundary, clock, status)
         record = execute(c, mine, {rank: worker}, {rank: clock}, transport, heartbeat)
         current["action"] = None
         done += len(mine)
