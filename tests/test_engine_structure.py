@@ -90,3 +90,27 @@ def test_kind_codes_are_never_bare_numbers():
         if bare.search(line)
     ]
     assert offenders == []
+
+
+def test_one_execution_loop_serves_both_backends():
+    """Only ``engine.runtime.execute`` runs actions on a worker; the backends choose a transport and a clock."""
+    callers = sorted(
+        path.name
+        for path in ENGINE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "perform"
+    )
+    assert callers == ["execute.py"]
+
+
+def test_actions_are_never_rebuilt_from_the_arrays_by_hand():
+    """The compiled schedule's accessors (``action(i)``, ``label(i)``…) are the one way from its arrays back to
+    actions and their text: no ``Kind(int(...))`` or second kind alphabet outside the modules that own them."""
+    pattern = re.compile(r"Kind\(int\(|['\"]FBIW['\"]")
+    offenders = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in ENGINE.rglob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert offenders == []

@@ -4,6 +4,7 @@ Importing this package does not import PyTorch: the backends load on the first r
 
     python -m engine run  →  RunConfig (checks the input, builds the plan once)
                           →  run(): emulated.run_emulated | distributed.run_distributed
+                                    both through execute.execute, with their own transport and clock
                           →  result.assemble: measured Timeline + prediction → RunResult
 """
 

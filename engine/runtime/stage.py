@@ -66,7 +66,6 @@ class RankWorker:
         inputs: list[torch.Tensor],
         targets: list[torch.Tensor],
         *,
-        num_stages: int,
         split: set[tuple[int, int]],
         recompute: bool,
         device: torch.device,
@@ -75,7 +74,6 @@ class RankWorker:
         self.rank = rank
         self.stages = stages
         self.inputs, self.targets = inputs, targets  # per micro-batch; used by the first and last stage
-        self.num_stages = num_stages
         self.num_microbatches = len(inputs)
         self.split = split  # (stage, micro-batch) pairs whose backward is I + W
         self.recompute = recompute
@@ -233,7 +231,6 @@ def build_worker(config: RunConfig, rank: int, device: torch.device) -> RankWork
         mine,
         inputs,
         targets,
-        num_stages=schedule.num_stages,
         split=split,
         recompute=config.recompute,
         device=device,
