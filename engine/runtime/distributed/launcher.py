@@ -209,9 +209,12 @@ def _reports(workdir: str) -> list[dict]:
 
 
 def _end(processes) -> None:
-    """Terminate what is left; kill what does not stop (a stopped process ignores SIGTERM until continued)."""
+    """Terminate what is left; kill at once what is stopped (it would ignore SIGTERM until continued), and
+    what does not stop."""
     for process in processes:
-        if process.is_alive():
+        if process.is_alive() and process_state(process.pid) == "T":
+            process.kill()
+        elif process.is_alive():
             process.terminate()
     for process in processes:
         process.join(timeout=2)
