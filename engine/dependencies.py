@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 
-from .ir import Kind, Overlap, Schedule
+from .ir import Action, Kind, Schedule, slot_actions
 
 
 class ScheduleError(ValueError):
@@ -85,22 +86,24 @@ def handoff_keys(
     return makes, from_neighbour, from_own
 
 
-def consumer_stage(handoff: Handoff, num_stages: int) -> int | None:
-    """The neighbour stage a product is handed to, or None at the ends of the model."""
-    stage = handoff.stage + FLOW[handoff.product]
-    return stage if 0 <= stage < num_stages else None
-
-
 @dataclass(frozen=True, eq=False)
 class CompiledSchedule:
     """The schedule as flat integer arrays, one entry per action in rank-then-list order, with the hand-off
     keys of each action. Built once per schedule (``compiled``), shared by the validator, the simulator, the
-    runtime and the Timeline."""
+    runtime and the Timeline.
+
+    The arrays are the engine's working form; read single actions, slots and ranks through the named
+    accessors below (``action(i)``, ``label(i)``, ``rank_actions(r)``, ``producer(i)``…) rather than by
+    indexing the arrays by hand."""
 
     num_ranks: int
     num_stages: int
     num_microbatches: int
+    actions: tuple[Action, ...]
+    """Every action as the IR writes it (the schedule's own objects), in compiled order: what ``action(i)``
+    returns, looked up rather than rebuilt from the arrays (the runtime asks once per action it runs)."""
     rank: np.ndarray
+    """Rank of each action."""
     step: np.ndarray
     """Position of the action's slot in its rank's list."""
     stage: np.ndarray
@@ -110,6 +113,7 @@ class CompiledSchedule:
     slot: np.ndarray
     """Index of the action's slot, numbered 0..num_slots−1 across ranks (both halves of a pair share one)."""
     overlapped: np.ndarray
+    """True for both halves of an overlapped pair."""
     slot_first_action: np.ndarray
     """Index of each slot's first action, and the number of actions at the end."""
     rank_first_slot: np.ndarray
@@ -133,23 +137,21 @@ class CompiledSchedule:
 
     @classmethod
     def of(cls, schedule: Schedule) -> CompiledSchedule:
-        flat, slot_sizes, rank_sizes = [], [], []
+        flat: list[Action] = []
+        slot_sizes: list[int] = []
+        rank_sizes: list[int] = []
         for slots in schedule.ranks:
             rank_sizes.append(len(slots))
-            if not any(type(slot) is Overlap for slot in slots):
-                flat.extend(slots)
-                slot_sizes.extend([1] * len(slots))
-                continue
             for slot in slots:
-                pair = type(slot) is Overlap
-                flat.extend(slot.actions if pair else (slot,))
-                slot_sizes.append(2 if pair else 1)
+                actions = slot_actions(slot)
+                flat.extend(actions)
+                slot_sizes.append(len(actions))
         triples = np.fromiter(
             (value for action in flat for value in action), dtype=np.int64, count=3 * len(flat)
         ).reshape(-1, 3)  # (stage, kind, micro-batch) per action
         stage, kind, microbatch = triples[:, 0], triples[:, 1], triples[:, 2]
         sizes = np.asarray(slot_sizes, dtype=np.int64)
-        slot = np.repeat(np.arange(len(sizes)), sizes)
+        slot_of_action = np.repeat(np.arange(len(sizes)), sizes)
         rank_first_slot = np.concatenate([[0], np.cumsum(rank_sizes)]).astype(np.int64)
         rank_of_slot = np.repeat(np.arange(schedule.num_ranks), rank_sizes)
         step_of_slot = np.arange(len(sizes)) - rank_first_slot[rank_of_slot]
@@ -162,13 +164,14 @@ class CompiledSchedule:
             num_ranks=schedule.num_ranks,
             num_stages=num_stages,
             num_microbatches=m,
-            rank=rank_of_slot[slot],
-            step=step_of_slot[slot],
+            actions=tuple(flat),
+            rank=rank_of_slot[slot_of_action],
+            step=step_of_slot[slot_of_action],
             stage=stage,
             kind=kind,
             microbatch=microbatch,
-            slot=slot,
-            overlapped=sizes[slot] > 1,
+            slot=slot_of_action,
+            overlapped=sizes[slot_of_action] > 1,
             slot_first_action=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
             rank_first_slot=rank_first_slot,
             owner=np.asarray([schedule.rank_of(s) for s in range(num_stages)], dtype=np.int64),
@@ -176,6 +179,49 @@ class CompiledSchedule:
             from_neighbour=from_neighbour,
             from_own=from_own,
         )
+
+    # -- one action, one slot, one rank ------------------------------------------------------------------
+    def action(self, i: int) -> Action:
+        """Action ``i`` (compiled order) as the IR writes it."""
+        return self.actions[i]
+
+    def label(self, i: int) -> str:
+        """Action ``i``'s text form, e.g. "2F5"."""
+        return str(self.action(i))
+
+    def labels(self, indices: Iterable[int] | np.ndarray) -> list[str]:
+        """The text forms of many actions (a Timeline labels thousands)."""
+        return [str(self.actions[i]) for i in np.asarray(indices, dtype=np.int64).tolist()]
+
+    def slot_actions(self, slot: int) -> range:
+        """The actions of one slot: one, or the two halves of an overlapped pair."""
+        return range(int(self.slot_first_action[slot]), int(self.slot_first_action[slot + 1]))
+
+    def rank_slots(self, rank: int) -> range:
+        """Rank ``rank``'s slots, in its list's order."""
+        return range(int(self.rank_first_slot[rank]), int(self.rank_first_slot[rank + 1]))
+
+    def rank_actions(self, rank: int) -> range:
+        """Rank ``rank``'s actions, in its list's order."""
+        slots = self.rank_slots(rank)
+        return range(int(self.slot_first_action[slots.start]), int(self.slot_first_action[slots.stop]))
+
+    def producer(self, i: int) -> int:
+        """The action that makes action ``i``'s input from its neighbour stage (−1: it needs none)."""
+        return int(self.producer_of_neighbour[i])
+
+    def inputs(self, i: int) -> list[Input]:
+        """Every action whose product action ``i`` waits for, per [Note: hand-off rules]: its own stage's
+        (same rank) and its neighbour's (maybe another rank)."""
+        found = []
+        for key, remote in ((self.from_own[i], False), (self.from_neighbour[i], bool(self.neighbour_is_remote[i]))):
+            if key >= 0:
+                found.append(Input(int(self.maker[key]), remote))
+        return found
+
+    def receiver(self, i: int) -> int:
+        """The rank action ``i``'s product is handed to (−1: nothing is handed on: W, or the model's ends)."""
+        return int(self.receiving_rank[i])
 
     def decode(self, key: int) -> Handoff:
         product, rest = divmod(int(key), self.num_stages * self.num_microbatches)
@@ -185,6 +231,7 @@ class CompiledSchedule:
     def producer_rank(self, key: int) -> int:
         return int(self.owner[self.decode(key).stage])
 
+    # -- the same, for every action at once (computed on first use, then kept: the arrays never change) ----
     @cached_property
     def neighbour_is_remote(self) -> np.ndarray:
         """True where the neighbour's product comes from another rank (and pays the transfer time)."""
@@ -195,28 +242,40 @@ class CompiledSchedule:
         return needs & (self.owner[producer_stage] != self.rank)
 
     @cached_property
-    def producer_of_neighbour(self) -> np.ndarray:
-        """Index of the action that makes each action's neighbour product (−1: none needed)."""
+    def maker(self) -> np.ndarray:
+        """Index of the action that makes each product key (−1: none in this schedule)."""
         action_of_key = np.full(2 * self.num_stages * self.num_microbatches, -1, dtype=np.int64)
         made = self.makes >= 0
         action_of_key[self.makes[made]] = np.flatnonzero(made)
-        return np.where(self.from_neighbour >= 0, action_of_key[np.maximum(self.from_neighbour, 0)], -1)
+        return action_of_key
 
     @cached_property
-    def sends_to(self) -> np.ndarray:
-        """Stage that receives each action's product (−1 where nothing is handed on: W, the model's ends)."""
+    def producer_of_neighbour(self) -> np.ndarray:
+        """Index of the action that makes each action's neighbour product (−1: none needed)."""
+        return np.where(self.from_neighbour >= 0, self.maker[np.maximum(self.from_neighbour, 0)], -1)
+
+    @cached_property
+    def receiving_rank(self) -> np.ndarray:
+        """Rank that receives each action's product (−1 where nothing is handed on: W, the model's ends)."""
         flow = np.where(self.kind == Kind.F, FLOW[Product.ACTIVATION], FLOW[Product.INPUT_GRADIENT])
         target = self.stage + flow
-        return np.where((self.makes >= 0) & (target >= 0) & (target < self.num_stages), target, -1)
+        handed_on = (self.makes >= 0) & (target >= 0) & (target < self.num_stages)
+        return np.where(handed_on, self.owner[np.clip(target, 0, self.num_stages - 1)], -1)
+
+
+class Input(NamedTuple):
+    """One product an action waits for."""
+
+    producer: int
+    """Index of the action that makes it."""
+    remote: bool
+    """True when it comes from another rank (and arrives ``comm`` after its producer ends)."""
 
 
 def compiled(schedule: Schedule) -> CompiledSchedule:
-    """The compiled arrays of ``schedule``, built on first use and kept on the schedule itself (as
-    ``functools.cached_property`` would: a frozen dataclass's ``__dict__`` still takes new entries)."""
-    cache = schedule.__dict__
-    if "_compiled" not in cache:
-        cache["_compiled"] = CompiledSchedule.of(schedule)
-    return cache["_compiled"]
+    """The compiled arrays of ``schedule``, built on first use and kept with it (see [Note: derived values]
+    in ``engine.ir``)."""
+    return schedule.derived(CompiledSchedule.of)
 
 
 class Walk(NamedTuple):
@@ -298,8 +357,10 @@ def walk(schedule: Schedule, slot_durations=None, comm: float = 0.0) -> Walk:
 
 
 def execution_order(schedule: Schedule) -> list[int]:
-    """The untimed walk's visiting order, computed once per schedule (validation computes it)."""
-    cache = schedule.__dict__
-    if "_execution_order" not in cache:
-        cache["_execution_order"] = walk(schedule).order
-    return cache["_execution_order"]
+    """The untimed walk's visiting order, computed once per schedule (validation computes it; see
+    [Note: derived values] in ``engine.ir``)."""
+    return schedule.derived(_untimed_order)
+
+
+def _untimed_order(schedule: Schedule) -> list[int]:
+    return walk(schedule).order

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 
 class Kind(enum.IntEnum):
@@ -40,10 +40,6 @@ class Kind(enum.IntEnum):
     W = 3
 
     def __str__(self) -> str:
-        return self.name
-
-    @property
-    def letter(self) -> str:
         return self.name
 
 
@@ -112,12 +108,14 @@ class Overlap:
     __repr__ = __str__
 
 
+T = TypeVar("T")
+
 Slot = Action | Overlap
 """One entry of a rank's list: a single action, or an overlapped pair that occupies the rank once."""
 
 
 def slot_actions(slot: Slot) -> tuple[Action, ...]:
-    return slot.actions if type(slot) is Overlap else (slot,)
+    return slot.actions if isinstance(slot, Overlap) else (slot,)
 
 
 def parse_slot(text: str) -> Slot:
@@ -159,6 +157,9 @@ class Schedule:
     """"loop" or "v"; see [Note: placement] in the module docstring."""
     ranks: tuple[tuple[Slot, ...], ...]
     """ranks[r] is rank r's ordered work."""
+    _derived: dict[Callable[[Schedule], Any], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What other modules computed from this schedule, by the function that computed it (see ``derived``).
+    Not part of the schedule: equality, hashing and the text forms ignore it."""
 
     def __post_init__(self) -> None:
         if self.placement not in PLACEMENTS:
@@ -175,9 +176,18 @@ class Schedule:
     def rank_of(self, stage: int) -> int:
         return rank_of_stage(stage, self.num_ranks, self.placement)
 
-    def chunk_of(self, stage: int) -> int:
-        """Which of its rank's model chunks this stage is (0 = the one nearer the input)."""
-        return stage // self.num_ranks
+    def derived(self, compute: Callable[[Schedule], T]) -> T:
+        """``compute(self)``, computed on first use and kept with the schedule.
+
+        [Note: derived values] A schedule never changes after it is built, so whatever is computed from it
+        alone stays true for its lifetime: the compiled arrays and the untimed walk's order
+        (``engine.dependencies``) are computed once here and shared by the validator, the simulator, the
+        Timeline and the runtime. They live in the declared ``_derived`` field (a frozen dataclass may hold a
+        mutable dict), keyed by the function that computed them; they travel with the schedule when it is
+        pickled to a rank process, so it need not compute them again."""
+        if compute not in self._derived:
+            self._derived[compute] = compute(self)
+        return cast(T, self._derived[compute])
 
     @cached_property
     def num_actions(self) -> int:
@@ -199,15 +209,15 @@ class Schedule:
         mark = mark or {}
         notes = notes or {}
         num_steps = max((len(slots) for slots in self.ranks), default=0)
-        shown = range(num_steps)
+        shown: Sequence[int] = range(num_steps)
         if max_rows is not None and num_steps > max_rows:
             focus = sorted(set(mark.values())) or [0]
-            keep = set()
+            keep: set[int] = set()
             for step in focus:
                 keep.update(range(max(0, step - max_rows // 2), min(num_steps, step + max_rows // 2 + 1)))
             shown = sorted(keep)
 
-        def cell(slots, step: int) -> str:
+        def cell(slots: tuple[Slot, ...], step: int) -> str:
             return str(slots[step]) if step < len(slots) else ""
 
         width = max(

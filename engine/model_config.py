@@ -10,7 +10,7 @@ The split assigns blocks to stages; stage 0 also holds ``embed`` and the last st
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from .limits import whole_number
 
@@ -37,48 +37,62 @@ MODEL_WORDS = {
 """How messages name each size: the words the Real run page shows, not a flag."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ModelConfig:
-    """Which toy model to build and how big. A size left as None takes ``MODEL_DEFAULTS[kind]``."""
+    """Which toy model to build and how big.
 
-    kind: str = "mlp"
+    A size given as None (or left out) takes ``MODEL_DEFAULTS[kind]``: the constructor is written here, not
+    generated, so that it takes ``int | None`` while every field holds a whole number once built — readers
+    (and mypy) never see None."""
+
+    kind: str
     """"mlp" (Linear+GELU blocks, mean-squared error) or "gpt" (pre-norm transformer, cross-entropy)."""
-    layers: int | None = None
+    layers: int
     """L: number of blocks (the unit the split distributes)."""
-    hidden: int | None = None
+    hidden: int
     """H: width of the blocks."""
-    batch: int | None = None
+    batch: int
     """N: samples per training step, split evenly into micro-batches."""
-    seq_len: int | None = None
+    seq_len: int
     """T: tokens per sample (gpt only)."""
-    vocab: int | None = None
+    vocab: int
     """V: vocabulary size (gpt only)."""
-    heads: int | None = None
+    heads: int
     """Attention heads (gpt only); must divide hidden."""
-    seed: int = 0
+    seed: int
     """Seeds the weights and the synthetic data: the same config gives the same numbers."""
-    dtype: str = "float32"
+    dtype: str
     """"float32" or "float64"."""
 
-    def __post_init__(self) -> None:
-        if self.kind not in MODEL_KINDS:
-            raise ValueError(f"model must be one of {', '.join(MODEL_KINDS)}, got {self.kind!r}")
-        for label, default in MODEL_DEFAULTS[self.kind].items():
-            if getattr(self, label) is None:
-                object.__setattr__(self, label, default)
-            whole_number(MODEL_WORDS[label], getattr(self, label), 1, MODEL_BOUNDS[label])
-        whole_number("seed", self.seed, 0, MAX_SEED)
-        if self.kind == "gpt" and self.hidden % self.heads:
+    def __init__(
+        self,
+        kind: str = "mlp",
+        layers: int | None = None,
+        hidden: int | None = None,
+        batch: int | None = None,
+        seq_len: int | None = None,
+        vocab: int | None = None,
+        heads: int | None = None,
+        seed: int = 0,
+        dtype: str = "float32",
+    ) -> None:
+        if kind not in MODEL_KINDS:
+            raise ValueError(f"model must be one of {', '.join(MODEL_KINDS)}, got {kind!r}")
+        given = {"layers": layers, "hidden": hidden, "batch": batch, "seq_len": seq_len, "vocab": vocab, "heads": heads}
+        sizes = {label: MODEL_DEFAULTS[kind][label] if value is None else value for label, value in given.items()}
+        for label, value in sizes.items():
+            whole_number(MODEL_WORDS[label], value, 1, MODEL_BOUNDS[label])
+        whole_number("seed", seed, 0, MAX_SEED)
+        if kind == "gpt" and sizes["hidden"] % sizes["heads"]:
+            h, heads = sizes["hidden"], sizes["heads"]
             raise ValueError(
-                f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}): "
-                f"{self.hidden} = {self.hidden // self.heads}×{self.heads} + {self.hidden % self.heads}"
+                f"hidden ({h}) must be a multiple of heads ({heads}): {h} = {h // heads}×{heads} + {h % heads}"
             )
-        if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype must be float32 or float64, got {self.dtype!r}")
-
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
+        if dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
+        # frozen: the fields are set once, here
+        for name, setting in {"kind": kind, **sizes, "seed": seed, "dtype": dtype}.items():
+            object.__setattr__(self, name, setting)
 
     @property
     def bytes_per_value(self) -> int:
@@ -139,6 +153,7 @@ def partition(num_layers: int, num_stages: int, rule: str | list[int] | tuple[in
                 f"empty: needs blocks + 2 ≥ stages ({num_layers} + 2 < {num_stages})"
             )
         return counts
+    assert not isinstance(rule, str)  # the two named rules returned above; any other text was read as numbers
     counts = list(rule)
     text = ",".join(map(str, counts))
     if any(c < 0 for c in counts):

@@ -122,6 +122,8 @@ class ToyModel(nn.Module):
         # caller's generator state is restored afterwards
         with _BUILDING, torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)
+            self.embed: nn.Module  # MLPEmbed or GPTEmbed
+            self.head: nn.Module  # MLPHead or GPTHead
             if config.kind == "mlp":
                 self.embed = MLPEmbed(config.hidden)
                 self.blocks = nn.ModuleList(MLPBlock(config.hidden) for _ in range(config.layers))
@@ -219,7 +221,11 @@ def reference_gradients(config: ModelConfig) -> tuple[float, dict[str, torch.Ten
     x, target = make_batch(config)
     loss = model(x, target)
     loss.backward()
-    return float(loss.detach()), {name: p.grad.detach().clone() for name, p in model.named_parameters()}
+    gradients = {}
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is not None, f"{name} took no part in the loss"  # every layer does
+        gradients[name] = parameter.grad.detach().clone()
+    return float(loss.detach()), gradients
 
 
 def to_reference_name(stage_name: str, prefix_map: dict[str, str]) -> str:

@@ -7,12 +7,12 @@ An event is a time at which at least one slot starts. The reasons come from the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dependencies import compiled
-from .ir import KIND_NAMES, Kind, Schedule
+from .dependencies import CompiledSchedule, compiled
+from .ir import KIND_NAMES, Action, Schedule
 from .timeline import Timeline
 
 
@@ -41,9 +41,9 @@ class Event:
         )
 
 
-def describe_action(stage: int, kind: int, microbatch: int) -> str:
-    kind = Kind(kind)
-    return f"{stage}{kind.name}{microbatch} (stage {stage}, {KIND_NAMES[kind]}, micro-batch {microbatch})"
+def describe_action(action: Action) -> str:
+    """E.g. "2F5 (stage 2, forward, micro-batch 5)"."""
+    return f"{action} (stage {action.stage}, {KIND_NAMES[action.kind]}, micro-batch {action.microbatch})"
 
 
 @dataclass(frozen=True)
@@ -53,70 +53,69 @@ class Narration:
     schedule: Schedule
     timeline: Timeline
     comm: float = 0.0
+    end: np.ndarray = field(init=False, repr=False, compare=False)
+    """End of every action (compiled order), read from the timeline."""
+    slot_start: np.ndarray = field(init=False, repr=False, compare=False)
+    """Start of every slot (flat slot order)."""
+    slot_end: np.ndarray = field(init=False, repr=False, compare=False)
+    """End of every slot: the later end of its actions."""
 
     def __post_init__(self) -> None:
-        c = compiled(self.schedule)
+        # derived fields of a frozen dataclass are set once, here (the dataclass documentation's way)
+        c = self.compiled
         start, end = self.timeline.frame["start"].to_numpy(), self.timeline.frame["end"].to_numpy()
         first = c.slot_first_action[:-1]
-        slot_end = np.maximum.reduceat(end, first) if len(end) else end
-        action_of_key = np.full(2 * c.num_stages * c.num_microbatches, -1, dtype=np.int64)
-        made = c.makes >= 0
-        action_of_key[c.makes[made]] = np.flatnonzero(made)
-        object.__setattr__(self, "_arrays", (c, start[first], slot_end, end, action_of_key))
+        object.__setattr__(self, "end", end)
+        object.__setattr__(self, "slot_start", start[first])
+        object.__setattr__(self, "slot_end", np.maximum.reduceat(end, first) if len(end) else end)
+
+    @property
+    def compiled(self) -> CompiledSchedule:
+        return compiled(self.schedule)
 
     @property
     def times(self) -> np.ndarray:
         """The distinct times at which some slot starts, in order."""
-        return np.unique(self._arrays[1])
+        return np.unique(self.slot_start)
 
     def event(self, index: int) -> Event:
         t = float(self.times[index])
-        c = self._arrays[0]
-        return Event(index, t, tuple(self._rank_state(rank, t) for rank in range(c.num_ranks)))
+        return Event(index, t, tuple(self._rank_state(rank, t) for rank in range(self.schedule.num_ranks)))
 
     def _rank_state(self, rank: int, t: float) -> RankState:
-        c, slot_start, slot_end, end, action_of_key = self._arrays
-        lo, hi = int(c.rank_first_slot[rank]), int(c.rank_first_slot[rank + 1])
+        c, slot_start, slot_end = self.compiled, self.slot_start, self.slot_end
+        slots = c.rank_slots(rank)
+        lo, hi = slots.start, slots.stop
         if lo == hi:
             return RankState(rank, "finished", "has no work")
         tolerance = 1e-9 * max(1.0, abs(t))
         # a rank's slots run in list order, so their starts are sorted
         here = lo + int(np.searchsorted(slot_start[lo:hi], t - tolerance))
         if here < hi and abs(slot_start[here] - t) <= tolerance:
-            actions = range(int(c.slot_first_action[here]), int(c.slot_first_action[here + 1]))
-            what = " together with ".join(describe_action(c.stage[i], c.kind[i], c.microbatch[i]) for i in actions)
+            what = " together with ".join(describe_action(c.action(i)) for i in c.slot_actions(here))
             return RankState(rank, "starts", f"starts {what}")
         if here > lo and slot_end[here - 1] > t + tolerance:
-            return RankState(
-                rank,
-                "busy",
-                f"is busy with {_name(c, int(c.slot_first_action[here - 1]))} until {slot_end[here - 1]:g}",
-            )
+            busy_with = c.label(c.slot_actions(here - 1).start)
+            return RankState(rank, "busy", f"is busy with {busy_with} until {slot_end[here - 1]:g}")
         if here == hi:
             return RankState(rank, "finished", "has finished its list")
         latest, reason = -np.inf, ""
-        for i in range(int(c.slot_first_action[here]), int(c.slot_first_action[here + 1])):
-            for key, remote in ((c.from_own[i], False), (c.from_neighbour[i], bool(c.neighbour_is_remote[i]))):
-                if key < 0:
-                    continue
-                producer = int(action_of_key[key])
-                arrival = end[producer] + (self.comm if remote else 0.0)
+        for i in c.slot_actions(here):
+            for producer, remote in c.inputs(i):
+                finished = self.end[producer]
+                arrival = finished + (self.comm if remote else 0.0)
                 if arrival > latest:
                     latest = arrival
                     where = f"from rank {c.rank[producer]}" if remote else "on this rank"
                     timing = (
-                        f"finishes at {end[producer]:g}, arrives at {arrival:g}"
+                        f"finishes at {finished:g}, arrives at {arrival:g}"
                         if remote and self.comm
-                        else f"finishes at {end[producer]:g}"
+                        else f"finishes at {finished:g}"
                     )
-                    reason = f"{_name(c, producer)} {where} ({timing})"
-        upcoming = _name(c, int(c.slot_first_action[here]))
+                    reason = f"{c.label(producer)} {where} ({timing})"
+        upcoming = c.label(c.slot_actions(here).start)
         if here == lo:
             return RankState(
                 rank, "not started", f"has not started: its first action {upcoming} waits for {reason}", latest
             )
         return RankState(rank, "waits", f"is idle: its next action {upcoming} waits for {reason}", latest)
-
-
-def _name(c, i: int) -> str:
-    return f"{c.stage[i]}{Kind(int(c.kind[i])).name}{c.microbatch[i]}"

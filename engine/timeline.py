@@ -133,15 +133,7 @@ class Timeline:
                 "to_rank": c.rank[remote],
                 "depart": end[producer],
                 "arrive": end[producer] + comm,
-                "what": [
-                    f"{stage}{KIND_LETTERS[kind]}{mb}"
-                    for stage, kind, mb in zip(
-                        c.stage[producer].tolist(),
-                        c.kind[producer].tolist(),
-                        c.microbatch[producer].tolist(),
-                        strict=True,
-                    )
-                ],
+                "what": c.labels(producer),
             },
             columns=list(cls.TRANSFER_COLUMNS),
         )

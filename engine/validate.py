@@ -31,9 +31,6 @@ def check_structure(schedule: Schedule) -> None:
     def first(mask: np.ndarray) -> int:
         return int(np.flatnonzero(mask)[0])
 
-    def action(i: int) -> Action:
-        return Action(int(c.stage[i]), Kind(int(c.kind[i])), int(c.microbatch[i]))
-
     def at(i: int) -> dict[int, int]:
         return {int(c.rank[i]): int(c.step[i])}
 
@@ -42,7 +39,7 @@ def check_structure(schedule: Schedule) -> None:
         i = first(outside)
         _fail(
             schedule,
-            f"{action(i)} is outside {num_stages} stages × {m} micro-batches (stages 0..{num_stages - 1}, "
+            f"{c.label(i)} is outside {num_stages} stages × {m} micro-batches (stages 0..{num_stages - 1}, "
             f"micro-batches 0..{m - 1})",
             at(i),
         )
@@ -51,7 +48,7 @@ def check_structure(schedule: Schedule) -> None:
         i = first(misplaced)
         _fail(
             schedule,
-            f"{action(i)} is on rank {c.rank[i]} but stage {c.stage[i]} lives on rank "
+            f"{c.label(i)} is on rank {c.rank[i]} but stage {c.stage[i]} lives on rank "
             f"{c.owner[c.stage[i]]} ({schedule.placement} placement, {p} ranks)",
             at(i),
         )
@@ -61,7 +58,9 @@ def check_structure(schedule: Schedule) -> None:
     counts = np.bincount(key, minlength=len(Kind) * pairs)
     if (counts > 1).any():
         repeated = np.flatnonzero(counts[key] > 1)[:2]
-        _fail(schedule, f"{action(int(repeated[0]))} appears twice", {int(c.rank[i]): int(c.step[i]) for i in repeated})
+        _fail(
+            schedule, f"{c.label(int(repeated[0]))} appears twice", {int(c.rank[i]): int(c.step[i]) for i in repeated}
+        )
     count = {kind: counts[kind * pairs : (kind + 1) * pairs] for kind in Kind}
     position = np.full(len(Kind) * pairs, -1)  # list position of each (kind, pair); -1 where absent
     position[key] = c.step
@@ -70,6 +69,11 @@ def check_structure(schedule: Schedule) -> None:
     def where(index: int) -> str:
         stage, mb = divmod(index, m)
         return f"stage {stage}, micro-batch {mb}"
+
+    def named(index: int, kind: Kind) -> Action:
+        """The action of ``kind`` on (stage, micro-batch) pair ``index``, present or not."""
+        stage, mb = divmod(index, m)
+        return Action(stage, kind, mb)
 
     def mark(index: int, positions: np.ndarray) -> dict[int, int]:
         return {schedule.rank_of(index // m): int(positions[index])}
@@ -83,7 +87,7 @@ def check_structure(schedule: Schedule) -> None:
         i = first(count[Kind.F] == 0)
         _fail(
             schedule,
-            f"{where(i)} has no forward {i // m}F{i % m} (rank {schedule.rank_of(i // m)} never runs it)",
+            f"{where(i)} has no forward {named(i, Kind.F)} (rank {schedule.rank_of(i // m)} never runs it)",
             owner_end(i),
         )
     split = (count[Kind.I] > 0) | (count[Kind.W] > 0)
@@ -100,8 +104,8 @@ def check_structure(schedule: Schedule) -> None:
         i = first(neither)
         _fail(
             schedule,
-            f"{where(i)} has no backward: expected {i // m}B{i % m} or {i // m}I{i % m} and "
-            f"{i // m}W{i % m} on rank {schedule.rank_of(i // m)}",
+            f"{where(i)} has no backward: expected {named(i, Kind.B)} or {named(i, Kind.I)} and "
+            f"{named(i, Kind.W)} on rank {schedule.rank_of(i // m)}",
             owner_end(i),
         )
     half = count[Kind.I] != count[Kind.W]

@@ -80,13 +80,34 @@ def test_simulate_never_imports_torch():
     assert not [name for name in imported if name == "torch" or name.startswith("torch.")]
 
 
-def test_kind_codes_are_never_bare_numbers():
-    """One enumeration (ir.Kind) everywhere: no ``kind == 2`` or ``kind != 3`` in the engine."""
-    bare = re.compile(r"\bkinds?\b\s*(==|!=|<|>)\s*\d|\bkind\s+in\s+\(\d")
-    offenders = [
+def engine_lines_matching(pattern: str) -> list[str]:
+    """Every line of the engine's source that ``pattern`` finds, as "file:line: text"."""
+    found = re.compile(pattern)
+    return [
         f"{path.name}:{number}: {line.strip()}"
         for path in ENGINE.rglob("*.py")
         for number, line in enumerate(path.read_text().splitlines(), 1)
-        if bare.search(line)
+        if found.search(line)
     ]
-    assert offenders == []
+
+
+def test_kind_codes_are_never_bare_numbers():
+    """One enumeration (ir.Kind) everywhere: no ``kind == 2`` or ``kind != 3`` in the engine."""
+    assert engine_lines_matching(r"\bkinds?\b\s*(==|!=|<|>)\s*\d|\bkind\s+in\s+\(\d") == []
+
+
+def test_one_execution_loop_serves_both_backends():
+    """Only ``engine.runtime.execute`` runs actions on a worker; the backends choose a transport and a clock."""
+    callers = sorted(
+        path.name
+        for path in ENGINE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "perform"
+    )
+    assert callers == ["execute.py"]
+
+
+def test_actions_are_never_rebuilt_from_the_arrays_by_hand():
+    """The compiled schedule's accessors (``action(i)``, ``label(i)``…) are the one way from its arrays back to
+    actions and their text: no ``Kind(int(...))`` and no second kind alphabet anywhere in the engine."""
+    assert engine_lines_matching(r"Kind\(int\(|['\"]FBIW['\"]") == []

@@ -348,3 +348,15 @@ def test_measured_memory_of_identical_stages_follows_the_memory_model(name, chun
     assert measured[2] / measured[1] == pytest.approx(modelled[2] / modelled[1], rel=0.04)
     if FAMILIES[name].splits_backward:
         assert 0.5 < result.w_memory_fraction <= 1.0  # measured, not the 0.5 default
+
+
+def test_nccl_message_order_is_checked_before_any_process_starts(monkeypatch):
+    """NCCL matches messages in order, not by tag: a schedule whose pairs of ranks receive in another order
+    than they send is refused on CUDA (checked here with the devices only pretending to be GPUs)."""
+    from engine.runtime.distributed import launcher
+
+    monkeypatch.setattr(launcher, "choose_devices", lambda config: [torch.device("cuda:0")] * config.num_ranks)
+    launcher.check_message_order(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=small("mlp")))
+    reordered = RunConfig(family="interleaved-zb", num_ranks=2, num_microbatches=4, num_chunks=2, model=small("mlp"))
+    with pytest.raises(ValueError, match=r"ranks \d→\d send and receive in different orders"):
+        launcher.check_message_order(reordered)

@@ -4,6 +4,7 @@ Importing this package does not import PyTorch: the backends load on the first r
 
     python -m engine run  →  RunConfig (checks the input, builds the plan once)
                           →  run(): emulated.run_emulated | distributed.run_distributed
+                                    both through execute.execute, with their own transport and clock
                           →  result.assemble: measured Timeline + prediction → RunResult
 """
 
@@ -40,7 +41,13 @@ def run_many(configs: list[RunConfig], *, progress: Progress = no_progress) -> l
             check_budget(config)
 
         return run_distributed_many(configs, progress=progress)
-    return [run(config, progress=progress) for config in configs]
+    results = []
+    for config in configs:
+        result = run(config, progress=progress)
+        # None comes only to a torchrun rank other than 0, and torchrun starts one run per launch (``run``)
+        assert result is not None, "run_many is not for torchrun launches"
+        results.append(result)
+    return results
 
 
 __all__ = [

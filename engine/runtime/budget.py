@@ -17,7 +17,6 @@ with b bytes per value. The budget is ``BUDGET_SHARE`` of the memory available n
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from ..model_config import ModelConfig
@@ -93,12 +92,6 @@ def check_budget(config, available: int | None = None) -> Estimate:
             f"{human_bytes(allowed)}: use a smaller model, batch or fewer ranks"
         )
     return needed
-
-
-def machine() -> dict:
-    """What this machine offers a real run: CPU cores, GPUs, free memory (torch-free: GPUs via the driver's
-    environment are counted by the caller that imports torch)."""
-    return {"cores": os.cpu_count() or 1, "available_bytes": available_bytes()}
 
 
 def human_bytes(value: float) -> str:

@@ -14,16 +14,16 @@ import time
 import numpy as np
 import torch
 
-from ..dependencies import walk
-from ..ir import Action, Kind
+from ..dependencies import CompiledSchedule, walk
+from .clocks import CLOCKS, THREAD_CPU
 from .config import RunConfig
 from .devices import choose_devices, device_label
-from .errors import ActionFailed
+from .execute import InProcess, Watch, execute
 from .gradients import gradient_errors, reference_gradients
 from .progress import Progress, no_progress
 from .result import RunResult, assemble
 from .stage import build_worker
-from .timing import CLOCKS, ActionClock, median_and_spread, one_intra_op_thread
+from .timing import ActionClock, median_and_spread, one_intra_op_thread
 
 
 def run_emulated(config: RunConfig, *, progress: Progress = no_progress) -> RunResult:
@@ -36,59 +36,35 @@ def run_emulated(config: RunConfig, *, progress: Progress = no_progress) -> RunR
 def _measure(config: RunConfig, devices: list[torch.device], progress: Progress) -> RunResult:
     plan = config.plan
     c = plan.compiled
-    workers = [build_worker(config, rank, devices[rank]) for rank in range(config.num_ranks)]
-    clocks = [ActionClock(device) for device in devices]
-    slot_rank = np.repeat(np.arange(config.num_ranks), np.diff(c.rank_first_slot)).tolist()
-    first_action = c.slot_first_action.tolist()
-    stage, kind, microbatch = c.stage.tolist(), c.kind.tolist(), c.microbatch.tolist()
-    from_neighbour, makes, sends_to = c.from_neighbour.tolist(), c.makes.tolist(), c.sends_to.tolist()
-    owner = c.owner.tolist()
+    workers = {rank: build_worker(config, rank, devices[rank]) for rank in range(config.num_ranks)}
+    clocks = {rank: ActionClock(device) for rank, device in enumerate(devices)}
+    actions = [i for slot in plan.order for i in c.slot_actions(slot)]  # every rank's, in an order one process can run
     steps = config.warmup_steps + config.repeats
-    total = steps * c.num_slots
+    watch = _Progress(progress, c, config)
     durations = np.zeros((config.repeats, c.num_actions))
     copies: list[float] = []
     step_cpu_ms = wall_ms = timed_ms = 0.0
 
     for step in range(steps):
         measuring = step >= config.warmup_steps
-        for worker in workers:
+        for worker in workers.values():
             worker.zero_grad()
-        inbox: dict[int, torch.Tensor] = {}  # hand-off key -> tensor waiting for its consumer
-        handles: list = [None] * c.num_actions
-        step_copies: list[float] = []
-        memory, peak = np.zeros(c.num_actions), np.zeros(c.num_actions)
+        transport = InProcess(c, devices, clocks)
+        watch.begin(step)
         cpu_begin, wall_begin = time.thread_time(), time.perf_counter()
-        for done, flat in enumerate(plan.order):
-            rank = slot_rank[flat]
-            worker, clock = workers[rank], clocks[rank]
-            for i in range(first_action[flat], first_action[flat + 1]):
-                action = Action(stage[i], Kind(kind[i]), microbatch[i])
-                incoming = inbox.pop(from_neighbour[i]) if from_neighbour[i] >= 0 else None
-                token = clock.start()
-                try:
-                    output = worker.perform(action, incoming)
-                except Exception as error:
-                    raise ActionFailed(rank, action, error) from error
-                handles[i] = clock.stop(token)
-                if sends_to[i] >= 0 and output is not None:
-                    consumer = owner[sends_to[i]]
-                    inbox[makes[i]] = _transfer(output, devices[consumer], clock, consumer != rank, step_copies)
-                memory[i] = worker.memory_bytes()
-                peak[i] = worker.peak_during
-            progress(
-                step * c.num_slots + done + 1,
-                total,
-                f"{'step' if measuring else 'warm-up'} {step + 1}/{steps}, rank {rank}",
-            )
-        for clock in clocks:
+        measured = execute(c, actions, workers, clocks, transport, watch)
+        for clock in clocks.values():
             clock.finish()
         if measuring:
-            durations[step - config.warmup_steps] = [clocks[c.rank[i]].milliseconds(h) for i, h in enumerate(handles)]
-            step_copy_ms = [clocks[0].milliseconds(h) for h in step_copies]
+            durations[step - config.warmup_steps] = [
+                clocks[rank].milliseconds(measured.readings[i]) for i, rank in enumerate(c.rank.tolist())
+            ]
+            step_copy_ms = [clocks[0].milliseconds(reading) for reading in transport.copies]
             copies += step_copy_ms
             timed_ms = float(durations[step - config.warmup_steps].sum()) + sum(step_copy_ms)
             step_cpu_ms = (time.thread_time() - cpu_begin) * 1e3
             wall_ms = (time.perf_counter() - wall_begin) * 1e3
+    memory, peak = measured.memory, measured.peak
 
     # place the measured durations on virtual device clocks: the medians for the timeline, each repeat for
     # the spread of the makespan
@@ -104,13 +80,11 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
 
     reference_loss, reference = reference_gradients(config.model)
     errors = {}
-    for worker in workers:
+    for worker in workers.values():
         errors.update(gradient_errors(plan, worker, reference))
-    loss = sum(sum(worker.losses.values()) for worker in workers)
+    loss = sum(sum(worker.losses.values()) for worker in workers.values())
     # bookkeeping: the step's CPU time outside the timed actions and copies (CPU clock only)
-    overhead = (
-        max(0.0, step_cpu_ms - timed_ms) / step_cpu_ms if step_cpu_ms and clocks[0].kind == "thread_cpu" else None
-    )
+    overhead = max(0.0, step_cpu_ms - timed_ms) / step_cpu_ms if step_cpu_ms and clocks[0].kind == THREAD_CPU else None
     notes = [
         f"emulated: the durations are measured ({CLOCKS[clocks[0].kind]}; median of {config.repeats} "
         f"step(s) after {config.warmup_steps} warm-up), the device clocks are virtual (one device per rank)"
@@ -141,14 +115,18 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
     )
 
 
-def _transfer(
-    tensor: torch.Tensor, device: torch.device, clock: ActionClock, crosses: bool, copies: list
-) -> torch.Tensor:
-    """Hand an output to the consumer stage: a real copy (timed by the producer's clock) when it lives on
-    another device."""
-    if not crosses:
-        return tensor
-    token = clock.start()
-    copied = tensor.to(device, copy=True)
-    copies.append(clock.stop(token))
-    return copied
+class _Progress(Watch):
+    """Reports every finished action as one more of all steps' actions."""
+
+    def __init__(self, progress: Progress, c: CompiledSchedule, config: RunConfig):
+        self.progress, self.ranks, self.config = progress, c.rank.tolist(), config
+        self.done, self.total = 0, (config.warmup_steps + config.repeats) * c.num_actions
+        self.note = ""
+
+    def begin(self, step: int) -> None:
+        steps, measuring = self.config.warmup_steps + self.config.repeats, step >= self.config.warmup_steps
+        self.note = f"{'step' if measuring else 'warm-up'} {step + 1}/{steps}"
+
+    def finished(self, i: int) -> None:
+        self.done += 1
+        self.progress(self.done, self.total, f"{self.note}, rank {self.ranks[i]}")

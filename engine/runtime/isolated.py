@@ -41,6 +41,7 @@ def _child(config: RunConfig, messages, workdir: str) -> None:
             last[0] = now
             messages.put((done, total, note))
 
+    outcome: dict[str, object]  # the result, or what went wrong: kind, message and where
     try:
         result = run(config, progress=progress)
         outcome = {"result": result}

@@ -3,7 +3,7 @@ Torch-free: results travel between processes and into the app as plain numbers."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -13,14 +13,8 @@ from ..dependencies import compiled
 from ..ir import Kind, Schedule
 from ..simulate import simulate
 from ..timeline import Timeline, before_on_rank
+from .clocks import CLOCKS, WALL
 from .config import RunConfig
-
-CLOCKS = {
-    "thread_cpu": "CPU time of the thread that ran the action (time.thread_time_ns), one intra-op thread",
-    "cuda_events": "CUDA events on the device's stream",
-    "wall": "wall clock (time.perf_counter)",
-}
-"""How a run's actions were timed (``engine.runtime.timing``), in words for the output."""
 
 GRADIENT_TOLERANCE = 1e-5
 """A run's gradients "match" the unsplit model when every parameter's relative difference is below this."""
@@ -47,10 +41,13 @@ class RunResult:
     overhead_fraction: float | None = None
     """Emulated on CPU: share of the step's CPU time spent outside the timed actions and copies (bookkeeping)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
-    clock: str = "wall"
-    """How actions were timed: "thread_cpu", "cuda_events" or "wall" (see ``engine.runtime.timing``)."""
+    clock: str = WALL
+    """How actions were timed: one of ``CLOCKS`` (see ``engine.runtime.timing``)."""
     makespan_spread: tuple[float, float] | None = None
     """The smallest and largest makespan over the measured steps (the timeline shows the medians)."""
+
+    def __post_init__(self) -> None:
+        assert self.clock in CLOCKS, f"a backend reported an unknown clock {self.clock!r}"
 
     @property
     def prediction_error(self) -> float:
@@ -132,7 +129,14 @@ def measured_stage_costs(schedule: Schedule, compute_ms: np.ndarray) -> tuple[tu
     c = compiled(schedule)
     frame = pd.DataFrame({"stage": c.stage, "kind": c.kind, "ms": compute_ms})
     means = frame.groupby(["stage", "kind"])["ms"].mean()
-    return tuple(tuple(float(means.get((stage, kind), 0.0)) for kind in Kind) for stage in range(schedule.num_stages))
+
+    def mean(stage: int, kind: Kind) -> float:
+        return float(means.get((stage, kind), 0.0))
+
+    return tuple(
+        (mean(stage, Kind.F), mean(stage, Kind.B), mean(stage, Kind.I), mean(stage, Kind.W))
+        for stage in range(schedule.num_stages)
+    )
 
 
 def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> float | None:
@@ -173,11 +177,10 @@ def assemble(
     schedule = config.plan.schedule
     w_fraction = None if config.recompute else measured_w_memory_fraction(schedule, memory_bytes)
     costs = Costs(
-        stage_costs=measured_stage_costs(schedule, np.asarray(compute_ms)),
-        comm=transfer_ms,
-        recompute=config.recompute,
-        **({} if w_fraction is None else {"w_memory_fraction": w_fraction}),
+        stage_costs=measured_stage_costs(schedule, np.asarray(compute_ms)), comm=transfer_ms, recompute=config.recompute
     )
+    if w_fraction is not None:  # else the memory model's default share
+        costs = replace(costs, w_memory_fraction=w_fraction)
     predicted = simulate(schedule, costs, check=False)
     measured = Timeline.from_slots(
         schedule,

@@ -66,7 +66,6 @@ class RankWorker:
         inputs: list[torch.Tensor],
         targets: list[torch.Tensor],
         *,
-        num_stages: int,
         split: set[tuple[int, int]],
         recompute: bool,
         device: torch.device,
@@ -75,7 +74,6 @@ class RankWorker:
         self.rank = rank
         self.stages = stages
         self.inputs, self.targets = inputs, targets  # per micro-batch; used by the first and last stage
-        self.num_stages = num_stages
         self.num_microbatches = len(inputs)
         self.split = split  # (stage, micro-batch) pairs whose backward is I + W
         self.recompute = recompute
@@ -156,6 +154,10 @@ class RankWorker:
             self.peak_during = self.memory_bytes()
         wants_input_grad = not stage.is_first_stage
         grad = None if stage.is_last_stage else grad_output
+        # the forward (or the re-run above) left both; only I clears them, and this is the pair's one backward
+        assert state.input is not None and state.output is not None, (
+            f"stage {stage_index}, micro-batch {mb}: no forward"
+        )
         if not split:
             torch.autograd.backward(state.output, grad)
             input_grad = state.input.grad if wants_input_grad else None
@@ -229,7 +231,6 @@ def build_worker(config: RunConfig, rank: int, device: torch.device) -> RankWork
         mine,
         inputs,
         targets,
-        num_stages=schedule.num_stages,
         split=split,
         recompute=config.recompute,
         device=device,
@@ -260,7 +261,7 @@ def accumulate_weight_gradient(module: nn.Module, x: torch.Tensor, g: torch.Tens
         raise TypeError(f"no weight-gradient formula for {type(module).__name__}")
 
 
-def _accumulate(parameter: nn.Parameter, gradient: torch.Tensor) -> None:
+def _accumulate(parameter: torch.Tensor, gradient: torch.Tensor) -> None:
     if not parameter.requires_grad:
         return
     if parameter.grad is None:

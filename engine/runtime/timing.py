@@ -5,7 +5,11 @@
   machine barely moves it (FIELD-NOTES: a 3.3 ms matmul stays ≤ 3.9 ms under two busy loops while its wall
   time reaches 8.5 ms).
 * CUDA: CUDA events on the device's stream, read after one synchronise per step.
-* wall: ``perf_counter`` — what the distributed backend keeps, since waiting for other ranks is its point.
+* wall: ``perf_counter`` — what the distributed backend keeps, since waiting for other ranks is its point
+  (``StepClock``: timestamps since the step began, so ranks' events can be laid side by side).
+
+Both clocks are used the same way by the execution loop (``execute.py``): ``token = clock.start()`` before
+an action, ``handle = clock.stop(token)`` after it; what a handle holds is the backend's to read.
 
 Summaries over repeated steps: the median per action, and the spread (min and max).
 """
@@ -14,44 +18,80 @@ from __future__ import annotations
 
 import contextlib
 import time
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from .result import CLOCKS  # noqa: F401 - the clocks' names live with the results that report them
+from .clocks import CUDA_EVENTS, THREAD_CPU, WALL
+
+
+class Clock(Protocol):
+    """What the execution loop needs of a clock."""
+
+    def start(self) -> Any: ...
+
+    def stop(self, token: Any) -> Any: ...
 
 
 class ActionClock:
-    """``start()``/``stop(token)`` around an action; ``milliseconds(handle)`` once the step has finished."""
+    """Durations (emulated backend): ``start()``/``stop(token)`` around an action; ``milliseconds(handle)``
+    once the step has finished."""
 
     def __init__(self, device: torch.device, kind: str | None = None):
-        self.kind = kind or ("cuda_events" if device.type == "cuda" else "thread_cpu")
+        self.kind = kind or (CUDA_EVENTS if device.type == "cuda" else THREAD_CPU)
         self.device = device
 
-    def start(self):
-        if self.kind == "cuda_events":
+    def start(self) -> Any:
+        if self.kind == CUDA_EVENTS:
             event = torch.cuda.Event(enable_timing=True)
             event.record(torch.cuda.current_stream(self.device))
             return event
-        return time.thread_time_ns() if self.kind == "thread_cpu" else time.perf_counter_ns()
+        return time.thread_time_ns() if self.kind == THREAD_CPU else time.perf_counter_ns()
 
-    def stop(self, token):
-        if self.kind == "cuda_events":
+    def stop(self, token: Any) -> Any:
+        if self.kind == CUDA_EVENTS:
             event = torch.cuda.Event(enable_timing=True)
             event.record(torch.cuda.current_stream(self.device))
             return (token, event)
-        now = time.thread_time_ns() if self.kind == "thread_cpu" else time.perf_counter_ns()
+        now = time.thread_time_ns() if self.kind == THREAD_CPU else time.perf_counter_ns()
         return (now - token) / 1e6
 
     def finish(self) -> None:
-        if self.kind == "cuda_events":
+        if self.kind == CUDA_EVENTS:
             torch.cuda.synchronize(self.device)
 
-    def milliseconds(self, handle) -> float:
-        if self.kind == "cuda_events":
+    def milliseconds(self, handle: Any) -> float:
+        if self.kind == CUDA_EVENTS:
             start, end = handle
             return float(start.elapsed_time(end))
         return float(handle)
+
+
+class StepClock:
+    """Timestamps (distributed backend): wall-clock seconds since the step began, each action's end read after
+    its device has finished it. ``stop`` gives the action's (start, end)."""
+
+    kind = WALL
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.origin = time.perf_counter()
+        """``perf_counter`` at the start of the step (``begin``); every timestamp counts from it."""
+
+    def begin(self) -> None:
+        self.origin = time.perf_counter()
+
+    def now(self) -> float:
+        return time.perf_counter() - self.origin
+
+    def start(self) -> float:
+        return self.now()
+
+    def stop(self, token: float) -> tuple[float, float]:
+        if self.device.type == "cuda":  # the kernels run asynchronously: the action ends when they do
+            torch.cuda.synchronize(self.device)
+        return token, self.now()
 
 
 @contextlib.contextmanager

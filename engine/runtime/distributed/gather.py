@@ -11,12 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...dependencies import CompiledSchedule
 from ..config import RunConfig
 from ..result import RunResult, assemble
 from ..timing import median_and_spread
 
 
-def _step_arrays(c, gathered: list[dict], step: int, same_host: bool):
+def _step_arrays(c: CompiledSchedule, gathered: list[dict], step: int, same_host: bool):
     """Start, end and memory of every action (compiled order), in ms, and the waits, for one measured step."""
     began, ended = np.zeros(c.num_actions), np.zeros(c.num_actions)
     memory, peak = np.zeros(c.num_actions), np.zeros(c.num_actions)
@@ -24,10 +25,10 @@ def _step_arrays(c, gathered: list[dict], step: int, same_host: bool):
     for payload in gathered:
         rank, record = payload["rank"], payload["steps"][step]
         shift = record["origin"] if same_host else 0.0  # back to the shared clock, see the module docstring
-        first = int(c.slot_first_action[c.rank_first_slot[rank]])  # a rank's events are its actions in order
-        for offset, (start, end, bytes_held, bytes_during) in enumerate(record["events"]):
-            began[first + offset], ended[first + offset] = (start + shift) * 1e3, (end + shift) * 1e3
-            memory[first + offset], peak[first + offset] = bytes_held, bytes_during
+        # a rank's events are its actions in its list's order
+        for i, (start, end, bytes_held, bytes_during) in zip(c.rank_actions(rank), record["events"], strict=True):
+            began[i], ended[i] = (start + shift) * 1e3, (end + shift) * 1e3
+            memory[i], peak[i] = bytes_held, bytes_during
         for start, end, need, action in record["waits"]:
             waits.append(
                 {
@@ -110,7 +111,7 @@ def step_wall_ms(gathered: list[dict], step: int, same_host: bool) -> float:
     return max(r["finished"] - r["origin"] for r in records) * 1e3
 
 
-def transfer_estimate(c, waits: pd.DataFrame, ended_ms: np.ndarray) -> float:
+def transfer_estimate(c: CompiledSchedule, waits: pd.DataFrame, ended_ms: np.ndarray) -> float:
     """Median of (receive done − producer done) over receives that were posted before the producer finished."""
     made = c.makes >= 0
     # hand-off key -> producer's end

@@ -19,11 +19,9 @@ import tempfile
 import time
 from dataclasses import replace
 
-import numpy as np
 import torch
 import torch.multiprocessing as mp
 
-from ...dependencies import compiled
 from ...models import stage_parameter_names
 from ..config import RunConfig
 from ..devices import choose_devices
@@ -52,15 +50,16 @@ def check_message_order(config: RunConfig) -> None:
     """NCCL ignores tags: each pair of ranks must receive in the order it sends. Gloo matches by tag."""
     if choose_devices(config)[0].type != "cuda":
         return
-    c = compiled(config.plan.schedule)
+    c = config.plan.compiled
     sent: dict[tuple[int, int], list[int]] = {}
     received: dict[tuple[int, int], list[int]] = {}
     for i in range(c.num_actions):  # rank-then-list order: each rank's messages in the order it handles them
-        rank = int(c.rank[i])
+        rank, receiver = int(c.rank[i]), c.receiver(i)
         if c.neighbour_is_remote[i]:
-            received.setdefault((c.producer_rank(c.from_neighbour[i]), rank), []).append(int(c.from_neighbour[i]))
-        if c.sends_to[i] >= 0 and c.owner[c.sends_to[i]] != rank:
-            sent.setdefault((rank, int(c.owner[c.sends_to[i]])), []).append(int(c.makes[i]))
+            producer = c.producer(i)
+            received.setdefault((int(c.rank[producer]), rank), []).append(int(c.makes[producer]))
+        if receiver >= 0 and receiver != rank:
+            sent.setdefault((rank, receiver), []).append(int(c.makes[i]))
     for pair, messages in sent.items():
         if messages != received.get(pair, []):
             raise ValueError(
@@ -126,7 +125,7 @@ def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Pr
     num_ranks = configs[0].num_ranks
     total = sum((c.warmup_steps + c.repeats) * c.plan.compiled.num_actions for c in configs)
     per_rank = [
-        sum((c.warmup_steps + c.repeats) * int(np.sum(c.plan.compiled.rank == r)) for c in configs)
+        sum((c.warmup_steps + c.repeats) * len(c.plan.compiled.rank_actions(r)) for c in configs)
         for r in range(num_ranks)
     ]
     timeout = max(c.timeout_s for c in configs)
@@ -160,8 +159,7 @@ def _doing(rows: list[dict], rank: int, config: RunConfig) -> str:
         return "while starting (before its first action)"
     if state in (BETWEEN_STEPS, FINISHED) or action < 0:
         return "between two steps"
-    c = config.plan.compiled
-    return f"during {int(c.stage[action])}{'FBIW'[int(c.kind[action])]}{int(c.microbatch[action])}"
+    return f"during {config.plan.compiled.label(action)}"
 
 
 def _blame(processes, rows: list[dict], workdir: str, config: RunConfig, stalled_s: float | None = None) -> str:
@@ -211,9 +209,12 @@ def _reports(workdir: str) -> list[dict]:
 
 
 def _end(processes) -> None:
-    """Terminate what is left; kill what does not stop (a stopped process ignores SIGTERM until continued)."""
+    """Terminate what is left; kill at once what is stopped (it would ignore SIGTERM until continued), and
+    what does not stop."""
     for process in processes:
-        if process.is_alive():
+        if process.is_alive() and process_state(process.pid) == "T":
+            process.kill()
+        elif process.is_alive():
             process.terminate()
     for process in processes:
         process.join(timeout=2)

@@ -1,13 +1,10 @@
-"""One rank's process: its own list of actions, in order, with real sends and receives.
+"""One rank's process: its own list of actions, in order, through the one execution loop (``execute.py``)
+with the process-group transport (``transport.py``: real sends and receives, the waits recorded apart from
+compute). Because the schedule is validated deadlock-free, this cannot hang; a rank that raises ends the run.
+The rank keeps its heartbeat (``status.py``) so the launcher can name a rank that goes silent.
 
-Before an action the rank receives what it needs from the rank that made it (the time blocked in ``recv``
-is recorded as a wait, apart from compute); after it, it sends its output with ``isend`` (never blocking).
-Because the schedule is validated deadlock-free, this cannot hang; a rank that raises ends the run.
-Messages are matched by their hand-off key (``engine.dependencies``), used as the gloo tag. The rank keeps
-its heartbeat (``status.py``) so the launcher can name a rank that goes silent.
-
-Timestamps are ``perf_counter`` readings (wall clock: waiting for other ranks is what this backend shows),
-gathered to rank 0 (``gather.py``).
+Timestamps are ``perf_counter`` readings since the step began (wall clock: waiting for other ranks is what
+this backend shows), gathered to rank 0 (``gather.py``).
 """
 
 from __future__ import annotations
@@ -22,16 +19,19 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from ...ir import Action, Kind
+from ...dependencies import CompiledSchedule
 from ...models import torch_dtype
 from ..config import RunConfig
 from ..devices import choose_devices
 from ..errors import ActionFailed
+from ..execute import Watch, execute
 from ..gradients import gradient_errors, reference_gradients
 from ..result import RunResult
 from ..stage import build_worker
+from ..timing import StepClock
 from .gather import assemble_distributed
-from .status import BETWEEN_STEPS, COMPUTING, FINISHED, RECEIVING, STARTING, RankStatus
+from .status import BETWEEN_STEPS, COMPUTING, FINISHED, STARTING, RankStatus
+from .transport import ProcessGroup
 
 
 def rank_entry(rank: int, configs: list[RunConfig], workdir: str, init_method: str, status_array) -> None:
@@ -114,60 +114,32 @@ def run_rank(
     plan = config.plan
     c = plan.compiled
     worker = build_worker(config, rank, device)
-    shape, dtype = config.model.boundary_shape(config.num_microbatches), torch_dtype(config.model)
-    first, last = int(c.rank_first_slot[rank]), int(c.rank_first_slot[rank + 1])
-    mine = range(int(c.slot_first_action[first]), int(c.slot_first_action[last]))  # this rank's actions, in order
-    synchronise = torch.cuda.synchronize if device.type == "cuda" else (lambda *args: None)
+    # what crosses a stage boundary (an activation or its gradient): each receive gets a tensor like it
+    boundary = torch.empty(
+        config.model.boundary_shape(config.num_microbatches), dtype=torch_dtype(config.model), device=device
+    )
+    clock = StepClock(device)
+    mine = c.rank_actions(rank)
+    heartbeat = _Heartbeat(c, current, status)
     if reference is None:
         loss, grads = reference_gradients(config.model)
         reference = {"loss": loss, "gradients": grads}
     done, measured = 0, []
     for step in range(config.warmup_steps + config.repeats):
         worker.zero_grad()
-        local: dict[int, torch.Tensor] = {}
-        pending = []
-        events, waits = [], []
         status.set(BETWEEN_STEPS, done=done)
         dist.barrier()
-        origin = time.perf_counter()
-        for i in mine:
-            action = Action(int(c.stage[i]), Kind(int(c.kind[i])), int(c.microbatch[i]))
-            current["action"] = str(action)
-            need = int(c.from_neighbour[i])
-            incoming = None
-            if need >= 0 and not c.neighbour_is_remote[i]:
-                incoming = local.pop(need)
-            elif need >= 0:
-                incoming = torch.empty(shape, dtype=dtype, device=device)
-                producer = c.producer_rank(need)
-                status.set(RECEIVING, i, producer)
-                began = time.perf_counter()
-                dist.recv(incoming, src=producer, tag=need)
-                waits.append((began - origin, time.perf_counter() - origin, need, str(action)))
-            status.set(COMPUTING, i)
-            began = time.perf_counter()
-            try:
-                output = worker.perform(action, incoming)
-                synchronise()
-            except Exception as error:
-                raise ActionFailed(rank, action, error) from error
-            ended = time.perf_counter()
-            done += 1
-            events.append((began - origin, ended - origin, worker.memory_bytes(), worker.peak_during))  # list order
-            if c.sends_to[i] >= 0 and output is not None:
-                consumer_rank = int(c.owner[c.sends_to[i]])
-                if consumer_rank == rank:
-                    local[int(c.makes[i])] = output
-                else:
-                    tensor = output.contiguous()
-                    pending.append((dist.isend(tensor, dst=consumer_rank, tag=int(c.makes[i])), tensor))
+        clock.begin()
+        transport = ProcessGroup(c, boundary, clock, status)
+        record = execute(c, mine, {rank: worker}, {rank: clock}, transport, heartbeat)
         current["action"] = None
+        done += len(mine)
         status.set(BETWEEN_STEPS, done=done)
-        for work, _ in pending:
-            work.wait()
+        transport.finish()
         finished = time.perf_counter()  # this rank's step is over: computed, and everything it sent arrived
         if step >= config.warmup_steps:
-            measured.append({"events": events, "waits": waits, "origin": origin, "finished": finished})
+            events = [(*record.readings[i], record.memory[i], record.peak[i]) for i in mine]  # list order
+            measured.append({"events": events, "waits": transport.waits, "origin": clock.origin, "finished": finished})
     errors = gradient_errors(plan, worker, reference["gradients"])
     payload = {
         "rank": rank,
@@ -176,8 +148,20 @@ def run_rank(
         "errors": errors,
         "loss": sum(worker.losses.values()),
     }
-    gathered = [None] * config.num_ranks if rank == 0 else None
+    gathered: list[dict] | None = [{}] * config.num_ranks if rank == 0 else None
     dist.gather_object(payload, gathered, dst=0)
-    if rank != 0:
+    if gathered is None:
         return None
     return assemble_distributed(config, gathered, device, reference["loss"])
+
+
+class _Heartbeat(Watch):
+    """Keeps the launcher told which action this rank is on (``status.py``; the transport adds whom it waits
+    for), and the failure report which action was in progress."""
+
+    def __init__(self, c: CompiledSchedule, current: dict, status: RankStatus):
+        self.c, self.current, self.status = c, current, status
+
+    def starting(self, i: int) -> None:
+        self.current["action"] = self.c.label(i)
+        self.status.set(COMPUTING, i)

@@ -1,0 +1,83 @@
+"""The compiled schedule's named accessors, checked against the Schedule they were compiled from, and the
+derived values a schedule keeps."""
+
+import pickle
+from dataclasses import replace
+
+import pytest
+
+from engine import Kind, build_schedule
+from engine.dependencies import compiled, execution_order
+from engine.ir import all_actions, slot_actions
+from engine.schedules import FAMILIES
+
+
+def schedule_of(name: str):
+    return build_schedule(name, 3, 6, 2 if FAMILIES[name].takes_chunks else None)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_actions_and_labels_round_trip(name):
+    schedule = schedule_of(name)
+    c = compiled(schedule)
+    listed = [action for _, action in all_actions(schedule)]  # rank-then-list order, as compiled
+    assert [c.action(i) for i in range(c.num_actions)] == listed
+    assert [c.label(i) for i in range(c.num_actions)] == [str(action) for action in listed]
+    assert c.labels(range(c.num_actions)) == [str(action) for action in listed]
+    assert c.labels([]) == []
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_ranks_and_slots_hold_their_lists(name):
+    schedule = schedule_of(name)
+    c = compiled(schedule)
+    for rank, slots in enumerate(schedule.ranks):
+        assert [c.action(i) for i in c.rank_actions(rank)] == [a for slot in slots for a in slot_actions(slot)]
+        assert len(c.rank_slots(rank)) == len(slots)
+        for step, (flat, slot) in enumerate(zip(c.rank_slots(rank), slots, strict=True)):
+            assert [c.action(i) for i in c.slot_actions(flat)] == list(slot_actions(slot))
+            assert all(c.rank[i] == rank and c.step[i] == step for i in c.slot_actions(flat))
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_producers_inputs_and_receivers_follow_the_hand_off_rules(name):
+    """F(s) needs F(s−1); I/B(s) needs F(s) and I/B(s+1); W(s) needs I(s) — written out here, once more,
+    as the test's own reading of [Note: hand-off rules]."""
+    schedule = schedule_of(name)
+    c = compiled(schedule)
+    where = {c.action(i): i for i in range(c.num_actions)}
+    last = schedule.num_stages - 1
+
+    def gradient(stage: int, mb: int) -> int:
+        return where.get((stage, Kind.B, mb), where.get((stage, Kind.I, mb)))
+
+    for i in range(c.num_actions):
+        stage, kind, mb = c.action(i)
+        if kind is Kind.F:
+            neighbour, own, receiver_stage = (where[(stage - 1, Kind.F, mb)] if stage else -1), -1, stage + 1
+        elif kind is Kind.W:
+            neighbour, own, receiver_stage = -1, where[(stage, Kind.I, mb)], -1
+        else:
+            neighbour = gradient(stage + 1, mb) if stage < last else -1
+            own, receiver_stage = where[(stage, Kind.F, mb)], stage - 1
+        assert c.producer(i) == neighbour
+        expected_inputs = [(own, False)] if own >= 0 else []
+        if neighbour >= 0:
+            expected_inputs.append((neighbour, schedule.rank_of(stage) != c.rank[neighbour]))
+        assert [tuple(found) for found in c.inputs(i)] == expected_inputs
+        handed_on = 0 <= receiver_stage <= last
+        assert c.receiver(i) == (schedule.rank_of(receiver_stage) if handed_on else -1)
+
+
+def test_a_schedule_keeps_what_is_derived_from_it():
+    schedule = build_schedule("zb-v", 2, 4, 2)
+    c = compiled(schedule)
+    assert compiled(schedule) is c  # computed once
+    order = execution_order(schedule)
+    assert execution_order(schedule) is order
+    copy = pickle.loads(pickle.dumps(schedule))  # a rank process gets them with the schedule
+    assert copy == schedule and compiled(copy).labels(range(c.num_actions)) == c.labels(range(c.num_actions))
+    renamed = replace(schedule, name="renamed")  # a new schedule starts with nothing derived
+    assert renamed != schedule and compiled(renamed) is not c
+    assert build_schedule("zb-v", 2, 4, 2) == schedule  # what is kept is no part of equality or the hash
+    assert hash(build_schedule("zb-v", 2, 4, 2)) == hash(schedule)
