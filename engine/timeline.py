@@ -222,10 +222,33 @@ class Timeline:
         return 0 if self.transfers is None else len(self.transfers)
 
     @cached_property
+    def _memory_curves(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """Per rank, the activation memory over time as one step series (x, level): 0 from the start; while a
+        slot runs, the most it holds (``memory_peak``: a recomputing backward's rebuilt activations count);
+        after it, ``memory_after``. The chart draws this series and the peak is its maximum, so the two agree."""
+        frame = self.frame
+        slot = frame.groupby(["rank", "step"], sort=True).agg(
+            start=("start", "min"), end=("end", "max"), peak=("memory_peak", "max"), after=("memory_after", "last")
+        )
+        curves = []
+        for rank in range(self.num_ranks):
+            if rank not in slot.index.get_level_values(0):
+                curves.append((np.zeros(1), np.zeros(1)))
+                continue
+            mine = slot.loc[rank].sort_values("start")
+            x = np.r_[0.0, np.column_stack([mine["start"], mine["end"]]).ravel()]
+            y = np.r_[0.0, np.column_stack([mine["peak"], mine["after"]]).ravel()]
+            curves.append((x, y))
+        return tuple(curves)
+
+    def memory_curve(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rank ``rank``'s activation memory as a step series (x, level), drawn with the level held to the
+        next x (Plotly's line shape "hv")."""
+        return self._memory_curves[rank]
+
+    @cached_property
     def _peaks(self) -> tuple[float, ...]:
-        peaks = np.zeros(self.num_ranks)
-        np.fmax.at(peaks, self.frame["rank"].to_numpy(), self.frame["memory_peak"].to_numpy())
-        return tuple(round(float(peak), 9) for peak in peaks)
+        return tuple(round(float(levels.max()), 9) for _, levels in self._memory_curves)
 
     def peak_memory_per_rank(self) -> list[float]:
         return list(self._peaks)

@@ -93,6 +93,15 @@ def test_every_page_in_a_real_browser(tmp_path):
             row = page.locator('[data-testid="stTable"] tr', has_text="dualpipev").first.inner_text()
             assert f"{expected:.4g}" in row.split()
 
+            # with recomputation the peak card and the memory chart's highest point are one number
+            page, _ = open_page(browser, f"{url}/?schedule=1f1b&ranks=4&microbatches=8&recompute=1")
+            card = _metric(page, "Peak memory").split()[-1]
+            highest = page.evaluate(
+                "() => Math.max(...document.querySelector('.js-plotly-plot')._fullData"
+                ".filter(t => t.legendgroup === 'memory').flatMap(t => Array.from(t.y)))"
+            )
+            assert card == f"{highest:.3g}" == "1.3", (card, highest)
+
             # the keyboard alone: Tab reaches ▶ Play, Enter plays (the cursor moves)
             page, _ = open_page(browser, f"{url}/?schedule=1f1b&ranks=4&microbatches=8")
             for _ in range(80):

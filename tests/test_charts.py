@@ -85,3 +85,16 @@ def test_every_chunk_shade_differs_and_its_label_is_readable():
             shades = [chunk_shade(kind, chunk, chunks) for chunk in range(chunks)]
             assert len(set(shades)) == chunks
             assert all(contrast(shade, text_colour(shade)) >= 4.5 for shade in shades)  # WCAG AA
+
+
+@pytest.mark.parametrize("name, recompute", [("1f1b", True), ("gpipe", True), ("zb-h1", False), ("dualpipev", True)])
+def test_the_memory_chart_and_the_peak_card_are_one_series(name, recompute):
+    """Issue 13: with recomputation the card said 1.3 while the chart never rose above 0.4 (it left out the
+    activations a recomputing backward rebuilds). Both now read Timeline.memory_curve."""
+    costs = Costs(forward=1, backward_input=1, backward_weight=1, recompute=recompute)
+    timeline = simulate(build_schedule(name, 4, 8), costs)
+    drawn = as_json(timeline_figure(timeline))
+    highest = max(decoded(t["y"]).max() for t in drawn["data"] if t.get("legendgroup") == "memory")
+    assert f"{highest:.3g}" == f"{max(timeline.peak_memory_per_rank()):.3g}"
+    if recompute:  # the rebuilt activations are in the series: above what is held between actions
+        assert highest > timeline.frame["memory_after"].max() + 0.2  # a backward rebuilds what was dropped

@@ -43,24 +43,27 @@ def _rank_axis(num_ranks: int) -> dict:
     )
 
 
+def _downsampled(x: np.ndarray, y: np.ndarray, points: int = MEMORY_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``points`` steps, each stretch keeping its highest level: the peaks are what matters."""
+    if len(x) <= points:
+        return x, y
+    edges = np.linspace(x[0], x[-1], points + 1)
+    which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, points - 1)
+    highest = np.full(points, np.nan)
+    np.fmax.at(highest, which, y)
+    keep = ~np.isnan(highest)
+    return edges[:-1][keep], highest[keep]
+
+
 def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
-    # one value per occupied slot (an overlapped pair's halves end together: draw where the pair leaves it)
-    frame = timeline.frame.sort_values(["rank", "end", "step"]).drop_duplicates(["rank", "step"], keep="last")
+    """The engine's memory series of each rank (``Timeline.memory_curve``: the peak card is its maximum)."""
     peaks = timeline.peak_memory_per_rank()
     ranks = list(range(timeline.num_ranks))
     if len(ranks) > MEMORY_LINES:
         ranks = sorted({0, len(ranks) - 1, int(np.argmax(peaks))})
     traces = []
     for rank in ranks:
-        rows = frame[frame["rank"] == rank]
-        x, y = np.r_[0.0, rows["end"].to_numpy()], np.r_[0.0, rows["memory_after"].to_numpy()]
-        if len(x) > MEMORY_POINTS:  # keep each stretch's highest value: the peaks are what matters
-            edges = np.linspace(x[0], x[-1], MEMORY_POINTS + 1)
-            which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, MEMORY_POINTS - 1)
-            highest = np.full(MEMORY_POINTS, np.nan)
-            np.fmax.at(highest, which, y)
-            keep = ~np.isnan(highest)
-            x, y = edges[:-1][keep], highest[keep]
+        x, y = _downsampled(*timeline.memory_curve(rank))
         traces.append(
             dict(
                 type="scatter",
@@ -346,22 +349,20 @@ def run_figure(result, *, projector: bool = False, outlines: bool = True, whiske
                     yaxis="y",
                 )
             )
-    unit, divisor = memory_unit(measured.frame["memory_after"])
-    frame = measured.frame.assign(modelled_bytes=result.modelled_bytes()).sort_values(["rank", "end", "step"])
-    for rank, rows in frame.groupby("rank"):
-        colour = RANK_COLOURS[int(rank) % len(RANK_COLOURS)]
-        x = np.r_[0.0, rows["end"].to_numpy()]
-        for label, values, dash in (
-            ("measured", rows["memory_after"].to_numpy(), "solid"),
-            ("modelled", rows["modelled_bytes"].to_numpy(), "dash"),
+    unit, divisor = memory_unit(measured.peak_memory_per_rank())
+    for rank in range(measured.num_ranks):
+        colour = RANK_COLOURS[rank % len(RANK_COLOURS)]
+        for label, (x, values), dash in (
+            ("measured", measured.memory_curve(rank), "solid"),  # the same series the peak table reads
+            ("modelled", result.modelled_memory_curve(rank), "dash"),
         ):
             traces.append(
                 dict(
                     type="scatter",
                     name=f"rank {rank}, {label}",
                     legendgroup=f"memory {label}",
-                    x=x.astype(np.float32),
-                    y=(np.r_[0.0, values] / divisor).astype(np.float32),
+                    x=np.asarray(x, np.float32),
+                    y=(np.asarray(values) / divisor).astype(np.float32),
                     mode="lines",
                     line=dict(shape="hv", width=1.5, color=colour, dash=dash),
                     hovertemplate=f"rank {rank} {label} · %{{x:.3f}} ms · %{{y:.3g}} {unit}<extra></extra>",

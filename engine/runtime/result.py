@@ -74,6 +74,12 @@ class RunResult:
         frame = self.measured.frame
         return frame["memory_model"].to_numpy() * np.asarray(self.bytes_per_unit())[frame["rank"].to_numpy()]
 
+    def modelled_memory_curve(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        """The memory model of rank ``rank`` over the predicted step, in bytes: the predicted Timeline's memory
+        series × the rank's measured bytes per unit. Its maximum is ``modelled_peak_bytes()[rank]``."""
+        x, units = self.predicted.memory_curve(rank)
+        return x, units * self.bytes_per_unit()[rank]
+
     def modelled_peak_bytes(self) -> list[float]:
         per_unit = self.bytes_per_unit()
         return [peak * unit for peak, unit in zip(self.predicted.peak_memory_per_rank(), per_unit, strict=True)]
