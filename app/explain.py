@@ -8,10 +8,12 @@ import pandas as pd
 import streamlit as st
 
 from engine import Costs, Schedule, Timeline
+from engine.attribution import DEFINITIONS, LEVELS, IdleAttribution
 from engine.narrate import Narration
 from engine.schedules import Family
 
 from .charts import BAR_LIMIT
+from .charts.attribution import attribution_figure
 
 
 def metric_cards(timeline: Timeline, *, time_unit: str = "", projector: bool = False) -> None:
@@ -112,6 +114,32 @@ def tradeoff_sentences(rows: list[dict]) -> list[str]:
             f"{first['peak_memory']:.3g} ({memory:+.3g}) — {verdict}."
         )
     return sentences
+
+
+def idle_causes(split: IdleAttribution, *, key: str, time_unit: str, projector: bool = False) -> None:
+    """Each rank's idle time by cause, with what each cause means and the four simulations it comes from."""
+    totals = split.per_rank.sum(axis=0)
+    idle = float(split.idle.sum())
+    shown = [
+        f"**{cause}** {value:+.4g} {time_unit}"
+        for cause, value in zip(split.causes, totals, strict=True)
+        if abs(value) > 1e-9 * max(split.makespan, 1.0)
+    ]
+    st.markdown(
+        f"All ranks together idle **{idle:.4g} {time_unit}**: " + ", ".join(shown) + ". Each part is the "
+        "difference between two simulations of this schedule, each adding one thing to the textbook's setting:"
+    )
+    st.plotly_chart(attribution_figure(split, time_unit=time_unit, projector=projector), width="stretch", key=key)
+    levels = pd.DataFrame(
+        {
+            "adds": ["—"] + list(split.causes[1:4]),
+            f"makespan ({time_unit})": [round(level.makespan, 4) for level in split.levels],
+            f"idle, all ranks ({time_unit})": [round(sum(level.idle_per_rank()), 4) for level in split.levels],
+        },
+        index=pd.Index(LEVELS, name="simulation"),
+    )
+    st.table(levels)
+    st.caption(" ".join(f"{cause.capitalize()}: {words}." for cause, words in DEFINITIONS.items()))
 
 
 def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> None:

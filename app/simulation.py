@@ -12,6 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import Costs, build_schedule, read_csv, simulate, validate
+from engine.attribution import attribute_simulated
 
 CACHE_ENTRIES = 32
 
@@ -29,3 +30,10 @@ def simulated_csv(text: str, costs: Costs):
     reading = read_csv(text, name="edited")
     schedule = validate(reading.schedule)
     return reading, simulate(schedule, costs, check=False)
+
+
+@st.cache_resource(show_spinner=False, max_entries=CACHE_ENTRIES)
+def idle_attribution(_schedule, costs: Costs, _timeline, *, key: tuple):
+    """The idle time split by cause (four more simulations of the same schedule), once per configuration:
+    ``key`` names the configuration (the schedule and timeline are the cached ones for it)."""
+    return attribute_simulated(_schedule, costs, _timeline)

@@ -308,9 +308,12 @@ def test_real_run_runs_once_on_run_and_not_on_a_later_change():
     shown = metrics(at)
     assert float(shown["Gradient check"]) < 1e-5 and shown["Makespan, measured"].endswith(" ms")
     assert any("CPU time of the thread" in c.value for c in at.caption)  # the clock, named in the note
-    names = {t["name"] for t in figure(at)["data"]}
+    charts = [figure(at, index) for index in range(len(at.get("plotly_chart")))]
+    names = {t["name"] for chart in charts for t in chart["data"]}
     assert {"predicted (outline)", "spread over the repeats (min–max)"} <= names
     assert any(name.endswith("modelled") for name in names)
+    assert {"schedule", "imbalance"} <= names  # the idle time split by cause, one bar per rank
+    assert any("Why the measured step is longer" in h.value for h in at.subheader)
     at.slider(key="rr_layers").set_value(2)
     at.run()
     assert at.session_state["rr_runs"] == 1  # still the one run

@@ -13,7 +13,7 @@ from app.charts import memory_unit, run_figure
 from app.charts.figures import CROWDED_ACTIONS
 from app.charts.player import player
 from app.controls import bind_run, projector_query, projector_toggle, warn_about
-from app.explain import chart_summary
+from app.explain import chart_summary, idle_causes
 from app.limits import REAL_RUN_MAX_RANKS
 from app.real_runs import memory_check, run_one
 from app.run_settings import RUN_KEYS, RunSettings
@@ -121,6 +121,8 @@ def show_result(ran, result, config, projector: bool) -> None:
     )
     st.markdown("**Measured cost of each action, per stage** (the prediction is built from these)")
     st.table(stage_cost_table(result))
+    st.subheader("Why the measured step is longer than the textbook's")
+    idle_causes(result.idle_attribution(), key=f"{PAGE}_causes", time_unit="ms", projector=projector)
     crowded = result.schedule.num_ranks * result.schedule.num_microbatches > CROWDED_ACTIONS
     toggles = st.columns(2)
     outlines = toggles[0].toggle("Prediction outlines", value=not crowded, key=f"{PAGE}_outlines")

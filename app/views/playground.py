@@ -8,9 +8,9 @@ from app import state
 from app.charts import timeline_figure
 from app.charts.player import player
 from app.controls import bind_lab, projector_query, projector_toggle, warn_about
-from app.explain import chart_summary, lecture_controls, legend_notes, metric_cards, rank_table, why_panel
+from app.explain import chart_summary, idle_causes, lecture_controls, legend_notes, metric_cards, rank_table, why_panel
 from app.settings import LAB_KEYS
-from app.simulation import simulated
+from app.simulation import idle_attribution, simulated
 
 PAGE = "pg"
 
@@ -55,6 +55,10 @@ def playground() -> None:
     legend_notes(timeline, costs, schedule.num_chunks)
     with st.expander("Why these numbers", expanded=True):
         why_panel(settings.spec, schedule, costs, timeline)
+    with st.expander("Where the idle time comes from"):
+        sizes = (settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks)
+        split = idle_attribution(schedule, costs, timeline, key=sizes)
+        idle_causes(split, key="pg_causes", time_unit="time units", projector=projector)
     st.subheader("Per rank")
     rank_table(timeline)
     st.caption(

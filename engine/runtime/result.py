@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from ..attribution import IdleAttribution, attribute, measured_levels
 from ..costs import Costs
 from ..dependencies import compiled
 from ..ir import Kind, Schedule
@@ -45,6 +46,8 @@ class RunResult:
     """How actions were timed: one of ``CLOCKS`` (see ``engine.runtime.timing``)."""
     makespan_spread: tuple[float, float] | None = None
     """The smallest and largest makespan over the measured steps (the timeline shows the medians)."""
+    prediction_costs: Costs | None = None
+    """What the prediction was simulated with: the measured per-stage costs and transfer time."""
 
     def __post_init__(self) -> None:
         assert self.clock in CLOCKS, f"a backend reported an unknown clock {self.clock!r}"
@@ -93,6 +96,13 @@ class RunResult:
             for r in range(self.measured.num_ranks)
         ]
 
+    def idle_attribution(self) -> IdleAttribution:
+        """Each rank's measured idle time split by cause ([Note: idle attribution], ``engine.attribution``): the
+        textbook bubble, the stages' imbalance and cost ratios and the transfers as measured, and the rest."""
+        assert self.prediction_costs is not None and self.prediction_costs.stage_costs is not None
+        table = np.asarray(self.prediction_costs.stage_costs, dtype=float)
+        return attribute(self.schedule, measured_levels(table, self.prediction_costs), self.measured)
+
     def summary(self) -> dict:
         measured = self.measured
         return {
@@ -126,6 +136,7 @@ class RunResult:
             "repeats": self.config.repeats,
             "makespan_spread": list(self.makespan_spread) if self.makespan_spread else None,
             "prediction_error_per_rank": self.prediction_error_per_rank(),
+            "idle_by_cause": self.idle_attribution().as_dict(),
             "notes": list(self.notes),
         }
 
@@ -210,5 +221,6 @@ def assemble(
         transfer_ms=transfer_ms,
         w_memory_fraction=costs.w_memory_fraction,
         notes=tuple(notes),
+        prediction_costs=costs,
         **fields,
     )
