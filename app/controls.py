@@ -105,6 +105,13 @@ def bind_lab(
             **number,
             help="Time from the end of an action to its output's arrival on another rank.",
         )
+        if st.session_state.get(key("comm"), 0) > 0:
+            st.toggle(
+                "Transfers share a link",
+                key=key("shared_links"),
+                help="A transfer occupies its link: one at a time in each direction between two ranks, so a "
+                "burst of hand-offs queues. Off: each is a pure delay.",
+            )
         st.text_input(
             "Stage cost multipliers (optional)",
             key=key("stage_scale"),

@@ -162,7 +162,11 @@ def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> No
             f"saved, time added."
         )
     if costs is not None and costs.comm > 0:
-        notes.append(f"Arrows are transfers between ranks: each takes {costs.comm:g}.")
+        notes.append(
+            f"Under each rank a thin lane shows its transfers, each taking {costs.comm:g}: dark where one leaves, "
+            f"light where it arrives, an arrow between"
+            + (" — one at a time on each link, so a burst queues." if costs.shared_links else ".")
+        )
     if binned:
         notes.append(
             f"{len(timeline.frame):,} actions are too many to draw one by one: each column is a slice of "

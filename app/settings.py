@@ -25,9 +25,9 @@ from engine import FAMILIES, Costs
 from engine.schedules import Family
 
 from . import limits
-from .codec import flag, number, numbers, shown, whole, written
+from .codec import choice, flag, number, numbers, shown, whole, written
 
-LAB_KEYS = ("schedule", "ranks", "microbatches", "chunks", "costs", "comm", "recompute", "keep", "scale")
+LAB_KEYS = ("schedule", "ranks", "microbatches", "chunks", "costs", "comm", "links", "recompute", "keep", "scale")
 """The URL keys ``LabSettings`` reads and writes (``projector`` belongs to every page: ``app/state.py``)."""
 COMPARE_KEYS = ("schedules",) + tuple(key for key in LAB_KEYS if key != "schedule")
 COMPARE_DEFAULT = ("gpipe", "1f1b", "zb-h1")
@@ -57,6 +57,8 @@ class LabSettings:
     """F&B, one overlapped forward-and-backward pair, for the families that overlap; None: F + B (no gain)."""
     comm: float = 0.0
     """Transfer time between ranks (URL ``comm``)."""
+    shared_links: bool = False
+    """Transfers occupy their link, one at a time per direction (URL ``links=shared``; ``engine.links``)."""
     recompute: bool = False
     """URL ``recompute``."""
     recompute_memory_fraction: float = 0.1
@@ -131,6 +133,7 @@ class LabSettings:
     def _shared_costs(self) -> dict:
         return dict(
             comm=self.comm,
+            shared_links=self.shared_links,
             recompute=self.recompute,
             recompute_memory_fraction=self.recompute_memory_fraction,
             stage_scale=self.stage_scale,
@@ -177,6 +180,8 @@ class LabSettings:
             "comm": written(self.comm),
             "recompute": str(int(self.recompute)),
         }
+        if self.shared_links:
+            query["links"] = "shared"
         if self.recompute:
             query["keep"] = written(self.recompute_memory_fraction)
         if self.stage_scale:
@@ -201,6 +206,10 @@ class LabSettings:
             num_microbatches=whole(query, "microbatches", 1, limits.MAX_MICROBATCHES, base.num_microbatches, problems),
             num_chunks=whole(query, "chunks", limits.MIN_CHUNKS, limits.MAX_CHUNKS, base.num_chunks, problems),
             comm=number(query, "comm", limits.MAX_COST, base.comm, problems),
+            shared_links=choice(
+                query, "links", ("delay", "shared"), "shared" if base.shared_links else "delay", problems
+            )
+            == "shared",  # fmt: skip
             recompute=flag(query, "recompute", base.recompute, problems),
             recompute_memory_fraction=number(query, "keep", 1.0, base.recompute_memory_fraction, problems),
         )

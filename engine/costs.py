@@ -39,6 +39,9 @@ class Costs:
     Their annotations say ``float`` for those readers, hence the ``type: ignore`` on the None defaults."""
     comm: float = 0.0
     """Time from the end of an action to the arrival of its output on another rank (same rank: 0)."""
+    shared_links: bool = False
+    """A transfer occupies its link for ``comm``: one at a time per direction between two ranks, first come first
+    served (``engine.links``). False: a pure delay, however many cross at once."""
     stage_scale: tuple[float, ...] | None = None
     """Optional multiplier per stage for imbalanced models; length must equal the number of stages."""
     stage_costs: tuple[tuple[float, float, float, float], ...] | None = None

@@ -16,6 +16,7 @@ import numpy as np
 from .costs import Costs
 from .dependencies import CompiledSchedule, compiled, walk
 from .ir import Kind, Schedule
+from .links import walk_on_links
 from .timeline import Timeline
 from .validate import check_structure
 
@@ -79,7 +80,12 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
     costs = costs or Costs()
     if check:
         check_structure(schedule)
-    starts, ends, _ = walk(schedule, slot_durations(schedule, costs), costs.comm)
+    transfer_times = None
+    if costs.shared_links and costs.comm > 0:
+        starts, ends, depart, arrive = walk_on_links(schedule, slot_durations(schedule, costs), costs.comm)
+        transfer_times = (depart, arrive)
+    else:
+        starts, ends, _ = walk(schedule, slot_durations(schedule, costs), costs.comm)
     if ends and not np.isfinite(ends).all():
         raise ValueError(
             f"the simulated times overflow (a step ends at {max(ends):g}): the costs are too large "
@@ -95,6 +101,7 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
         comm=costs.comm,
         recompute=recompute_time(schedule, costs),
         memory_peak=peak,
+        transfer_times=transfer_times,
     )
 
 

@@ -69,7 +69,8 @@ class Timeline:
         "source",  # "simulated" or "measured"
         "recompute",  # time at the start of a B or I spent re-running the forward (0 without recomputation)
     )
-    TRANSFER_COLUMNS = ("from_rank", "to_rank", "depart", "arrive", "what")
+    TRANSFER_COLUMNS = ("from_rank", "to_rank", "depart", "arrive", "what", "for", "needed_at")
+    """A transfer of ``what`` (the producer's label) for ``for`` (the consumer's), which starts at ``needed_at``."""
 
     @classmethod
     def from_columns(
@@ -104,11 +105,14 @@ class Timeline:
         source: str,
         comm: float = 0.0,
         waits: pd.DataFrame | None = None,
+        transfer_times: tuple[np.ndarray, np.ndarray] | None = None,
         **extra,
     ) -> Timeline:
         """The Timeline of a schedule whose slots ran at ``starts``/``ends`` (flat slot order); ``memory_after``
         per action in the compiled (rank-then-list) order. The simulator and the runtime both build theirs here;
-        ``comm`` is the transfer time between ranks; ``extra`` adds per-action columns."""
+        ``comm`` is the transfer time between ranks (a transfer leaves when its producer ends), unless
+        ``transfer_times`` gives each action's input departure and arrival (shared links, ``engine.links``);
+        ``extra`` adds per-action columns."""
         c = compiled(schedule)
         start = np.asarray(starts, dtype=float)[c.slot]
         end = np.asarray(ends, dtype=float)[c.slot]
@@ -127,13 +131,17 @@ class Timeline:
         }
         remote = np.flatnonzero(c.neighbour_is_remote)
         producer = c.producer_of_neighbour[remote]
+        depart, arrive = (end[producer], end[producer] + comm) if transfer_times is None else (
+            np.asarray(transfer_times[0])[remote], np.asarray(transfer_times[1])[remote])  # fmt: skip
         transfers = pd.DataFrame(
             {
                 "from_rank": c.rank[producer],
                 "to_rank": c.rank[remote],
-                "depart": end[producer],
-                "arrive": end[producer] + comm,
+                "depart": depart,
+                "arrive": arrive,
                 "what": c.labels(producer),
+                "for": c.labels(remote),
+                "needed_at": start[remote],
             },
             columns=list(cls.TRANSFER_COLUMNS),
         )
@@ -272,22 +280,30 @@ class Timeline:
 
     # -- export ------------------------------------------------------------------------------------------
     def to_chrome_trace(self, time_unit_us: float = 1000.0) -> dict:
-        """Chrome/Perfetto trace ("Trace Event Format"): one track per rank, one complete event per action.
+        """Chrome/Perfetto trace ("Trace Event Format"): one process per rank with two tracks, compute (every
+        action, one complete event each) and communication (every transfer as a send on the producer's rank
+        and a receive on the consumer's; measured waits for a receive); a flow arrow ("s" → "f") links each
+        producer, through its transfer, to its consumer — so the same picture opens in ui.perfetto.dev.
 
         ``time_unit_us`` converts the timeline's unit to microseconds (1000: units are milliseconds).
         """
-        events = []
+        compute, comm = 0, 1  # thread ids of the two tracks
+        events: list[dict] = []
         for rank in range(self.num_ranks):
-            events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": rank, "args": {"name": f"rank {rank}"}})
+            events += [
+                {"name": "process_name", "ph": "M", "pid": rank, "args": {"name": f"rank {rank}"}},
+                {"name": "process_sort_index", "ph": "M", "pid": rank, "args": {"sort_index": rank}},
+                {"name": "thread_name", "ph": "M", "pid": rank, "tid": compute, "args": {"name": "compute"}},
+                {"name": "thread_name", "ph": "M", "pid": rank, "tid": comm, "args": {"name": "communication"}},
+            ]
         for row in self.frame.itertuples(index=False):
-            label = f"{row.kind}{row.microbatch}"
             events.append(
                 {
-                    "name": label,
+                    "name": f"{row.stage}{row.kind}{row.microbatch}",
                     "cat": row.kind,
                     "ph": "X",
-                    "pid": 0,
-                    "tid": int(row.rank),
+                    "pid": int(row.rank),
+                    "tid": compute,
                     "ts": float(row.start) * time_unit_us,
                     "dur": float(row.end - row.start) * time_unit_us,
                     "args": {
@@ -300,6 +316,22 @@ class Timeline:
                     },
                 }
             )
+        moves = self.transfers if self.transfers is not None else pd.DataFrame(columns=list(self.TRANSFER_COLUMNS))
+        for flow, (source, target, depart, arrive, what, consumer, needed) in enumerate(
+            zip(*(moves[column].tolist() for column in self.TRANSFER_COLUMNS), strict=True)
+        ):
+            label = f"{what} → {consumer}"
+            args = {"from_rank": int(source), "to_rank": int(target)}
+            for rank, verb in ((int(source), "send"), (int(target), "recv")) if arrive > depart else ():
+                events.append(
+                    {"name": f"{verb} {label}", "cat": "transfer", "ph": "X", "pid": rank, "tid": comm,
+                     "ts": depart * time_unit_us, "dur": (arrive - depart) * time_unit_us, "args": args}
+                )  # fmt: skip
+            # the arrow: from the producer's end, through the transfer, to the consumer's start
+            events.append({"name": label, "cat": "hand-off", "ph": "s", "id": flow, "pid": int(source),
+                           "tid": compute, "ts": depart * time_unit_us - 1e-3})  # fmt: skip
+            events.append({"name": label, "cat": "hand-off", "ph": "f", "bp": "e", "id": flow,
+                           "pid": int(target), "tid": compute, "ts": needed * time_unit_us})  # fmt: skip
         if self.waits is not None:
             for row in self.waits.itertuples(index=False):
                 events.append(
@@ -307,8 +339,8 @@ class Timeline:
                         "name": f"wait {row.waiting_for}",
                         "cat": "wait",
                         "ph": "X",
-                        "pid": 0,
-                        "tid": int(row.rank),
+                        "pid": int(row.rank),
+                        "tid": comm,
                         "ts": float(row.start) * time_unit_us,
                         "dur": float(row.end - row.start) * time_unit_us,
                         "args": {"waiting_for": row.waiting_for},

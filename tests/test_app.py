@@ -168,6 +168,18 @@ def test_a_shared_link_with_recomputation_reproduces_the_senders_peak_memory():
     assert metrics(receiver)["Peak memory"] == f"{peak:.3g}" != metrics(open_app({"recompute": "1"}))["Peak memory"]
 
 
+def test_transfers_that_share_a_link_come_from_the_link_and_show_their_lanes():
+    """DualPipeV's overlapped pairs hand two products over one link at once: shared, the second waits."""
+    at = open_app({"schedule": "dualpipev", "costs": "F=1,I=1,W=1,F&B=2.5", "comm": "0.5", "links": "shared"})
+    split = dict(forward=1, backward_input=1, backward_weight=1, overlapped=2.5, comm=0.5)
+    shared = simulate(build_schedule("dualpipev", 4, 8), Costs(**split, shared_links=True))
+    delay = simulate(build_schedule("dualpipev", 4, 8), Costs(**split))
+    assert metrics(at)["Makespan"] == f"{shared.makespan:.4g}" != f"{delay.makespan:.4g}"
+    assert at.query_params["links"] == "shared"
+    names = {t["name"] for t in figure(at)["data"]}
+    assert {"transfer: send", "transfer: receive"} <= names
+
+
 def test_every_link_carries_dualpipevs_overlapped_cost():
     at = open_app({"schedule": "dualpipev", "costs": "F=1,I=1,W=1"})
     assert at.query_params["costs"] == "F=1,I=1,W=1,F&B=3"  # no F&B given: F + B, written out

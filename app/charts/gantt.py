@@ -13,6 +13,7 @@ column a slice of time, coloured by the kind that ran most in it (FIELD-NOTES: b
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,8 +24,11 @@ from ..style import (
     IDLE_FILL,
     IDLE_HATCH,
     KIND_COLOURS,
+    RECEIVE_COLOUR,
     RECOMPUTE_HATCH,
+    SEND_COLOUR,
     TRANSFER_COLOUR,
+    WAIT_HATCH,
     chunk_shade,
     kind_pattern,
     text_colour,
@@ -48,6 +52,33 @@ def time_format(timeline: Timeline) -> str:
     return ".1f" if np.allclose(times * 10, np.round(times * 10)) else ".3f"
 
 
+@dataclass(frozen=True)
+class Lanes:
+    """Where a rank's row puts its bars (row units; the y axis runs downwards, rank 0 on top): the compute lane,
+    and — when transfers take time or a run waited for receives — a thin communication lane under it."""
+
+    compute: tuple[float, float]
+    """(offset, width) of the compute lane."""
+    comm: tuple[float, float] | None = None
+    """(offset, width) of the communication lane, or None."""
+
+    def halves(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """An overlapped F&B pair's two halves of the compute lane: F above, the backward below."""
+        offset, width = self.compute
+        return (offset, width / 2), (offset + width / 2, width / 2)
+
+
+ONE_LANE = Lanes(compute=(-0.4, 0.8))
+TWO_LANES = Lanes(compute=(-0.42, 0.6), comm=(0.22, 0.2))
+
+
+def lanes_for(timeline: Timeline) -> Lanes:
+    moves = timeline.transfers
+    timed = moves is not None and len(moves) <= TRANSFER_LIMIT and bool((moves["arrive"] > moves["depart"]).any())
+    waited = timeline.waits is not None and len(timeline.waits) > 0
+    return TWO_LANES if timed or waited else ONE_LANE
+
+
 def gantt_traces(timeline: Timeline, *, axes: dict, show_legend: bool) -> tuple[list[dict], str]:
     """The traces that draw ``timeline`` on the subplot whose axes are ``axes`` ({"xaxis": "x", "yaxis": "y"}),
     and what was drawn: "bars" or "bins"."""
@@ -56,15 +87,16 @@ def gantt_traces(timeline: Timeline, *, axes: dict, show_legend: bool) -> tuple[
         _add_bins(traces, timeline, show_legend)
         drawn = "bins"
     else:
+        lanes = lanes_for(timeline)
         for add in (_add_bars, _add_idle, _add_recompute, _add_transfers, _add_waits):
-            add(traces, timeline, show_legend)
+            add(traces, timeline, show_legend, lanes)
         drawn = "bars"
     for trace in traces:
         trace.update(axes)
     return traces, drawn
 
 
-def _add_bars(traces: list, timeline: Timeline, show_legend: bool) -> None:
+def _add_bars(traces: list, timeline: Timeline, show_legend: bool, lanes: Lanes) -> None:
     frame = timeline.frame
     fmt = time_format(timeline)
     num_chunks = int(frame["chunk"].max()) + 1 if len(frame) else 1
@@ -88,6 +120,7 @@ def _add_bars(traces: list, timeline: Timeline, show_legend: bool) -> None:
                             show_legend=show_legend and not overlapped,
                             label=len(frame) <= LABEL_LIMIT,
                             outline=outline,
+                            lanes=lanes,
                         )
                     )
 
@@ -103,6 +136,7 @@ def _bar_trace(
     show_legend: bool,
     label: bool,
     outline: dict,
+    lanes: Lanes = ONE_LANE,
 ) -> dict:
     """One trace: the actions of one kind, chunk and overlap. Hover text comes from a template over compact
     numbers (stage, micro-batch, start, end), not one string per bar, to keep the figure small."""
@@ -110,7 +144,8 @@ def _bar_trace(
     fill = chunk_shade(letter, chunk, num_chunks)
     # an overlapped F&B pair shares its slot: F in the upper half of the row, the backward in the lower
     # (the y axis is reversed so rank 0 is on top: "upper" is the negative side)
-    width, offset = (0.4, -0.4 if letter == "F" else 0.0) if overlapped else (0.8, -0.4)
+    upper, lower = lanes.halves()
+    offset, width = (upper if letter == "F" else lower) if overlapped else lanes.compute
     numbers = np.column_stack([rows["stage"], rows["microbatch"], rows["start"], rows["end"], rows["rank"]]).astype(
         np.float32
     )
@@ -161,7 +196,7 @@ def equal_width_labels(letter: str, microbatches: np.ndarray) -> list[str]:
     return [f"{letter}{str(int(mb)).rjust(digits, FIGURE_SPACE)}" for mb in microbatches]
 
 
-def _add_idle(traces: list, timeline: Timeline, show_legend: bool) -> None:
+def _add_idle(traces: list, timeline: Timeline, show_legend: bool, lanes: Lanes) -> None:
     idle = timeline.idle_intervals()
     if idle.empty:
         return
@@ -176,8 +211,8 @@ def _add_idle(traces: list, timeline: Timeline, show_legend: bool) -> None:
             y=idle["rank"].to_numpy(np.int16),
             base=idle["start"].to_numpy(np.float32),
             x=(idle["end"] - idle["start"]).to_numpy(np.float32),
-            width=0.8,
-            offset=-0.4,
+            width=lanes.compute[1],
+            offset=lanes.compute[0],
             marker=dict(
                 color=IDLE_FILL,
                 line=dict(width=0),
@@ -192,7 +227,7 @@ def _add_idle(traces: list, timeline: Timeline, show_legend: bool) -> None:
     )
 
 
-def _add_recompute(traces: list, timeline: Timeline, show_legend: bool) -> None:
+def _add_recompute(traces: list, timeline: Timeline, show_legend: bool, lanes: Lanes) -> None:
     frame = timeline.frame
     rows = frame[frame["recompute"] > 0]
     if rows.empty:
@@ -207,8 +242,8 @@ def _add_recompute(traces: list, timeline: Timeline, show_legend: bool) -> None:
             y=rows["rank"].to_numpy(np.int16),
             base=rows["start"].to_numpy(np.float32),
             x=rows["recompute"].to_numpy(np.float32),
-            width=np.where(rows["overlapped"], 0.4, 0.8),
-            offset=np.where(rows["overlapped"], 0.0, -0.4),
+            width=np.where(rows["overlapped"], lanes.halves()[1][1], lanes.compute[1]),
+            offset=np.where(rows["overlapped"], lanes.halves()[1][0], lanes.compute[0]),
             marker=dict(
                 color="rgba(0,0,0,0)",
                 line=dict(width=0),
@@ -225,23 +260,51 @@ def _add_recompute(traces: list, timeline: Timeline, show_legend: bool) -> None:
     )
 
 
-def _add_transfers(traces: list, timeline: Timeline, show_legend: bool) -> None:
-    """Each hand-off between ranks as an arrow from the producer's end to its arrival (only when transfers take
-    time, and not too many)."""
+def _add_transfers(traces: list, timeline: Timeline, show_legend: bool, lanes: Lanes) -> None:
+    """Each hand-off between ranks on the communication lanes — a send bar on the producer's rank, a receive bar
+    on the consumer's — with an arrow from one to the other (only when transfers take time, and not too many)."""
     moves = timeline.transfers
-    if moves is None or moves.empty or len(moves) > TRANSFER_LIMIT or not (moves["arrive"] > moves["depart"]).any():
+    if lanes.comm is None or moves is None or moves.empty or len(moves) > TRANSFER_LIMIT:
         return
-    count = len(moves)
-    x = np.column_stack([moves["depart"], moves["arrive"], np.full(count, np.nan)]).ravel().astype(np.float32)
-    y = np.column_stack([moves["from_rank"], moves["to_rank"], np.full(count, np.nan)]).ravel().astype(np.float32)
+    moves = moves[moves["arrive"] > moves["depart"]]
+    if moves.empty:
+        return
+    fmt = time_format(timeline)
+    offset, width = lanes.comm
+    for side, rank_column, colour in (("send", "from_rank", SEND_COLOUR), ("receive", "to_rank", RECEIVE_COLOUR)):
+        traces.append(
+            dict(
+                type="bar",
+                name=f"transfer: {side}",
+                legendgroup="transfer",
+                showlegend=show_legend,
+                orientation="h",
+                y=moves[rank_column].to_numpy(np.int16),
+                base=moves["depart"].to_numpy(np.float32),
+                x=(moves["arrive"] - moves["depart"]).to_numpy(np.float32),
+                width=width,
+                offset=offset,
+                marker=dict(color=colour, line=dict(width=0)),
+                hovertext=[
+                    f"rank {r} · {side} {what} → {consumer} · {a:{fmt}} → {b:{fmt}}"
+                    for r, what, consumer, a, b in zip(
+                        moves[rank_column], moves["what"], moves["for"], moves["depart"], moves["arrive"], strict=True
+                    )
+                ],
+                hoverinfo="text",
+            )
+        )
+    count, middle = len(moves), offset + width / 2
+    x = np.column_stack([moves["depart"], moves["arrive"], np.full(count, np.nan)]).ravel()
+    y = np.column_stack([moves["from_rank"] + middle, moves["to_rank"] + middle, np.full(count, np.nan)]).ravel()
     traces.append(
         dict(
             type="scatter",
-            name="transfer between ranks",
+            name="transfer: from producer to consumer",
             legendgroup="transfer",
-            showlegend=show_legend,
-            x=x,
-            y=y,
+            showlegend=False,
+            x=x.astype(np.float32),
+            y=y.astype(np.float32),
             mode="lines+markers",
             line=dict(color=TRANSFER_COLOUR, width=1),
             marker=dict(
@@ -255,10 +318,13 @@ def _add_transfers(traces: list, timeline: Timeline, show_legend: bool) -> None:
     )
 
 
-def _add_waits(traces: list, timeline: Timeline, show_legend: bool) -> None:
+def _add_waits(traces: list, timeline: Timeline, show_legend: bool, lanes: Lanes) -> None:
+    """Time a rank sat blocked in a receive (the distributed backend), on its communication lane, hatched: a wait,
+    not a transfer."""
     waits = timeline.waits
-    if waits is None or not len(waits):
+    if waits is None or not len(waits) or lanes.comm is None:
         return
+    offset, width = lanes.comm
     traces.append(
         dict(
             type="bar",
@@ -269,9 +335,13 @@ def _add_waits(traces: list, timeline: Timeline, show_legend: bool) -> None:
             y=waits["rank"].to_numpy(np.int16),
             base=waits["start"].to_numpy(np.float32),
             x=(waits["end"] - waits["start"]).to_numpy(np.float32),
-            width=0.3,
-            offset=-0.15,
-            marker=dict(color="rgba(120,120,120,0.55)"),
+            width=width,
+            offset=offset,
+            marker=dict(
+                color="rgba(255,255,255,0)",
+                line=dict(width=0),
+                pattern=dict(shape="/", fgcolor=WAIT_HATCH, size=5, solidity=0.5),
+            ),
             hovertext=[
                 f"rank {r} · {a} waits for {w} · {e - s:.3f}"
                 for r, a, w, s, e in zip(

@@ -211,7 +211,7 @@ def assemble(
         duration_min=np.asarray(compute_ms if duration_min is None else duration_min),
         duration_max=np.asarray(compute_ms if duration_max is None else duration_max),
         memory_model=predicted.frame["memory_after"].to_numpy(),
-        **({} if memory_peak is None else {"memory_peak": np.asarray(memory_peak, float)}),
+        memory_peak=np.asarray(memory_bytes if memory_peak is None else memory_peak, float),
     )
     return RunResult(
         config=config,
