@@ -19,6 +19,7 @@ from .pytorch_csv import read_csv_file
 from .runtime.config import BACKENDS, DEVICES, RunConfig
 from .runtime.result import CLOCKS
 from .schedules import FAMILIES, build_schedule
+from .search.cli import add_search_command, search_command
 from .simulate import simulate
 from .validate import ScheduleError, validate
 
@@ -181,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_search_command(commands)
     return parser
 
 
@@ -397,7 +399,7 @@ def run_command(args) -> int:
     return 0
 
 
-COMMANDS = {"simulate": simulate_command, "run": run_command}
+COMMANDS = {"simulate": simulate_command, "run": run_command, "search": search_command}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,27 @@
+"""Search for pipeline schedules: the shortest step under a memory budget (issue 18).
+
+* ``search(SearchProblem(...))``: an exact CP-SAT model for small instances (``engine.search.exact``), a
+  Zero-Bubble-style greedy for large ones (``engine.search.heuristic``), lower bounds to say how far from
+  the optimum a schedule can be (``engine.search.bounds``); every result is checked by the validator and
+  timed by the simulator (``SearchResult``).
+* ``frontier(...)``: the best step found for each budget, and the hand-made families' points beside it.
+* ``python -m engine search``: ``engine.search.cli``.
+
+OR-Tools is imported only when the exact method runs.
+"""
+
+from .bounds import BOUND_NAMES, lower_bounds
+from .problem import SearchProblem
+from .result import NOT_PROVEN, OPTIMAL, SearchResult
+from .solve import SEARCH_METHODS, search
+
+__all__ = [
+    "BOUND_NAMES",
+    "NOT_PROVEN",
+    "OPTIMAL",
+    "SEARCH_METHODS",
+    "SearchProblem",
+    "SearchResult",
+    "lower_bounds",
+    "search",
+]

@@ -1,0 +1,258 @@
+"""The heuristic for large instances, in the spirit of the Zero Bubble paper's automatic scheduler (Qi et al.,
+ICLR 2024, §3): fill the warm-up with as many forwards as the memory budget and the first backward's round
+trip call for, then let every rank choose greedily, input-gradient backwards (the paper's "B") first because
+the rank before is waiting for them, forwards next, and weight-gradient backwards (W) to fill the gaps — or
+earlier when the memory they hold is needed for the next forward. A few variants (warm-up size, how eagerly W
+fills a gap, which chunk goes first) are tried, and the shortest step is kept.
+
+The greedy runs as a list scheduler in time order over all ranks at once: a rank decides at the moment it
+becomes free, with every product that has arrived by then known (anything not yet known arrives later,
+because every action takes some time). It starts an action at max(rank free, inputs arrived), exactly as the
+simulator times the resulting order, so its step time is the simulated one.
+
+Per stage, forwards, I's and W's each run in micro-batch order: micro-batches are identical, so any schedule
+can be relabelled into that order without changing a single time (see [Note: micro-batch order] in
+``engine.search.exact``).
+
+Legend: p ranks, m micro-batches, S stages, B budget, δ memory a forward adds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..ir import Action, Kind
+from .bounds import chain_times
+from .problem import MEMORY_TOLERANCE, SearchProblem
+
+WARMUPS = ("fill", "one-f-one-b", "budget")
+"""How much memory a rank fills with forwards before it waits for backwards:
+
+* ``fill``: the forwards that fit in the time before its first I can start (the paper's warm-up, §3; ZB-H2's
+  2(p−r)−1 forwards with equal costs);
+* ``one-f-one-b``: half of that (1F1B's and ZB-H1's p−r);
+* ``budget``: as many as the budget holds."""
+
+WEIGHT_POLICIES = ("fit", "eager")
+"""When an idle rank runs a held-back W: ``fit`` only if it ends before the next known input arrives (the
+paper's "fill a bubble with W"); ``eager`` whenever nothing else is ready."""
+
+CHUNK_ORDERS = ("older", "deeper")
+"""With two chunks per rank (V placement), which ready action goes first: the older micro-batch, or the
+deeper stage (nearer the turn of the V)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One setting of the greedy's choices."""
+
+    warmup: str
+    """One of ``WARMUPS``."""
+    weights: str
+    """One of ``WEIGHT_POLICIES``."""
+    chunks: str = "older"
+    """One of ``CHUNK_ORDERS`` (only matters with two chunks per rank)."""
+
+    def __post_init__(self) -> None:
+        if self.warmup not in WARMUPS or self.weights not in WEIGHT_POLICIES or self.chunks not in CHUNK_ORDERS:
+            raise ValueError(f"unknown variant {self}")
+
+    def __str__(self) -> str:
+        return f"warm-up {self.warmup}, W {self.weights}, {self.chunks} first"
+
+
+def variants(problem: SearchProblem) -> Iterator[Variant]:
+    """The variants to try, the usually best first (so a short time limit keeps the likely winner)."""
+    chunk_orders = CHUNK_ORDERS if problem.num_chunks > 1 else CHUNK_ORDERS[:1]
+    for weights in WEIGHT_POLICIES:
+        for warmup in WARMUPS:
+            for chunks in chunk_orders:
+                yield Variant(warmup, weights, chunks)
+
+
+@dataclass(frozen=True)
+class GreedyOrder:
+    """What one greedy run produced."""
+
+    ranks: tuple[tuple[Action, ...], ...]
+    """Each rank's list."""
+    makespan: float
+    """Its step time (the simulator gives the same)."""
+    variant: Variant
+
+
+def warmup_caps(problem: SearchProblem, warmup: str) -> list[float]:
+    """Per rank, the memory of forwards waiting for their I that the rank lets build up (never more than the
+    budget, never less than one micro-batch's forwards on all its stages, without which nothing could run)."""
+    table, budget = problem.table, problem.memory_budget
+    chain = chain_times(table)
+    caps = []
+    for rank in range(problem.num_ranks):
+        stages = table.stages_of(rank)
+        one_microbatch = sum(table.memory_change[s, Kind.F] for s in stages)
+        if warmup == "budget":
+            caps.append(budget)
+            continue
+        head = min(chain.forward_start[s] for s in stages)
+        window = min(chain.input_start[s] for s in stages) - head  # until the first I can start
+        mean_forward = sum(table.duration[s, Kind.F] for s in stages) / len(stages)
+        mean_memory = one_microbatch / len(stages)
+        forwards = max(1, math.ceil(window / mean_forward - 1e-9))
+        if warmup == "one-f-one-b":
+            forwards = math.ceil(forwards / 2)
+        caps.append(min(budget, max(one_microbatch, forwards * mean_memory)))
+    return caps
+
+
+def greedy(problem: SearchProblem, variant: Variant) -> GreedyOrder:
+    """One run of the list scheduler under ``variant`` (see the module docstring)."""
+    table, m, p = problem.table, problem.num_microbatches, problem.num_ranks
+    num_stages = table.num_stages
+    rank_of = list(table.rank_of_stage)
+    forward_time, input_time, weight_time = (table.duration[:, kind].tolist() for kind in (Kind.F, Kind.I, Kind.W))
+    forward_memory, input_memory, weight_memory = (
+        table.memory_change[:, kind].tolist() for kind in (Kind.F, Kind.I, Kind.W)
+    )
+    down_hop = [table.hop(s, s + 1) if s + 1 < num_stages else 0.0 for s in range(num_stages)]  # F(s) → F(s+1)
+    up_hop = [table.hop(s, s - 1) if s > 0 else 0.0 for s in range(num_stages)]  # I(s) → I(s−1)
+    stages_of = [table.stages_of(r) for r in range(p)]
+    # with two chunks, the deeper stage's forward of each micro-batch started on the shallower one is
+    # reserved room, or a rank could fill up with shallow forwards that can never reach their backward
+    partner = [-1] * num_stages
+    for stages in stages_of:
+        if len(stages) == 2:
+            partner[stages[0]] = stages[1]
+    budget = problem.memory_budget + MEMORY_TOLERANCE
+    caps = [cap + MEMORY_TOLERANCE for cap in warmup_caps(problem, variant.warmup)]
+    fit, older = variant.weights == "fit", variant.chunks == "older"
+
+    forwards_done, inputs_done, weights_done = [0] * num_stages, [0] * num_stages, [0] * num_stages
+    forward_end = [[0.0] * m for _ in range(num_stages)]
+    input_end = [[0.0] * m for _ in range(num_stages)]
+    free, memory, waiting_memory = [0.0] * p, [0.0] * p, [0.0] * p  # waiting: forwards whose I is to come
+    left = [3 * m * len(stages) for stages in stages_of]
+    order: list[list[Action]] = [[] for _ in range(p)]
+    decision = [0.0] * p  # when each rank decides next (inf: when an input it waits for is produced)
+    queue = [(0.0, rank) for rank in range(p)]
+    infinity = math.inf
+
+    def forward_arrival(s: int) -> float | None:
+        j = forwards_done[s]
+        if j >= m:
+            return None
+        if s == 0:
+            return 0.0
+        if j < forwards_done[s - 1]:
+            return forward_end[s - 1][j] + down_hop[s - 1]
+        return infinity  # its input is not produced yet
+
+    def input_arrival(s: int) -> float | None:
+        j = inputs_done[s]
+        if j >= forwards_done[s]:
+            return None  # its own forward has not run (that is this rank's choice, not a wait)
+        own = forward_end[s][j]
+        if s == num_stages - 1:
+            return own
+        if j < inputs_done[s + 1]:
+            return max(own, input_end[s + 1][j] + up_hop[s + 1])
+        return infinity
+
+    def forward_fits(rank: int, s: int) -> tuple[bool, bool]:
+        """(fits the budget, fits the warm-up cap)."""
+        need = forward_memory[s]
+        deeper = partner[s]
+        if deeper >= 0:  # a shallow forward reserves its deep forward, and those still to come
+            need += (forwards_done[s] - forwards_done[deeper] + 1) * forward_memory[deeper]
+            return memory[rank] + need <= budget, waiting_memory[rank] + need <= caps[rank]
+        if len(stages_of[rank]) == 2:  # the deep forward: its room was reserved, the cap must not block it
+            return memory[rank] + need <= budget, True
+        return memory[rank] + need <= budget, waiting_memory[rank] + need <= caps[rank]
+
+    def wake(rank: int, arrival: float) -> None:
+        when = max(arrival, free[rank])
+        if when < decision[rank]:
+            decision[rank] = when
+            heapq.heappush(queue, (when, rank))
+
+    def run(rank: int, kind: Kind, s: int, start: float) -> None:
+        if kind is Kind.F:
+            j = forwards_done[s]
+            end = start + forward_time[s]
+            forward_end[s][j] = end
+            forwards_done[s] += 1
+            memory[rank] += forward_memory[s]
+            waiting_memory[rank] += forward_memory[s]
+            if s + 1 < num_stages:
+                wake(rank_of[s + 1], end + down_hop[s])
+        elif kind is Kind.I:
+            j = inputs_done[s]
+            end = start + input_time[s]
+            input_end[s][j] = end
+            inputs_done[s] += 1
+            memory[rank] += input_memory[s]
+            waiting_memory[rank] -= forward_memory[s]
+            if s > 0:
+                wake(rank_of[s - 1], end + up_hop[s])
+        else:
+            j = weights_done[s]
+            end = start + weight_time[s]
+            weights_done[s] += 1
+            memory[rank] += weight_memory[s]
+        order[rank].append(Action(s, kind, j))
+        left[rank] -= 1
+        free[rank] = end
+        decision[rank] = end
+        heapq.heappush(queue, (end, rank))
+
+    while queue:
+        now, rank = heapq.heappop(queue)
+        if now != decision[rank] or not left[rank]:
+            continue  # a stale entry, or a finished rank
+        ready_input = ready_forward = None  # (priority, stage, arrival)
+        soon = infinity  # the next known arrival of something this rank could run
+        memory_blocks = False
+        pending_weight, most_pending = -1, 0
+        for s in stages_of[rank]:
+            key = -s if not older else 0  # tie-break between the two chunks of a V
+            arrival = input_arrival(s)
+            if arrival is not None:
+                if arrival <= now:
+                    candidate = ((inputs_done[s], key), s, arrival) if older else ((key,), s, arrival)
+                    if ready_input is None or candidate[0] < ready_input[0]:
+                        ready_input = candidate
+                else:
+                    soon = min(soon, arrival)
+            arrival = forward_arrival(s)
+            if arrival is not None:
+                fits_budget, fits_cap = forward_fits(rank, s)
+                if arrival <= now:
+                    if fits_budget and fits_cap:
+                        candidate = ((forwards_done[s], key), s, arrival) if older else ((key,), s, arrival)
+                        if ready_forward is None or candidate[0] < ready_forward[0]:
+                            ready_forward = candidate
+                    elif not fits_budget:
+                        memory_blocks = True
+                elif fits_budget and fits_cap:
+                    soon = min(soon, arrival)
+            pending = inputs_done[s] - weights_done[s]
+            if pending > most_pending:
+                pending_weight, most_pending = s, pending
+        # the paper's priorities: I first (the previous rank waits for it), then F, then W to fill the gap
+        if ready_input is not None:
+            run(rank, Kind.I, ready_input[1], max(now, ready_input[2]))
+        elif ready_forward is not None:
+            run(rank, Kind.F, ready_forward[1], max(now, ready_forward[2]))
+        elif pending_weight >= 0 and (
+            memory_blocks or not fit or soon == infinity or soon - now >= weight_time[pending_weight] - 1e-12
+        ):
+            run(rank, Kind.W, pending_weight, now)
+        else:  # idle until the next known arrival, or until an input this rank waits for is produced
+            decision[rank] = soon
+            if soon < infinity:
+                heapq.heappush(queue, (soon, rank))
+    if any(left):  # the reservations above make this unreachable; a failure here is a bug, not bad input
+        raise AssertionError(f"greedy search stalled with {sum(left)} actions left ({variant})")
+    return GreedyOrder(tuple(tuple(actions) for actions in order), max(free), variant)
