@@ -215,10 +215,15 @@ def test_per_stage_costs_are_searched_as_the_simulator_times_them():
 
 def test_the_greedy_never_stalls_and_times_its_order_as_the_simulator_does():
     chooser = random.Random(18)
-    for _ in range(40):
+    for _ in range(60):
         p, m, placement = chooser.randint(1, 5), chooser.randint(1, 9), chooser.choice(["loop", "v"])
-        f, i, w = (chooser.choice([0.5, 1, 1.5, 2, 3]) for _ in range(3))
-        costs = Costs(forward=f, backward_input=i, backward_weight=w, comm=chooser.choice([0, 0.5, 2]))
+        stages = p * (2 if placement == "v" else 1)
+        rows = [[chooser.choice([0.5, 1, 1.5, 2, 3]) for _ in range(3)] for _ in range(stages)]
+        costs = Costs(
+            stage_costs=tuple((f, i + w, i, w) for f, i, w in rows) if chooser.random() < 0.5 else None,
+            comm=chooser.choice([0, 0.5, 2]),
+            w_memory_fraction=chooser.choice([0.5, 0.25, 1.0, 0.0]),
+        )
         problem = SearchProblem(p, m, costs, chooser.choice([1, 1.25, 1.5, 2, p, 2 * p]), placement)
         for variant in variants(problem):
             order = greedy(problem, variant)

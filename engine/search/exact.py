@@ -40,7 +40,7 @@ import numpy as np
 from ..dependencies import compiled, walk
 from ..ir import Action, Kind, Schedule
 from .bounds import chain_times
-from .heuristic import GreedyOrder
+from .heuristic import Candidate
 from .problem import SPLIT_KINDS, SearchProblem
 
 MAX_SCALE = 1000
@@ -92,7 +92,7 @@ def integer_scale(values: list[float], limit: int = MAX_SCALE) -> int | None:
 
 def solve_exact(
     problem: SearchProblem,
-    hint: GreedyOrder,
+    hint: Candidate,
     lower_bound: float,
     *,
     began: float,

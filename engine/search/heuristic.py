@@ -40,9 +40,16 @@ WEIGHT_POLICIES = ("fit", "eager")
 """When an idle rank runs a held-back W: ``fit`` only if it ends before the next known input arrives (the
 paper's "fill a bubble with W"); ``eager`` whenever nothing else is ready."""
 
-CHUNK_ORDERS = ("older", "deeper")
-"""With two chunks per rank (V placement), which ready action goes first: the older micro-batch, or the
-deeper stage (nearer the turn of the V)."""
+RESERVATIONS = ("next", "none", "all")
+"""With two chunks per rank (V placement), how much room a shallow forward keeps for the deep forwards of the
+micro-batches it has started, so that no rank fills up with shallow forwards whose deep ones can never run:
+
+* ``next``: room for one more deep forward (enough: micro-batches go through in order, and the oldest one's
+  deep forward, then its backwards, free what the next one needs);
+* ``none``: no room kept, but a shallow forward waits until every older micro-batch's deep forward on the
+  rank has run (the deep one then waits for the older micro-batches' backwards to free room: the pattern
+  of the tightest budgets);
+* ``all``: room for every deep forward still to come (never waits for room)."""
 
 
 @dataclass(frozen=True)
@@ -53,35 +60,39 @@ class Variant:
     """One of ``WARMUPS``."""
     weights: str
     """One of ``WEIGHT_POLICIES``."""
-    chunks: str = "older"
-    """One of ``CHUNK_ORDERS`` (only matters with two chunks per rank)."""
+    reserve: str = "next"
+    """One of ``RESERVATIONS`` (only matters with two chunks per rank)."""
 
     def __post_init__(self) -> None:
-        if self.warmup not in WARMUPS or self.weights not in WEIGHT_POLICIES or self.chunks not in CHUNK_ORDERS:
+        if self.warmup not in WARMUPS or self.weights not in WEIGHT_POLICIES or self.reserve not in RESERVATIONS:
             raise ValueError(f"unknown variant {self}")
 
     def __str__(self) -> str:
-        return f"warm-up {self.warmup}, W {self.weights}, {self.chunks} first"
+        return f"warm-up {self.warmup}, W {self.weights}, room for {self.reserve} deep forward(s)"
 
 
 def variants(problem: SearchProblem) -> Iterator[Variant]:
     """The variants to try, the usually best first (so a short time limit keeps the likely winner)."""
-    chunk_orders = CHUNK_ORDERS if problem.num_chunks > 1 else CHUNK_ORDERS[:1]
-    for weights in WEIGHT_POLICIES:
-        for warmup in WARMUPS:
-            for chunks in chunk_orders:
-                yield Variant(warmup, weights, chunks)
+    if problem.num_chunks == 1:
+        for weights in WEIGHT_POLICIES:
+            for warmup in WARMUPS:
+                yield Variant(warmup, weights)
+        return
+    for reserve in RESERVATIONS:  # the warm-up fills to the budget anyway at the budgets where V shines
+        for weights in WEIGHT_POLICIES:
+            yield Variant("fill", weights, reserve)
 
 
 @dataclass(frozen=True)
-class GreedyOrder:
-    """What one greedy run produced."""
+class Candidate:
+    """A schedule the search considers: what one greedy run produced, or a hand-made family's."""
 
     ranks: tuple[tuple[Action, ...], ...]
-    """Each rank's list."""
+    """Each rank's list (F, I and W; per stage and kind in micro-batch order)."""
     makespan: float
-    """Its step time (the simulator gives the same)."""
-    variant: Variant
+    """Its step time (the simulator's)."""
+    source: str
+    """Where it came from, in words (the greedy's variant, or the family)."""
 
 
 def warmup_caps(problem: SearchProblem, warmup: str) -> list[float]:
@@ -107,7 +118,7 @@ def warmup_caps(problem: SearchProblem, warmup: str) -> list[float]:
     return caps
 
 
-def greedy(problem: SearchProblem, variant: Variant) -> GreedyOrder:
+def greedy(problem: SearchProblem, variant: Variant) -> Candidate:
     """One run of the list scheduler under ``variant`` (see the module docstring)."""
     table, m, p = problem.table, problem.num_microbatches, problem.num_ranks
     num_stages = table.num_stages
@@ -119,15 +130,15 @@ def greedy(problem: SearchProblem, variant: Variant) -> GreedyOrder:
     down_hop = [table.hop(s, s + 1) if s + 1 < num_stages else 0.0 for s in range(num_stages)]  # F(s) → F(s+1)
     up_hop = [table.hop(s, s - 1) if s > 0 else 0.0 for s in range(num_stages)]  # I(s) → I(s−1)
     stages_of = [table.stages_of(r) for r in range(p)]
-    # with two chunks, the deeper stage's forward of each micro-batch started on the shallower one is
-    # reserved room, or a rank could fill up with shallow forwards that can never reach their backward
+    # with two chunks, shallow forwards keep room for deep ones (``RESERVATIONS``), or a rank could fill up
+    # with shallow forwards that can never reach their backward
     partner = [-1] * num_stages
     for stages in stages_of:
         if len(stages) == 2:
             partner[stages[0]] = stages[1]
     budget = problem.memory_budget + MEMORY_TOLERANCE
     caps = [cap + MEMORY_TOLERANCE for cap in warmup_caps(problem, variant.warmup)]
-    fit, older = variant.weights == "fit", variant.chunks == "older"
+    fit, reserve = variant.weights == "fit", variant.reserve
 
     forwards_done, inputs_done, weights_done = [0] * num_stages, [0] * num_stages, [0] * num_stages
     forward_end = [[0.0] * m for _ in range(num_stages)]
@@ -164,8 +175,12 @@ def greedy(problem: SearchProblem, variant: Variant) -> GreedyOrder:
         """(fits the budget, fits the warm-up cap)."""
         need = forward_memory[s]
         deeper = partner[s]
-        if deeper >= 0:  # a shallow forward reserves its deep forward, and those still to come
-            need += (forwards_done[s] - forwards_done[deeper] + 1) * forward_memory[deeper]
+        if deeper >= 0:  # a shallow forward keeps room for deep ones (``RESERVATIONS``)
+            started = forwards_done[s] - forwards_done[deeper]
+            if reserve == "none" and started:
+                return False, True  # waits for the older micro-batches' deep forwards (counted as memory)
+            kept = {"next": 1, "none": 0, "all": started + 1}[reserve]
+            need += kept * forward_memory[deeper]
             return memory[rank] + need <= budget, waiting_memory[rank] + need <= caps[rank]
         if len(stages_of[rank]) == 2:  # the deep forward: its room was reserved, the cap must not block it
             return memory[rank] + need <= budget, True
@@ -211,40 +226,36 @@ def greedy(problem: SearchProblem, variant: Variant) -> GreedyOrder:
         now, rank = heapq.heappop(queue)
         if now != decision[rank] or not left[rank]:
             continue  # a stale entry, or a finished rank
-        ready_input = ready_forward = None  # (priority, stage, arrival)
+        ready: dict[Kind, list[tuple[int, int, float]]] = {Kind.I: [], Kind.F: []}  # (micro-batch, −stage, arrival)
         soon = infinity  # the next known arrival of something this rank could run
         memory_blocks = False
         pending_weight, most_pending = -1, 0
         for s in stages_of[rank]:
-            key = -s if not older else 0  # tie-break between the two chunks of a V
             arrival = input_arrival(s)
             if arrival is not None:
                 if arrival <= now:
-                    candidate = ((inputs_done[s], key), s, arrival) if older else ((key,), s, arrival)
-                    if ready_input is None or candidate[0] < ready_input[0]:
-                        ready_input = candidate
+                    ready[Kind.I].append((inputs_done[s], -s, arrival))
                 else:
                     soon = min(soon, arrival)
             arrival = forward_arrival(s)
             if arrival is not None:
                 fits_budget, fits_cap = forward_fits(rank, s)
-                if arrival <= now:
-                    if fits_budget and fits_cap:
-                        candidate = ((forwards_done[s], key), s, arrival) if older else ((key,), s, arrival)
-                        if ready_forward is None or candidate[0] < ready_forward[0]:
-                            ready_forward = candidate
-                    elif not fits_budget:
-                        memory_blocks = True
-                elif fits_budget and fits_cap:
-                    soon = min(soon, arrival)
+                if fits_budget and fits_cap:
+                    if arrival <= now:
+                        ready[Kind.F].append((forwards_done[s], -s, arrival))
+                    else:
+                        soon = min(soon, arrival)
+                elif arrival <= now and not fits_budget:
+                    memory_blocks = True
             pending = inputs_done[s] - weights_done[s]
             if pending > most_pending:
                 pending_weight, most_pending = s, pending
-        # the paper's priorities: I first (the previous rank waits for it), then F, then W to fill the gap
-        if ready_input is not None:
-            run(rank, Kind.I, ready_input[1], max(now, ready_input[2]))
-        elif ready_forward is not None:
-            run(rank, Kind.F, ready_forward[1], max(now, ready_forward[2]))
+        # the paper's priorities: I first (the previous rank waits for it), then F, then W to fill the gap;
+        # between the two chunks of a V, the older micro-batch first, then the deeper stage
+        kind = Kind.I if ready[Kind.I] else Kind.F if ready[Kind.F] else None
+        if kind is not None:
+            _, minus_stage, arrival = min(ready[kind])
+            run(rank, kind, -minus_stage, max(now, arrival))
         elif pending_weight >= 0 and (
             memory_blocks or not fit or soon == infinity or soon - now >= weight_time[pending_weight] - 1e-12
         ):
@@ -255,4 +266,4 @@ def greedy(problem: SearchProblem, variant: Variant) -> GreedyOrder:
                 heapq.heappush(queue, (soon, rank))
     if any(left):  # the reservations above make this unreachable; a failure here is a bug, not bad input
         raise AssertionError(f"greedy search stalled with {sum(left)} actions left ({variant})")
-    return GreedyOrder(tuple(tuple(actions) for actions in order), max(free), variant)
+    return Candidate(tuple(tuple(actions) for actions in order), max(free), f"greedy list scheduler ({variant})")

@@ -4,12 +4,15 @@ check by the validator and the simulator, all inside the problem's time limit.""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from functools import partial
 
 from .bounds import lower_bounds
-from .exact import solve_exact
-from .heuristic import GreedyOrder, greedy, variants
+from .exact import Progress, solve_exact
+from .heuristic import Candidate, greedy, variants
 from .problem import SearchProblem
 from .result import SearchResult, finish
+from .seeds import family_candidates
 
 SEARCH_METHODS = ("auto", "exact", "heuristic")
 """``auto``: the heuristic, then CP-SAT when the instance is small (at most ``AUTO_EXACT_PAIRS``) and the
@@ -44,52 +47,49 @@ def search(problem: SearchProblem, method: str = "auto", *, num_workers: int = D
     bounds = lower_bounds(problem)
     bound = max(bounds.values())
 
-    # the heuristic's variants, best-first, while a next one still fits before the deadline
-    best: GreedyOrder | None = None
-    for variant in variants(problem):
+    # the candidates, likely best first, while a next one still fits before the deadline
+    best: Candidate | None = None
+    for make in candidates(problem):
         started = clock()
-        order = greedy(problem, variant)
-        if best is None or order.makespan < best.makespan - 1e-9:
-            best = order
+        candidate = make()
+        if candidate is not None and (best is None or candidate.makespan < best.makespan - 1e-9):
+            best = candidate
         spent = clock() - started
-        if best.makespan <= bound * (1 + 1e-9) or clock() + 2 * spent > deadline:
+        if best is not None and (best.makespan <= bound * (1 + 1e-9) or clock() + 2 * spent > deadline):
             break  # proven by the bound, or out of time (room kept for the final check)
-    assert best is not None
+    assert best is not None  # the first candidate, the greedy, always gives one
     proven = best.makespan <= bound * (1 + 1e-9)
-    use_exact = method == "exact" or (method == "auto" and pairs <= AUTO_EXACT_PAIRS and not proven)
-    if not use_exact:
-        return finish(
-            problem,
-            best.ranks,
-            lower_bounds=bounds,
-            optimal_by_solver=False,
-            method="heuristic",
-            detail=f"greedy list scheduler ({best.variant})",
-            began=began,
-            clock=clock,
+    ranks, by_solver, used, detail = best.ranks, False, "heuristic", best.source
+    progress: tuple[Progress, ...] = ()
+    if method == "exact" or (method == "auto" and pairs <= AUTO_EXACT_PAIRS and not proven):
+        outcome = solve_exact(
+            problem, best, bound, began=began, deadline=deadline, clock=clock, num_workers=num_workers
         )
-    outcome = solve_exact(problem, best, bound, began=began, deadline=deadline, clock=clock, num_workers=num_workers)
-    bounds["cp-sat"] = outcome.bound
-    if outcome.ranks is None:  # stopped before CP-SAT's first solution: the heuristic's order stands
-        return finish(
-            problem,
-            best.ranks,
-            lower_bounds=bounds,
-            optimal_by_solver=False,
-            method="heuristic",
-            detail=f"greedy list scheduler ({best.variant}); CP-SAT found nothing better in time",
-            began=began,
-            clock=clock,
-            progress=outcome.progress,
-        )
+        bounds["cp-sat"] = outcome.bound
+        progress = outcome.progress
+        if outcome.ranks is None:  # stopped before CP-SAT's first solution: the heuristic's order stands
+            detail += "; CP-SAT found nothing better in time"
+        else:
+            ranks, by_solver, used = outcome.ranks, outcome.optimal, "exact"
+            detail = f"CP-SAT, {num_workers} worker(s), time ×{outcome.time_scale}, started from {best.source}"
     return finish(
         problem,
-        outcome.ranks,
+        ranks,
         lower_bounds=bounds,
-        optimal_by_solver=outcome.optimal,
-        method="exact",
-        detail=f"CP-SAT, {num_workers} worker(s), time scale ×{outcome.time_scale}, started from the greedy's order",
+        optimal_by_solver=by_solver,
+        method=used,
+        detail=detail,
         began=began,
         clock=clock,
-        progress=outcome.progress,
+        progress=progress,
     )
+
+
+def candidates(problem: SearchProblem) -> Iterator[Callable[[], Candidate | None]]:
+    """What the heuristic tries, in order: the greedy's usual winner, the hand-made families of the same
+    placement (``engine.search.seeds``), then the greedy's other variants."""
+    first, *others = variants(problem)
+    yield partial(greedy, problem, first)
+    yield from family_candidates(problem)
+    for variant in others:
+        yield partial(greedy, problem, variant)
