@@ -1,9 +1,10 @@
 """The heuristic for large instances, in the spirit of the Zero Bubble paper's automatic scheduler (Qi et al.,
-ICLR 2024, §3): fill the warm-up with as many forwards as the memory budget and the first backward's round
+ICLR 2024, §3.1): fill the warm-up with as many forwards as the memory budget and the first backward's round
 trip call for, then let every rank choose greedily, input-gradient backwards (the paper's "B") first because
 the rank before is waiting for them, forwards next, and weight-gradient backwards (W) to fill the gaps — or
 earlier when the memory they hold is needed for the next forward. A few variants (warm-up size, how eagerly W
-fills a gap, which chunk goes first) are tried, and the shortest step is kept.
+fills a gap, how much room a V keeps for its deep forwards) are tried, and the shortest step is kept
+(``engine.search.solve`` also tries the hand-made families).
 
 The greedy runs as a list scheduler in time order over all ranks at once: a rank decides at the moment it
 becomes free, with every product that has arrived by then known (anything not yet known arrives later,
@@ -31,7 +32,7 @@ from .problem import MEMORY_TOLERANCE, SearchProblem
 WARMUPS = ("fill", "one-f-one-b", "budget")
 """How much memory a rank fills with forwards before it waits for backwards:
 
-* ``fill``: the forwards that fit in the time before its first I can start (the paper's warm-up, §3; ZB-H2's
+* ``fill``: the forwards that fit in the time before its first I can start (the paper's warm-up, §3.1; ZB-H2's
   2(p−r)−1 forwards with equal costs);
 * ``one-f-one-b``: half of that (1F1B's and ZB-H1's p−r);
 * ``budget``: as many as the budget holds."""
@@ -60,15 +61,20 @@ class Variant:
     """One of ``WARMUPS``."""
     weights: str
     """One of ``WEIGHT_POLICIES``."""
-    reserve: str = "next"
-    """One of ``RESERVATIONS`` (only matters with two chunks per rank)."""
+    reserve: str | None = None
+    """One of ``RESERVATIONS`` with two chunks per rank; None with one."""
 
     def __post_init__(self) -> None:
-        if self.warmup not in WARMUPS or self.weights not in WEIGHT_POLICIES or self.reserve not in RESERVATIONS:
-            raise ValueError(f"unknown variant {self}")
+        if (
+            self.warmup not in WARMUPS
+            or self.weights not in WEIGHT_POLICIES
+            or self.reserve not in (None, *RESERVATIONS)
+        ):
+            raise ValueError(f"unknown variant {self.warmup}, {self.weights}, {self.reserve}")
 
     def __str__(self) -> str:
-        return f"warm-up {self.warmup}, W {self.weights}, room for {self.reserve} deep forward(s)"
+        room = "" if self.reserve is None else f", room for {self.reserve} deep forward(s)"
+        return f"warm-up {self.warmup}, W {self.weights}{room}"
 
 
 def variants(problem: SearchProblem) -> Iterator[Variant]:
@@ -138,7 +144,7 @@ def greedy(problem: SearchProblem, variant: Variant) -> Candidate:
             partner[stages[0]] = stages[1]
     budget = problem.memory_budget + MEMORY_TOLERANCE
     caps = [cap + MEMORY_TOLERANCE for cap in warmup_caps(problem, variant.warmup)]
-    fit, reserve = variant.weights == "fit", variant.reserve
+    fit, reserve = variant.weights == "fit", variant.reserve or "next"  # (one chunk: never asked)
 
     forwards_done, inputs_done, weights_done = [0] * num_stages, [0] * num_stages, [0] * num_stages
     forward_end = [[0.0] * m for _ in range(num_stages)]
@@ -192,30 +198,23 @@ def greedy(problem: SearchProblem, variant: Variant) -> Candidate:
             decision[rank] = when
             heapq.heappush(queue, (when, rank))
 
+    done = {Kind.F: forwards_done, Kind.I: inputs_done, Kind.W: weights_done}
+    took = {Kind.F: forward_time, Kind.I: input_time, Kind.W: weight_time}
+    changes = {Kind.F: forward_memory, Kind.I: input_memory, Kind.W: weight_memory}
+    waits = {Kind.F: +1.0, Kind.I: -1.0, Kind.W: 0.0}  # a forward waits for its I from its end to the I
+    hands_on = {Kind.F: (forward_end, +1, down_hop), Kind.I: (input_end, -1, up_hop)}  # product, next stage
+
     def run(rank: int, kind: Kind, s: int, start: float) -> None:
-        if kind is Kind.F:
-            j = forwards_done[s]
-            end = start + forward_time[s]
-            forward_end[s][j] = end
-            forwards_done[s] += 1
-            memory[rank] += forward_memory[s]
-            waiting_memory[rank] += forward_memory[s]
-            if s + 1 < num_stages:
-                wake(rank_of[s + 1], end + down_hop[s])
-        elif kind is Kind.I:
-            j = inputs_done[s]
-            end = start + input_time[s]
-            input_end[s][j] = end
-            inputs_done[s] += 1
-            memory[rank] += input_memory[s]
-            waiting_memory[rank] -= forward_memory[s]
-            if s > 0:
-                wake(rank_of[s - 1], end + up_hop[s])
-        else:
-            j = weights_done[s]
-            end = start + weight_time[s]
-            weights_done[s] += 1
-            memory[rank] += weight_memory[s]
+        j = done[kind][s]
+        end = start + took[kind][s]
+        done[kind][s] += 1
+        memory[rank] += changes[kind][s]
+        waiting_memory[rank] += waits[kind] * forward_memory[s]
+        if kind in hands_on:
+            ends, step, hops = hands_on[kind]
+            ends[s][j] = end
+            if 0 <= s + step < num_stages:
+                wake(rank_of[s + step], end + hops[s])
         order[rank].append(Action(s, kind, j))
         left[rank] -= 1
         free[rank] = end
