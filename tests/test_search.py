@@ -303,6 +303,14 @@ def test_the_exact_method_refuses_large_instances_with_the_arithmetic():
         search(SearchProblem(4, 200, UNIT, 4), "exact")
 
 
+def test_costs_the_exact_method_cannot_scale_fall_back_to_the_heuristic():
+    irrational = Costs(forward=2**0.5, backward_input=1, backward_weight=1)
+    with pytest.raises(ValueError, match="some factor up to 1000 makes whole numbers"):
+        search(SearchProblem(2, 3, irrational, 2), "exact")
+    result = check(search(SearchProblem(2, 3, irrational, 2, time_limit_s=2)))
+    assert result.method == "heuristic"
+
+
 # -- CLI -------------------------------------------------------------------------------------------------------
 
 

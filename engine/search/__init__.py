@@ -11,17 +11,23 @@ OR-Tools is imported only when the exact method runs.
 """
 
 from .bounds import BOUND_NAMES, lower_bounds
+from .frontier import FamilyPoint, Frontier, FrontierPoint, family_points, frontier
 from .problem import SearchProblem
 from .result import NOT_PROVEN, OPTIMAL, SearchResult
 from .solve import SEARCH_METHODS, search
 
 __all__ = [
     "BOUND_NAMES",
+    "FamilyPoint",
+    "Frontier",
+    "FrontierPoint",
     "NOT_PROVEN",
     "OPTIMAL",
     "SEARCH_METHODS",
     "SearchProblem",
     "SearchResult",
+    "family_points",
+    "frontier",
     "lower_bounds",
     "search",
 ]

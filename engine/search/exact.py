@@ -90,6 +90,20 @@ def integer_scale(values: list[float], limit: int = MAX_SCALE) -> int | None:
     return None
 
 
+def model_scales(problem: SearchProblem) -> tuple[int, int] | None:
+    """The factors that make every duration (and the transfer time) and every memory change whole numbers,
+    or None when no factor up to 1000 does (the exact method then does not apply)."""
+    table = problem.table
+    stages = range(table.num_stages)
+    time_scale = integer_scale([table.duration[s, k] for s in stages for k in SPLIT_KINDS] + [table.comm])
+    memory_scale = integer_scale([-table.memory_change[s, k] for s in stages for k in (Kind.I, Kind.W)], 10_000)
+    if time_scale is None or memory_scale is None:
+        return None
+    if min(round(table.duration[s, k] * time_scale) for s in stages for k in SPLIT_KINDS) == 1:
+        time_scale *= 2  # with every action one tick long CP-SAT turns no-overlap into a slow all-different
+    return time_scale, memory_scale
+
+
 def solve_exact(
     problem: SearchProblem,
     hint: Candidate,
@@ -107,19 +121,12 @@ def solve_exact(
 
     table, m = problem.table, problem.num_microbatches
     num_stages = table.num_stages
-    found_time_scale = integer_scale(
-        [table.duration[s, k] for s in range(num_stages) for k in SPLIT_KINDS] + [table.comm]
-    )
-    changes = [-table.memory_change[s, k] for s in range(num_stages) for k in (Kind.I, Kind.W)]
-    found_memory_scale = integer_scale(changes, limit=10_000)
-    if found_time_scale is None or found_memory_scale is None:
+    scales = model_scales(problem)
+    if scales is None:
         raise ValueError(
-            "the exact method needs costs with at most 3 decimals (they are scaled to whole numbers); "
-            "use the heuristic method"
+            "the exact method needs costs that some factor up to 1000 makes whole numbers; use the heuristic"
         )
-    time_scale, memory_scale = found_time_scale, found_memory_scale
-    if min(round(table.duration[s, k] * time_scale) for s in range(num_stages) for k in SPLIT_KINDS) == 1:
-        time_scale *= 2  # with every action one tick long CP-SAT turns no-overlap into a slow all-different
+    time_scale, memory_scale = scales
     # the actions, numbered as the compiled hint orders them; their hand-offs come from engine.dependencies
     schedule = Schedule("hint", problem.num_ranks, m, problem.num_chunks, problem.placement, hint.ranks)
     c = compiled(schedule)

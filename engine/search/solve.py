@@ -8,16 +8,16 @@ from collections.abc import Callable, Iterator
 from functools import partial
 
 from .bounds import lower_bounds
-from .exact import Progress, solve_exact
+from .exact import Progress, model_scales, solve_exact
 from .heuristic import Candidate, greedy, variants
 from .problem import SearchProblem
 from .result import SearchResult, finish
 from .seeds import family_candidates
 
 SEARCH_METHODS = ("auto", "exact", "heuristic")
-"""``auto``: the heuristic, then CP-SAT when the instance is small (at most ``AUTO_EXACT_PAIRS``) and the
-heuristic's step time is not already proven by a bound; ``exact``: always CP-SAT (up to
-``MAX_EXACT_PAIRS``); ``heuristic``: never CP-SAT."""
+"""``auto``: the heuristic, then CP-SAT when the instance is small (at most ``AUTO_EXACT_PAIRS``), its
+costs have at most 3 decimals and the heuristic's step time is not already proven by a bound; ``exact``:
+always CP-SAT (up to ``MAX_EXACT_PAIRS``); ``heuristic``: never CP-SAT."""
 AUTO_EXACT_PAIRS = 64
 """Stages × micro-batches up to which ``auto`` runs CP-SAT: 4 ranks × 8 micro-batches, looped or V."""
 MAX_EXACT_PAIRS = 512
@@ -41,6 +41,12 @@ def search(problem: SearchProblem, method: str = "auto", *, num_workers: int = D
             f"{problem.num_stages} stages × {problem.num_microbatches} micro-batches = {pairs}: use auto or "
             f"heuristic"
         )
+    scalable = model_scales(problem) is not None
+    if method == "exact" and not scalable:
+        raise ValueError(
+            "the exact method needs costs that some factor up to 1000 makes whole numbers (e.g. at most 3 "
+            "decimals, or thirds); use auto or heuristic"
+        )
     clock = time.perf_counter
     began = clock()
     deadline = began + problem.time_limit_s
@@ -61,7 +67,7 @@ def search(problem: SearchProblem, method: str = "auto", *, num_workers: int = D
     proven = best.makespan <= bound * (1 + 1e-9)
     ranks, by_solver, used, detail = best.ranks, False, "heuristic", best.source
     progress: tuple[Progress, ...] = ()
-    if method == "exact" or (method == "auto" and pairs <= AUTO_EXACT_PAIRS and not proven):
+    if method == "exact" or (method == "auto" and pairs <= AUTO_EXACT_PAIRS and scalable and not proven):
         outcome = solve_exact(
             problem, best, bound, began=began, deadline=deadline, clock=clock, num_workers=num_workers
         )
