@@ -39,18 +39,21 @@ WARMUPS = ("fill", "one-f-one-b", "budget")
 
 WEIGHT_POLICIES = ("fit", "eager")
 """When an idle rank runs a held-back W: ``fit`` only if it ends before the next known input arrives (the
-paper's "fill a bubble with W"); ``eager`` whenever nothing else is ready."""
+paper's "fill a bubble with W"); ``eager`` whenever nothing else is ready. (Running each W right after its
+I, as ZB-V's steady state does, lost to both in our trials.)"""
 
-RESERVATIONS = ("next", "none", "all")
-"""With two chunks per rank (V placement), how much room a shallow forward keeps for the deep forwards of the
-micro-batches it has started, so that no rank fills up with shallow forwards whose deep ones can never run:
+CHUNK_SHARING = ("turn", "next", "all", "one")
+"""With two chunks per rank (V placement), how far a rank's shallow forwards may run ahead of its deep ones.
+Each keeps some room for deep forwards, or a rank could fill up with shallow forwards that never reach their
+backward:
 
-* ``next``: room for one more deep forward (enough: micro-batches go through in order, and the oldest one's
-  deep forward, then its backwards, free what the next one needs);
-* ``none``: no room kept, but a shallow forward waits until every older micro-batch's deep forward on the
-  rank has run (the deep one then waits for the older micro-batches' backwards to free room: the pattern
-  of the tightest budgets);
-* ``all``: room for every deep forward still to come (never waits for room)."""
+* ``turn``: ahead by the shallow forwards that fit before the first deep forward can arrive (ZB-V's warm-up,
+  2(p−r)−1 with equal costs), keeping room for the next deep forward;
+* ``next``: as far as memory allows, keeping room for the next deep forward (enough: micro-batches go through
+  in order, and the oldest one's deep forward, then its backwards, free what the next one needs);
+* ``all``: keeping room for every deep forward still to come;
+* ``one``: one micro-batch at a time, no room kept: the deep forward waits for the older micro-batches'
+  backwards to free it (the pattern of the tightest budgets)."""
 
 
 @dataclass(frozen=True)
@@ -61,32 +64,47 @@ class Variant:
     """One of ``WARMUPS``."""
     weights: str
     """One of ``WEIGHT_POLICIES``."""
-    reserve: str | None = None
-    """One of ``RESERVATIONS`` with two chunks per rank; None with one."""
+    chunks: str | None = None
+    """One of ``CHUNK_SHARING`` with two chunks per rank; None with one."""
 
     def __post_init__(self) -> None:
         if (
             self.warmup not in WARMUPS
             or self.weights not in WEIGHT_POLICIES
-            or self.reserve not in (None, *RESERVATIONS)
+            or self.chunks not in (None, *CHUNK_SHARING)
         ):
-            raise ValueError(f"unknown variant {self.warmup}, {self.weights}, {self.reserve}")
+            raise ValueError(f"unknown variant {self.warmup}, {self.weights}, {self.chunks}")
 
     def __str__(self) -> str:
-        room = "" if self.reserve is None else f", room for {self.reserve} deep forward(s)"
-        return f"warm-up {self.warmup}, W {self.weights}{room}"
+        sharing = "" if self.chunks is None else f", chunks {self.chunks}"
+        return f"warm-up {self.warmup}, W {self.weights}{sharing}"
 
 
 def variants(problem: SearchProblem) -> Iterator[Variant]:
     """The variants to try, the usually best first (so a short time limit keeps the likely winner)."""
     if problem.num_chunks == 1:
-        for weights in WEIGHT_POLICIES:
-            for warmup in WARMUPS:
+        for warmup in WARMUPS:
+            for weights in WEIGHT_POLICIES:
                 yield Variant(warmup, weights)
         return
-    for reserve in RESERVATIONS:  # the warm-up fills to the budget anyway at the budgets where V shines
-        for weights in WEIGHT_POLICIES:
-            yield Variant("fill", weights, reserve)
+    for chunks in CHUNK_SHARING:  # on a V the chunk sharing sets the warm-up; the memory cap is the budget's
+        for weights in WEIGHT_POLICIES if chunks != "next" else WEIGHT_POLICIES[::-1]:
+            yield Variant("budget", weights, chunks)
+
+
+def lead_caps(problem: SearchProblem) -> list[int]:
+    """Per stage, for the shallower of a rank's two chunks (V placement), how many of its forwards fit in the
+    forwards of the stages between it and its deep chunk (``turn`` in ``CHUNK_SHARING``: ZB-V's 2(p−r)−1 with
+    equal costs; transfers left out, as ZB-V leaves them); 0 elsewhere."""
+    table = problem.table
+    caps = [0] * table.num_stages
+    for rank in range(problem.num_ranks):
+        stages = table.stages_of(rank)
+        if len(stages) == 2:
+            shallow, deep = stages
+            window = sum(table.duration[s, Kind.F] for s in range(shallow, deep))
+            caps[shallow] = max(1, math.ceil(window / table.duration[shallow, Kind.F] - 1e-9))
+    return caps
 
 
 @dataclass(frozen=True)
@@ -136,15 +154,15 @@ def greedy(problem: SearchProblem, variant: Variant) -> Candidate:
     down_hop = [table.hop(s, s + 1) if s + 1 < num_stages else 0.0 for s in range(num_stages)]  # F(s) → F(s+1)
     up_hop = [table.hop(s, s - 1) if s > 0 else 0.0 for s in range(num_stages)]  # I(s) → I(s−1)
     stages_of = [table.stages_of(r) for r in range(p)]
-    # with two chunks, shallow forwards keep room for deep ones (``RESERVATIONS``), or a rank could fill up
-    # with shallow forwards that can never reach their backward
+    # with two chunks, the deep stage of each shallow one (``CHUNK_SHARING``)
     partner = [-1] * num_stages
     for stages in stages_of:
         if len(stages) == 2:
             partner[stages[0]] = stages[1]
     budget = problem.memory_budget + MEMORY_TOLERANCE
     caps = [cap + MEMORY_TOLERANCE for cap in warmup_caps(problem, variant.warmup)]
-    fit, reserve = variant.weights == "fit", variant.reserve or "next"  # (one chunk: never asked)
+    fit, sharing = variant.weights == "fit", variant.chunks
+    lead = lead_caps(problem) if sharing == "turn" else [problem.num_microbatches] * num_stages
 
     forwards_done, inputs_done, weights_done = [0] * num_stages, [0] * num_stages, [0] * num_stages
     forward_end = [[0.0] * m for _ in range(num_stages)]
@@ -181,11 +199,11 @@ def greedy(problem: SearchProblem, variant: Variant) -> Candidate:
         """(fits the budget, fits the warm-up cap)."""
         need = forward_memory[s]
         deeper = partner[s]
-        if deeper >= 0:  # a shallow forward keeps room for deep ones (``RESERVATIONS``)
-            started = forwards_done[s] - forwards_done[deeper]
-            if reserve == "none" and started:
-                return False, True  # waits for the older micro-batches' deep forwards (counted as memory)
-            kept = {"next": 1, "none": 0, "all": started + 1}[reserve]
+        if deeper >= 0:  # a shallow forward, ahead of its deep ones (``CHUNK_SHARING``)
+            ahead = forwards_done[s] - forwards_done[deeper]
+            if (sharing == "one" and ahead) or ahead >= lead[s]:
+                return False, True  # waits for the deep forwards (reported as memory: W's may help)
+            kept = {"turn": 1, "next": 1, "all": ahead + 1, "one": 0}[sharing or "next"]
             need += kept * forward_memory[deeper]
             return memory[rank] + need <= budget, waiting_memory[rank] + need <= caps[rank]
         if len(stages_of[rank]) == 2:  # the deep forward: its room was reserved, the cap must not block it
