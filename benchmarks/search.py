@@ -21,6 +21,7 @@ from engine.search.frontier import family_points  # noqa: E402
 
 UNEVEN = Costs(forward=1, backward_input=2, backward_weight=1, comm=0.5)
 SLOW_W = Costs(forward=2, backward_input=2, backward_weight=1)
+HEAVY_W = Costs(forward=1, backward_input=1, backward_weight=2, comm=1)
 CASES = [  # (ranks, micro-batches, placement, costs name, costs, budget)
     (2, 4, "loop", "F=I=W=1", UNIT, 2),
     (4, 8, "loop", "F=I=W=1", UNIT, 3),
@@ -36,6 +37,8 @@ CASES = [  # (ranks, micro-batches, placement, costs name, costs, budget)
     (32, 256, "v", "F=I=W=1", UNIT, 32),
     (32, 256, "loop", "F=1,I=2,W=1,comm=0.5", UNEVEN, 32),
     (32, 256, "v", "F=1,I=2,W=1,comm=0.5", UNEVEN, 32),
+    (32, 256, "v", "F=1,I=1,W=2,comm=1", HEAVY_W, 32),
+    (32, 256, "loop", "F=I=W=1", UNIT, 16),
 ]
 
 
