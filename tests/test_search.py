@@ -213,7 +213,7 @@ def test_per_stage_costs_are_searched_as_the_simulator_times_them():
     assert result.status == OPTIMAL
 
 
-def test_the_greedy_never_stalls_and_times_its_order_as_the_simulator_does():
+def test_the_greedy_never_stalls_times_its_order_as_the_simulator_does_and_stays_above_the_bounds():
     chooser = random.Random(18)
     for _ in range(40):
         p, m, placement = chooser.randint(1, 5), chooser.randint(1, 9), chooser.choice(["loop", "v"])
@@ -225,12 +225,14 @@ def test_the_greedy_never_stalls_and_times_its_order_as_the_simulator_does():
             w_memory_fraction=chooser.choice([0.5, 0.25, 1.0, 0.0]),
         )
         problem = SearchProblem(p, m, costs, chooser.choice([1, 1.25, 1.5, 2, p, 2 * p]), placement)
+        bound = max(lower_bounds(problem).values())
         for variant in variants(problem):
             order = greedy(problem, variant)
             schedule = validate(Schedule("greedy", p, m, problem.num_chunks, placement, order.ranks))
             timeline = simulate(schedule, costs)
             assert timeline.makespan == pytest.approx(order.makespan), (problem, variant)
             assert max(timeline.peak_memory_per_rank()) <= problem.memory_budget + 1e-9
+            assert bound <= timeline.makespan + 1e-9, (problem, variant)
 
 
 @pytest.mark.parametrize(("placement", "family"), [("loop", "zb-h1"), ("v", "zb-v")])

@@ -7,9 +7,10 @@ how far a schedule can at most be from the optimum. Three bounds, the largest is
   all of its work to do: head + work.
 * ``round trip``: the Zero Bubble paper's observation (§3, "the bubble before the first B") made a bound.
   Until the first micro-batch has gone down the pipeline and its input gradient has come back (the round
-  trip), a rank can only run forwards, and only as many as its budget holds; after its last forward it can
-  only run the backwards it holds in memory until that forward's own gradient comes back. Whatever of those
-  two windows the budget cannot fill is idle time.
+  trip), a rank can only run forwards, and only as many as its budget holds (with two chunks, until its
+  shallow chunk's first I, also the deep chunk's backwards of the micro-batches it has started); after its
+  last forward it can only run the backwards it holds in memory until that micro-batch's gradient comes
+  back. Whatever of those two windows the budget cannot fill is idle time.
 * ``memory × time``: every micro-batch holds its activations on a stage from its forward until its I (and
   W's share until its W), at least a round trip long; a rank's memory never exceeds B, so the area under
   its memory curve, at most B × (makespan − head), is at least the sum of those holds.
@@ -19,6 +20,7 @@ Legend: S stages, m micro-batches, B budget, δ = memory a forward adds (1/v), w
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..ir import Kind
@@ -65,8 +67,10 @@ def chain_times(table: StageTable) -> ChainTimes:
 def _most_work(items: list[tuple[float, float, int]], capacity: float) -> float:
     """Fractional knapsack: the most work from items (work, memory, count) whose memory fits in ``capacity``.
 
-    Taking fractions makes it an upper bound on any whole choice, which is what a lower bound needs."""
-    total = 0.0
+    Taking fractions makes it an upper bound on any whole choice, which is what a lower bound needs. Items
+    that hold no memory (a W when ``w_memory_fraction`` is 0) are all taken."""
+    total = sum(work * count for work, memory, count in items if memory <= 0)
+    items = [item for item in items if item[1] > 0]
     for work, memory, count in sorted(items, key=lambda item: item[0] / item[1], reverse=True):
         if capacity <= 0:
             break
@@ -74,6 +78,44 @@ def _most_work(items: list[tuple[float, float, int]], capacity: float) -> float:
         total += taken * work
         capacity -= taken * memory
     return total
+
+
+def _round_trip_idle(table: StageTable, chain: ChainTimes, stages: tuple[int, ...], m: int, budget: float) -> float:
+    """The least idle time a rank holding ``stages`` has inside [its first possible start, its last action).
+
+    Micro-batches run in order on every stage ([Note: micro-batch order]); some optimal schedule does, so a
+    bound on those is a bound on the optimum. ``a`` is the rank's shallowest stage, ``d`` its deepest (the
+    same stage with one chunk)."""
+    duration, change = table.duration, table.memory_change
+    forward, backward, weight = (lambda t, k=k: float(duration[t, k]) for k in (Kind.F, Kind.I, Kind.W))
+    shares = {t: float(change[t, Kind.F]) for t in stages}
+    a, d = stages[0], stages[-1]
+    head = chain.forward_start[a]
+
+    # before the rank's first I (on d) can start, only forwards run, and nothing frees memory: the budget
+    # holds them all
+    forwards = [(forward(t), shares[t], m) for t in stages]
+    before = {d: chain.input_start[d] - head - _most_work(forwards, budget)}
+    # before I(a, 0) can start (with two chunks): forwards, and the deep stage's backwards, of micro-batches
+    # the rank has started; each holds a's share until its I on a, so the budget caps how many
+    started = min(m, math.floor(budget / shares[a] + 1e-9))
+    if a != d:
+        per_microbatch = sum(forward(t) for t in stages) + backward(d) + weight(d)
+        before[a] = chain.input_start[a] - head - started * per_microbatch
+    # after the last forward, F(d, m−1): until I(a, m−1) can start, only that micro-batch's own I's and W's
+    # on the deeper stages, and backwards the rank holds in what that micro-batch leaves of the budget
+    window = chain.input_start[a] - chain.forward_start[d] - forward(d)
+    own = sum(backward(t) + weight(t) for t in stages if t != a)
+    held = [(backward(t) + weight(t), shares[t], m) for t in stages]
+    held += [(weight(t), float(-change[t, Kind.W]), m) for t in stages]
+    after = max(0.0, window - own - _most_work(held, budget - sum(shares.values())))
+    # the two windows are apart when the budget cannot hold every micro-batch's shares up to s at once: an I
+    # at or after I(s, 0)'s earliest start then runs before the last forward
+    idle = after
+    for s in stages:
+        apart = m * sum(shares[t] for t in stages if t <= s) > budget + 1e-9
+        idle = max(idle, max(0.0, before[s]) + (after if apart else 0.0))
+    return idle
 
 
 def lower_bounds(problem: SearchProblem) -> dict[str, float]:
@@ -88,20 +130,7 @@ def lower_bounds(problem: SearchProblem) -> dict[str, float]:
         work = m * sum(duration[s, Kind.F] + duration[s, Kind.I] + duration[s, Kind.W] for s in stages)
         busiest = max(busiest, head + work)
 
-        # round trip: before the first I can start only forwards run, as many as the budget holds
-        first_input = min(chain.input_start[s] for s in stages)
-        forwards = [(duration[s, Kind.F], change[s, Kind.F], m) for s in stages]
-        idle_before = max(0.0, first_input - head - _most_work(forwards, budget))
-        # after the last forward (of stage s) only held backwards run until I(s) of that micro-batch can start
-        held = [(duration[s, Kind.I] + duration[s, Kind.W], change[s, Kind.F], m) for s in stages]
-        held += [(duration[s, Kind.W], -change[s, Kind.W], m) for s in stages if change[s, Kind.W] < 0]
-        idle_after = min(
-            max(0.0, chain.round_trip_gap(table, s) - _most_work(held, budget - change[s, Kind.F])) for s in stages
-        )
-        # the windows are apart when the budget cannot hold every forward at once (some I runs in between)
-        apart = m * sum(change[s, Kind.F] for s in stages) > budget + 1e-9
-        idle = idle_before + idle_after if apart else max(idle_before, idle_after)
-        round_trip = max(round_trip, head + work + idle)
+        round_trip = max(round_trip, head + work + _round_trip_idle(table, chain, stages, m, budget))
 
         # memory × time: I releases the forward's share but W's, W releases W's share
         area = 0.0
