@@ -235,6 +235,23 @@ def test_the_greedy_never_stalls_times_its_order_as_the_simulator_does_and_stays
             assert bound <= timeline.makespan + 1e-9, (problem, variant)
 
 
+def test_lower_bounds_hold_against_optima_found_without_them(monkeypatch):
+    """CP-SAT is told the bounds; here it is not, so an optimum below a bound would show."""
+    import engine.search.solve
+
+    monkeypatch.setattr(engine.search.solve, "lower_bounds", lambda problem: {"none": 1e-9})
+    chooser = random.Random(11)
+    for _ in range(30):
+        p, m, placement = chooser.randint(1, 3), chooser.randint(1, 4), chooser.choice(["loop", "v"])
+        f, i, w = (chooser.choice([0.5, 1, 2]) for _ in range(3))
+        costs = Costs(forward=f, backward_input=i, backward_weight=w, comm=chooser.choice([0, 0.5]))
+        problem = SearchProblem(p, m, costs, chooser.choice([1, 1.5, 2, p]), placement, time_limit_s=10)
+        result = search(problem, "exact", num_workers=1)
+        assert result.status == OPTIMAL
+        for name, bound in lower_bounds(problem).items():
+            assert bound <= result.makespan + 1e-9, (problem, name)
+
+
 @pytest.mark.parametrize(("placement", "family"), [("loop", "zb-h1"), ("v", "zb-v")])
 def test_the_heuristic_handles_32_ranks_and_256_microbatches_in_seconds(placement, family):
     yardstick = simulate(build_schedule(family, 32, 256), UNIT)
