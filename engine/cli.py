@@ -22,6 +22,7 @@ from .runtime.config import BACKENDS, DEVICES, RunConfig
 from .runtime.result import CLOCKS
 from .scale.cli import add_plan_parser, plan_command
 from .schedules import FAMILIES, build_schedule
+from .search.cli import add_search_command, search_command
 from .simulate import simulate
 from .validate import ScheduleError, validate
 
@@ -185,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     add_plan_parser(commands)
+    add_search_command(commands)
     return parser
 
 
@@ -401,7 +403,12 @@ def run_command(args) -> int:
     return 0
 
 
-COMMANDS = {"simulate": simulate_command, "run": run_command, "plan": lambda args: plan_command(args, _print_json)}
+COMMANDS = {
+    "simulate": simulate_command,
+    "run": run_command,
+    "plan": lambda args: plan_command(args, _print_json),
+    "search": search_command,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,133 @@
+"""``python -m engine search``: find a schedule under a memory budget, print it (text or --json), write its CSV.
+
+Registered by ``engine.cli`` (``add_search_command`` adds the subcommand to its parser, ``search_command``
+runs it), whose ``main`` turns a ValueError into one line on stderr and exit status 2. Nothing here imports
+``engine.cli`` (the engine's modules import in one direction).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..costs import Costs
+from ..ir import PLACEMENTS
+from ..limits import MAX_RANKS, whole_number
+from .problem import SearchProblem
+from .result import SearchResult
+from .solve import SEARCH_METHODS, search
+
+DEFAULT_TIME_LIMIT_S = 10.0
+PER_STAGE_SEPARATOR = ":"
+COST_NAMES = {"F": "forward", "I": "backward_input", "W": "backward_weight"}
+
+
+def add_search_command(commands) -> None:
+    """Add ``search`` to the engine's subcommands (``commands`` is argparse's subparsers object)."""
+    parser = commands.add_parser(
+        "search",
+        help="search for the schedule with the shortest step under a memory budget",
+        description=(
+            "Search for per-rank orders of F, I and W with the shortest step whose peak activation memory "
+            "stays within the budget on every rank: CP-SAT (exact) for small sizes, a Zero-Bubble-style "
+            "greedy for large ones. The result is checked by the validator and timed by the simulator."
+        ),
+    )
+    parser.add_argument("--ranks", type=int, required=True, help="pipeline ranks (devices), p")
+    parser.add_argument("--microbatches", type=int, required=True, help="micro-batches per step, m")
+    parser.add_argument("--placement", choices=PLACEMENTS, default="loop", help="stage r on rank r, or a V")
+    parser.add_argument(
+        "--costs",
+        default="F=1,I=1,W=1",
+        help='durations per rank share: "F=1,I=1,W=1", or per stage "F=1:1:2:1,I=1:1:2:1,W=1:1:1:1"',
+    )
+    parser.add_argument("--comm", type=float, default=0.0, help="transfer time between ranks")
+    parser.add_argument(
+        "--memory",
+        type=float,
+        required=True,
+        help="budget: activation memory a rank may hold, in micro-batches of its share (1F1B peaks at p)",
+    )
+    parser.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, help="seconds the search may take")
+    parser.add_argument("--method", choices=SEARCH_METHODS, default="auto", help="exact (CP-SAT), heuristic, or auto")
+    parser.add_argument("--grid", action="store_true", help="print the rank × step grid")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--out", metavar="FILE.csv", help="write the schedule as PyTorch's per-rank CSV")
+
+
+def parse_costs(text: str, *, comm: float, num_stages: int) -> Costs:
+    """One value for all stages ("F=1,I=1,W=1", as ``Costs.parse``), or one per stage ("F=1:2,I=1:2,W=1:1"),
+    which the simulator then uses as they are (``Costs.stage_costs``)."""
+    if PER_STAGE_SEPARATOR not in text:
+        return Costs.parse(text, comm=comm)
+    values: dict[str, list[float]] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, written = part.partition("=")
+        name = name.strip().upper()
+        if name not in COST_NAMES or name in values:
+            raise ValueError(f"per-stage costs are F=…,I=…,W=… once each, got {part!r} in {text!r}")
+        try:
+            values[name] = [float(n) for n in written.split(PER_STAGE_SEPARATOR)]
+        except ValueError:
+            raise ValueError(f"cannot read {part!r}: values per stage are numbers separated by ':'") from None
+    missing = [name for name in COST_NAMES if name not in values]
+    if missing:
+        raise ValueError(f"per-stage costs need F, I and W; {', '.join(missing)} missing in {text!r}")
+    for name, numbers in values.items():
+        if len(numbers) != num_stages:
+            raise ValueError(f"{name} has {len(numbers)} values per stage, but the search has {num_stages} stages")
+    rows = tuple((f, i + w, i, w) for f, i, w in zip(values["F"], values["I"], values["W"], strict=True))
+    return Costs(stage_costs=rows, comm=comm)
+
+
+def _clean(value: float) -> float:
+    """Sums of durations leave crumbs like 27.000000000000004: 12 significant digits are plenty."""
+    return float(f"{value:.12g}")
+
+
+def _summary(result: SearchResult) -> dict:
+    summary = result.summary()
+    for key in ("makespan", "lower_bound", "gap", "bubble_fraction", "span_idle_fraction", "wall_time_s"):
+        summary[key] = _clean(summary[key])
+    summary["lower_bounds"] = {name: _clean(value) for name, value in summary["lower_bounds"].items()}
+    summary["peak_memory"] = [_clean(value) for value in summary["peak_memory"]]
+    return summary
+
+
+def search_command(args) -> int:
+    if args.out is not None:  # fail before the search, not after it
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise ValueError(f"cannot write the schedule to {args.out}: its folder is missing or not writable")
+    num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * (2 if args.placement == "v" else 1)
+    costs = parse_costs(args.costs, comm=args.comm, num_stages=num_stages)
+    problem = SearchProblem(args.ranks, args.microbatches, costs, args.memory, args.placement, args.time_limit)
+    result = search(problem, args.method)
+    if args.out is not None:
+        try:
+            with open(args.out, "w") as handle:
+                handle.write(result.schedule.to_csv())
+        except OSError as error:
+            raise ValueError(f"cannot write the schedule to {args.out}: {error.strerror}") from None
+    summary = _summary(result)
+    if args.json:
+        if args.grid:
+            summary["grid"] = result.schedule.grid()
+        print(json.dumps(summary, allow_nan=False))
+        return 0
+    if args.grid:
+        print(result.schedule.grid())
+        print()
+    print(f"searched: {problem.describe()}")
+    print(f"status          {result.status} ({result.proof})")
+    print(f"makespan        {summary['makespan']:g}")
+    bounds = ", ".join(f"{name} {value:g}" for name, value in summary["lower_bounds"].items())
+    print(f"lower bound     {summary['lower_bound']:g} ({bounds})")
+    print(f"gap             {result.gap:.2%}")
+    print(f"bubble_fraction {summary['bubble_fraction']:.4f}  (idle / (ranks × makespan))")
+    print(f"span idle       {summary['span_idle_fraction']:.4f}  (idle inside each rank's span, Zero Bubble's count)")
+    print(f"peak memory     {', '.join(f'{peak:g}' for peak in summary['peak_memory'])}  (budget {args.memory:g})")
+    print(f"method          {result.method}: {result.detail}, {result.wall_time_s:.2f} s")
+    if args.out is not None:
+        print(f"schedule written to {args.out} (python -m engine simulate --from-csv {args.out} reads it)")
+    return 0

@@ -1,0 +1,264 @@
+"""The exact method for small instances: a constraint model solved by OR-Tools CP-SAT.
+
+One interval per action (fixed length: the action's duration, scaled to whole numbers), and:
+
+* per rank, no two intervals overlap (``AddNoOverlap``): a rank runs one action at a time;
+* the hand-off rules (``engine.dependencies``) as precedences: F(s, j) starts after F(s−1, j) ends, I(s, j)
+  after F(s, j) and I(s+1, j), W(s, j) after I(s, j), plus the transfer time where the neighbour stage sits
+  on another rank;
+* per rank, memory as a cumulative resource (``AddCumulative``): each micro-batch holds its forward's share
+  minus W's from the start of its F to the start of its I, and W's share from the start of its F to the
+  start of its W. With one action at a time and every action taking some time, the level just after an
+  action starts is exactly the simulator's ``memory_after`` of that action, so "never above the budget"
+  here is "peak ≤ budget" in the simulator;
+* the objective: the end of the last action (the makespan);
+* redundant constraints that spell out what the budget implies for the order (``_memory_precedences``), and
+  the lower bounds of ``engine.search.bounds`` on the makespan, which help the solver prove.
+
+Any start times that meet these are at least as late as the simulator's for the same per-rank order (the
+simulator starts each action as early as its rank and inputs allow), and the optimum is such an earliest
+timing, so the model's optimum is the best simulated makespan over all orders within the budget.
+
+[Note: micro-batch order] Forwards, I's and W's of one stage are ordered by micro-batch. Micro-batches are
+identical, so this loses nothing. Take any schedule. If on the first stage s out of order F(s, b) runs
+before F(s, a), a < b, swap the labels a and b of the forwards on s and every later stage and of the I's and
+W's on every stage. Each action keeps its time and still finds its inputs in time: a's forward on s − 1
+ended no later than b's (that stage is in order), and so on along the chain. Then, from the last stage
+down, the I's are ordered the same way (swapping I's and W's on that stage and every earlier one: their
+forwards are in order now), and last the W's, on their stage alone. Memory counts only how many
+micro-batches a rank holds, so it is unchanged. These constraints take away the m! relabellings of every
+stage and kind, which is what makes proofs fast.
+
+OR-Tools is imported here, when the exact method runs, so ``python -m engine simulate`` never loads it.
+
+Legend: S stages, m micro-batches, k the time scale (costs × k are whole numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dependencies import compiled, walk
+from ..ir import Action, Kind, Schedule
+from .bounds import chain_times
+from .heuristic import Candidate
+from .problem import SPLIT_KINDS, SearchProblem
+
+MAX_SCALE = 1000
+"""Costs are scaled to whole numbers by the least factor up to this; costs needing more decimals are refused
+by the exact method (the heuristic takes any)."""
+
+
+FINISH_RESERVE_S = 0.1
+"""Seconds kept for checking and timing the result after CP-SAT stops (tens of milliseconds at these sizes)."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A moment of the exact search: the best step time found so far and the best proven bound."""
+
+    seconds: float
+    """Since the search started (the heuristic's time included)."""
+    makespan: float | None
+    """Best found so far (None before the first)."""
+    bound: float
+    """Best lower bound proven so far."""
+
+
+@dataclass(frozen=True)
+class ExactOutcome:
+    """What CP-SAT returned."""
+
+    ranks: tuple[tuple[Action, ...], ...] | None
+    """The best order found (None when it found none in time)."""
+    makespan: float | None
+    """Its makespan in the problem's units."""
+    bound: float
+    """CP-SAT's proven lower bound (its ``BestObjectiveBound``), in the problem's units."""
+    optimal: bool
+    """True when CP-SAT proved the order optimal."""
+    progress: tuple[Progress, ...]
+    """Solutions and bound improvements as they came."""
+    time_scale: int
+    """k: every duration × k was a whole number of the model's ticks."""
+
+
+def integer_scale(values: list[float], limit: int = MAX_SCALE) -> int | None:
+    """The least k ≤ ``limit`` such that every value × k is a whole number (None if there is none)."""
+    for scale in range(1, limit + 1):
+        if all(abs(v * scale - round(v * scale)) <= 1e-9 * max(1.0, abs(v * scale)) for v in values):
+            return scale
+    return None
+
+
+def model_scales(problem: SearchProblem) -> tuple[int, int] | None:
+    """The factors that make every duration (and the transfer time) and every memory change whole numbers,
+    or None when no factor up to 1000 does (the exact method then does not apply)."""
+    table = problem.table
+    stages = range(table.num_stages)
+    time_scale = integer_scale([table.duration[s, k] for s in stages for k in SPLIT_KINDS] + [table.comm])
+    memory_scale = integer_scale([-table.memory_change[s, k] for s in stages for k in (Kind.I, Kind.W)], 10_000)
+    if time_scale is None or memory_scale is None:
+        return None
+    if min(round(table.duration[s, k] * time_scale) for s in stages for k in SPLIT_KINDS) == 1:
+        time_scale *= 2  # with every action one tick long CP-SAT turns no-overlap into a slow all-different
+    return time_scale, memory_scale
+
+
+def solve_exact(
+    problem: SearchProblem,
+    hint: Candidate,
+    lower_bound: float,
+    *,
+    began: float,
+    deadline: float,
+    clock,
+    num_workers: int,
+) -> ExactOutcome:
+    """Build and solve the model of the module docstring, starting from ``hint`` (a valid order, which also
+    sets the horizon), told that no schedule beats ``lower_bound``, and stopped at ``deadline`` (``clock``
+    time; the import and the model's construction count). Progress is timed from ``began``."""
+    from ortools.sat.python import cp_model  # lazily: see the module docstring
+
+    table, m = problem.table, problem.num_microbatches
+    num_stages = table.num_stages
+    scales = model_scales(problem)
+    if scales is None:
+        raise ValueError(
+            "the exact method needs costs that some factor up to 1000 makes whole numbers; use the heuristic"
+        )
+    time_scale, memory_scale = scales
+    # the actions, numbered as the compiled hint orders them; their hand-offs come from engine.dependencies
+    schedule = Schedule("hint", problem.num_ranks, m, problem.num_chunks, problem.placement, hint.ranks)
+    c = compiled(schedule)
+    duration = np.rint(table.duration[c.stage, c.kind] * time_scale).astype(int).tolist()
+    comm = round(table.comm * time_scale)
+    hint_start = walk(schedule, duration, comm).starts  # the hint timed as the simulator would, in ticks
+    horizon = round(max(s + d for s, d in zip(hint_start, duration, strict=True)))
+    chain = chain_times(table)
+
+    def ticks(value: float) -> int:
+        return round(value * time_scale)
+
+    def earliest_and_latest(s: int, kind: Kind) -> tuple[int, int]:
+        """From one micro-batch's chain: when the action can start at the soonest, and at the latest while
+        leaving room for what must follow it."""
+        own, forward = ticks(table.duration[s, kind]), ticks(table.duration[s, Kind.F])
+        if kind is Kind.F:
+            after = forward + ticks(chain.round_trip_gap(table, s)) + ticks(table.duration[s, Kind.I])
+            return ticks(chain.forward_start[s]), horizon - after - ticks(chain.after_input[s])
+        if kind is Kind.I:
+            return ticks(chain.input_start[s]), horizon - own - ticks(chain.after_input[s])
+        return ticks(chain.input_start[s] + table.duration[s, Kind.I]), horizon - own
+
+    model = cp_model.CpModel()
+    start, interval = [], []
+    index: dict[tuple[int, int, int], int] = {}  # (stage, kind, micro-batch) -> action
+    for i in range(c.num_actions):
+        s, kind, j = c.action(i)
+        low, high = earliest_and_latest(s, kind)
+        start.append(model.new_int_var(low, max(low, high), f"{s}{kind}{j}"))
+        interval.append(model.new_fixed_size_interval_var(start[i], duration[i], f"run {s}{kind}{j}"))
+        index[s, kind, j] = i
+        model.add_hint(start[i], round(hint_start[i]))
+
+    def end(i: int):
+        return start[i] + duration[i]
+
+    producer = {int(key): i for i, key in enumerate(c.makes.tolist()) if key >= 0}
+    for i in range(c.num_actions):  # the hand-off rules, with the transfer time across ranks
+        if c.from_neighbour[i] >= 0:
+            model.add(start[i] >= end(producer[int(c.from_neighbour[i])]) + comm * bool(c.neighbour_is_remote[i]))
+        if c.from_own[i] >= 0:
+            model.add(start[i] >= end(producer[int(c.from_own[i])]))
+        previous = (int(c.stage[i]), int(c.kind[i]), int(c.microbatch[i]) - 1)
+        if previous[2] >= 0:  # [Note: micro-batch order]
+            model.add(start[i] >= end(index[previous]))
+
+    _memory_precedences(model, problem, start, end, index)
+
+    capacity = math.floor(problem.memory_budget * memory_scale + 1e-6)
+    for rank in range(problem.num_ranks):
+        mine = np.flatnonzero(c.rank == rank).tolist()
+        model.add_no_overlap([interval[i] for i in mine])
+        held, demands = [], []
+        for s in table.stages_of(rank):
+            for releaser in (Kind.I, Kind.W):
+                demand = round(-table.memory_change[s, releaser] * memory_scale)
+                if demand <= 0:
+                    continue
+                for j in range(m):  # held from the start of F(s, j) to the start of its releaser
+                    forward, release = index[s, Kind.F, j], index[s, releaser, j]
+                    length = model.new_int_var(1, horizon, "")
+                    model.add_hint(length, round(hint_start[release] - hint_start[forward]))
+                    held.append(model.new_interval_var(start[forward], length, start[release], ""))
+                    demands.append(demand)
+        if held:
+            model.add_cumulative(held, demands, capacity)
+
+    makespan = model.new_int_var(min(horizon, math.ceil(lower_bound * time_scale - 1e-6)), horizon, "makespan")
+    for s in range(num_stages):  # W's run in micro-batch order, so the last one of each stage ends last
+        model.add(makespan >= end(index[s, Kind.W, m - 1]))
+    model.minimize(makespan)
+    model.add_hint(makespan, horizon)
+
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.01, deadline - clock() - FINISH_RESERVE_S)
+    solver.parameters.num_workers = num_workers
+    solver.parameters.random_seed = 0
+    progress: list[Progress] = []
+    best: list[float | None] = [None]
+
+    def on_bound(bound: float) -> None:
+        progress.append(Progress(clock() - began, best[0], bound / time_scale))
+
+    class Recorder(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            best[0] = self.objective_value / time_scale
+            progress.append(Progress(clock() - began, best[0], self.best_objective_bound / time_scale))
+
+    solver.best_bound_callback = on_bound
+    status = solver.solve(model, Recorder())
+    bound = solver.best_objective_bound / time_scale
+    if status == cp_model.UNKNOWN:  # stopped before a first solution: the caller keeps the heuristic's
+        return ExactOutcome(None, None, bound, False, tuple(progress), time_scale)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise AssertionError(f"CP-SAT answered {solver.status_name(status)} on a model with a known solution")
+    ranks = []
+    for rank in range(problem.num_ranks):
+        mine = sorted(np.flatnonzero(c.rank == rank).tolist(), key=lambda i: solver.value(start[i]))
+        ranks.append(tuple(c.action(i) for i in mine))
+    return ExactOutcome(
+        tuple(ranks),
+        solver.objective_value / time_scale,
+        bound,
+        status == cp_model.OPTIMAL,
+        tuple(progress),
+        time_scale,
+    )
+
+
+def _memory_precedences(model, problem: SearchProblem, start, end, index) -> None:
+    """Redundant constraints that say what the memory budget implies for the order, so the solver need not
+    discover it through the cumulative constraint (with them CP-SAT proved 4 ranks × 8 micro-batches on a V
+    at a budget of 1, which it had not within 10 s without them).
+
+    With micro-batches in order ([Note: micro-batch order]): if I(s, j) has not started when F(s, j+K) starts,
+    micro-batches j..j+K all still hold their forward's share on s — and on the rank's shallower stage too,
+    whose I comes later. When K+1 of those exceed the budget, I(s, j) must come first; the same for W, whose
+    share every one of them holds at least."""
+    table, m, budget = problem.table, problem.num_microbatches, problem.memory_budget + 1e-9
+    for rank in range(problem.num_ranks):
+        stages = table.stages_of(rank)
+        for s in stages:
+            held_until_input = sum(table.memory_change[t, Kind.F] for t in stages if t <= s)
+            held_until_weight = -table.memory_change[s, Kind.W]
+            for releaser, held in ((Kind.I, held_until_input), (Kind.W, held_until_weight)):
+                if held <= 0:
+                    continue
+                lag = math.floor(budget / held)  # K: the least with (K + 1) × held > budget
+                for j in range(m - lag):
+                    model.add(start[index[s, Kind.F, j + lag]] >= end(index[s, releaser, j]))

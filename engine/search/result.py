@@ -1,0 +1,145 @@
+"""What a search returns: the schedule as the lab's ``Schedule`` (so every page can draw, play, compare, export
+and run it), its simulated timeline, the figures read from it, and how sure the search is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..ir import Schedule
+from ..simulate import simulate
+from ..timeline import Timeline
+from ..validate import validate
+from .exact import Progress
+from .problem import MEMORY_TOLERANCE, SearchProblem
+
+OPTIMAL = "optimal"
+"""Status of a schedule proven to have the shortest step under the budget."""
+NOT_PROVEN = "feasible (best found, not proven)"
+"""Status of a schedule the search found but could not prove best (the time limit stopped it, or the method
+was the heuristic and no bound meets its step time)."""
+METHODS = ("exact", "heuristic")
+SEARCHED_NAME = "searched"
+"""The name searched schedules carry (``Schedule.name``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class SearchResult:
+    """The best schedule a search found, checked by the validator and timed by the simulator."""
+
+    problem: SearchProblem
+    """What was asked."""
+    schedule: Schedule
+    """The per-rank orders, named "searched"."""
+    timeline: Timeline
+    """``simulate(schedule, problem.costs)``: every figure below is read from it."""
+    makespan: float
+    """Step time."""
+    bubble_fraction: float
+    """idle / (ranks × makespan)."""
+    span_idle_fraction: float
+    """Idle inside each rank's own span / (ranks × makespan): the Zero Bubble papers' count."""
+    peak_memory: tuple[float, ...]
+    """Most activation memory each rank holds (micro-batches of its share); never above the budget."""
+    lower_bounds: Mapping[str, float]
+    """Each lower bound on the step time by name (``engine.search.bounds``, plus "cp-sat" when the exact
+    method ran: the solver's proven ``BestObjectiveBound``)."""
+    lower_bound: float
+    """The largest of them: no schedule under the budget is shorter."""
+    gap: float
+    """(makespan − lower_bound) / lower_bound: how much shorter the best schedule could at most be."""
+    status: str
+    """``OPTIMAL`` or ``NOT_PROVEN``."""
+    method: str
+    """"exact" (CP-SAT's order) or "heuristic" (the greedy's)."""
+    proof: str
+    """Why the status holds, in words (e.g. "CP-SAT proved it optimal", "makespan equals the lower bound")."""
+    detail: str
+    """What found it (the greedy's variant, or CP-SAT with its time scale)."""
+    wall_time_s: float
+    """Seconds the search took, the final check included."""
+    progress: tuple[Progress, ...] = field(default=())
+    """The exact method's solutions and bounds over time (empty for the heuristic alone)."""
+
+    def __post_init__(self) -> None:
+        budget = self.problem.memory_budget
+        if max(self.peak_memory) > budget + MEMORY_TOLERANCE:
+            raise AssertionError(f"a searched schedule peaks at {max(self.peak_memory):g} > budget {budget:g}")
+        if abs(self.makespan - self.timeline.makespan) > 1e-9 * max(1.0, self.makespan):
+            raise AssertionError("the makespan must be the simulated one")
+        if self.lower_bound > self.makespan * (1 + 1e-9):
+            raise AssertionError(f"lower bound {self.lower_bound:g} above a found makespan {self.makespan:g}")
+        if self.status not in (OPTIMAL, NOT_PROVEN) or self.method not in METHODS:
+            raise ValueError(f"unknown status {self.status!r} or method {self.method!r}")
+
+    def summary(self) -> dict:
+        """The figures the CLI's --json prints (plain numbers, lists and strings)."""
+        problem = self.problem
+        return {
+            "schedule": self.schedule.name,
+            "ranks": problem.num_ranks,
+            "microbatches": problem.num_microbatches,
+            "placement": problem.placement,
+            "chunks": problem.num_chunks,
+            "memory_budget": problem.memory_budget,
+            "status": self.status,
+            "optimal": self.status == OPTIMAL,
+            "proof": self.proof,
+            "method": self.method,
+            "detail": self.detail,
+            "makespan": self.makespan,
+            "lower_bound": self.lower_bound,
+            "lower_bounds": dict(self.lower_bounds),
+            "gap": self.gap,
+            "bubble_fraction": self.bubble_fraction,
+            "span_idle_fraction": self.span_idle_fraction,
+            "peak_memory": list(self.peak_memory),
+            "wall_time_s": self.wall_time_s,
+            "num_actions": self.schedule.num_actions,
+            "orders": self.schedule.to_csv().splitlines(),
+        }
+
+
+def finish(
+    problem: SearchProblem,
+    ranks,
+    *,
+    lower_bounds: Mapping[str, float],
+    optimal_by_solver: bool,
+    method: str,
+    detail: str,
+    began: float,
+    clock,
+    progress: tuple[Progress, ...] = (),
+) -> SearchResult:
+    """Validate and simulate the found orders and read every figure from the timeline."""
+    p, m, v = problem.num_ranks, problem.num_microbatches, problem.num_chunks
+    schedule = validate(Schedule(SEARCHED_NAME, p, m, v, problem.placement, ranks))
+    timeline = simulate(schedule, problem.costs, check=False)
+    makespan = timeline.makespan
+    bound = max(lower_bounds.values())
+    gap = max(0.0, (makespan - bound) / bound)
+    if optimal_by_solver:
+        status, proof = OPTIMAL, "CP-SAT proved it optimal"
+    elif gap <= 1e-9:
+        status, proof = OPTIMAL, "its makespan equals the lower bound"
+    else:
+        status, proof = NOT_PROVEN, f"within {gap:.2%} of the lower bound"
+    return SearchResult(
+        problem=problem,
+        schedule=schedule,
+        timeline=timeline,
+        makespan=makespan,
+        bubble_fraction=timeline.bubble_fraction,
+        span_idle_fraction=timeline.span_idle_fraction,
+        peak_memory=tuple(timeline.peak_memory_per_rank()),
+        lower_bounds=dict(lower_bounds),
+        lower_bound=bound,
+        gap=0.0 if status == OPTIMAL else gap,
+        status=status,
+        method=method,
+        proof=proof,
+        detail=detail,
+        wall_time_s=clock() - began,
+        progress=progress,
+    )

@@ -1,0 +1,101 @@
+"""One search from start to finish: bounds, the heuristic's variants, CP-SAT for small instances, and the final
+check by the validator and the simulator, all inside the problem's time limit."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+
+from .bounds import lower_bounds
+from .exact import Progress, model_scales, solve_exact
+from .heuristic import Candidate, greedy, variants
+from .problem import SearchProblem
+from .result import SearchResult, finish
+from .seeds import family_candidates
+
+SEARCH_METHODS = ("auto", "exact", "heuristic")
+"""``auto``: the heuristic, then CP-SAT when the instance is small (at most ``AUTO_EXACT_PAIRS``), its
+costs have at most 3 decimals and the heuristic's step time is not already proven by a bound; ``exact``:
+always CP-SAT (up to ``MAX_EXACT_PAIRS``); ``heuristic``: never CP-SAT."""
+AUTO_EXACT_PAIRS = 64
+"""Stages × micro-batches up to which ``auto`` runs CP-SAT: 4 ranks × 8 micro-batches, looped or V."""
+MAX_EXACT_PAIRS = 512
+"""Stages × micro-batches up to which the exact model may be built at all (it will rarely prove more)."""
+DEFAULT_WORKERS = 2
+"""CP-SAT's threads: the lab's machines have 2 cores."""
+
+
+def search(problem: SearchProblem, method: str = "auto", *, num_workers: int = DEFAULT_WORKERS) -> SearchResult:
+    """The shortest step found for ``problem`` within its time limit (see ``SearchResult`` for what is in it).
+
+    The time limit covers everything. The heuristic's first variant always runs (it is the fallback and the
+    exact method's starting point: milliseconds for small instances, about a second at 32 ranks × 256
+    micro-batches); the others run while the time allows, keeping room for the final check."""
+    if method not in SEARCH_METHODS:
+        raise ValueError(f"search method must be one of {', '.join(SEARCH_METHODS)}, got {method!r}")
+    pairs = problem.num_pairs
+    if method == "exact" and pairs > MAX_EXACT_PAIRS:
+        raise ValueError(
+            f"the exact method takes at most {MAX_EXACT_PAIRS} (stage, micro-batch) pairs; "
+            f"{problem.num_stages} stages × {problem.num_microbatches} micro-batches = {pairs}: use auto or "
+            f"heuristic"
+        )
+    scalable = model_scales(problem) is not None
+    if method == "exact" and not scalable:
+        raise ValueError(
+            "the exact method needs costs that some factor up to 1000 makes whole numbers (e.g. at most 3 "
+            "decimals, or thirds); use auto or heuristic"
+        )
+    clock = time.perf_counter
+    began = clock()
+    deadline = began + problem.time_limit_s
+    bounds = lower_bounds(problem)
+    bound = max(bounds.values())
+
+    # the candidates, likely best first, while a next one still fits before the deadline
+    best: Candidate | None = None
+    for make in candidates(problem):
+        started = clock()
+        candidate = make()
+        if candidate is not None and (best is None or candidate.makespan < best.makespan - 1e-9):
+            best = candidate
+        spent = clock() - started
+        if best is not None and (best.makespan <= bound * (1 + 1e-9) or clock() + 2 * spent > deadline):
+            break  # proven by the bound, or out of time (room kept for the final check)
+    assert best is not None  # the first candidate, the greedy, always gives one
+    proven = best.makespan <= bound * (1 + 1e-9)
+    ranks, by_solver, used, detail = best.ranks, False, "heuristic", best.source
+    progress: tuple[Progress, ...] = ()
+    if method == "exact" or (method == "auto" and pairs <= AUTO_EXACT_PAIRS and scalable and not proven):
+        outcome = solve_exact(
+            problem, best, bound, began=began, deadline=deadline, clock=clock, num_workers=num_workers
+        )
+        bounds["cp-sat"] = outcome.bound
+        progress = outcome.progress
+        if outcome.ranks is None:  # stopped before CP-SAT's first solution: the heuristic's order stands
+            detail += "; CP-SAT found nothing better in time"
+        else:
+            ranks, by_solver, used = outcome.ranks, outcome.optimal, "exact"
+            detail = f"CP-SAT, {num_workers} worker(s), time ×{outcome.time_scale}, started from {best.source}"
+    return finish(
+        problem,
+        ranks,
+        lower_bounds=bounds,
+        optimal_by_solver=by_solver,
+        method=used,
+        detail=detail,
+        began=began,
+        clock=clock,
+        progress=progress,
+    )
+
+
+def candidates(problem: SearchProblem) -> Iterator[Callable[[], Candidate | None]]:
+    """What the heuristic tries, in order: the greedy's usual winner, the hand-made families of the same
+    placement (``engine.search.seeds``), then the greedy's other variants."""
+    first, *others = variants(problem)
+    yield partial(greedy, problem, first)
+    yield from family_candidates(problem)
+    for variant in others:
+        yield partial(greedy, problem, variant)
