@@ -429,16 +429,35 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
-def _stdout_fails() -> bool:
-    try:
-        sys.stdout.flush()
-    except OSError:
-        return True
-    return False
+class _WatchedOutput:
+    """``sys.stdout`` while a command runs: remembers a write that failed, so ``main`` can tell a full disk
+    under ``> file`` from an OSError of a library."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.failure: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as error:
+            self.failure = error
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as error:
+            self.failure = error
+            raise
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
+    output = sys.stdout = _WatchedOutput(sys.stdout)
     try:
         args = build_parser().parse_args(_join_dashed_values(arguments))
         code = COMMANDS[args.command](args)
@@ -456,10 +475,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (… | head): stop quietly, as a SIGPIPE'd tool would
         _silence_stdout()
         return 141
-    except OSError as error:  # files the CLI names fail as ValueErrors: this is stdout, or a library's
-        if not _stdout_fails():
+    except OSError as error:
+        if output.failure is None:  # not the output: e.g. a library that failed to load
             print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
             return 1
         _silence_stdout()
         print(f"error: cannot write the output: {error.strerror or error}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = output.stream
