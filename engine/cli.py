@@ -457,11 +457,14 @@ class _WatchedOutput:
 
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    output = sys.stdout = _WatchedOutput(sys.stdout)
+    output = _WatchedOutput(sys.stdout)
+    if sys.stdout is not None:  # None when stdout is closed (>&-): print() then writes nothing
+        sys.stdout = output
     try:
         args = build_parser().parse_args(_join_dashed_values(arguments))
         code = COMMANDS[args.command](args)
-        sys.stdout.flush()  # here, not at exit: a full disk (> /dev/full) is then one line and exit 2
+        if sys.stdout is not None:  # flushed here, not at exit: a full disk (> /dev/full) is one line, exit 2
+            sys.stdout.flush()
         return code
     except (UsageError, ValueError) as error:  # a ScheduleError is a ValueError whose grid prints whole
         print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
@@ -483,4 +486,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot write the output: {error.strerror or error}", file=sys.stderr)
         return 2
     finally:
-        sys.stdout = output.stream
+        if sys.stdout is output:
+            sys.stdout = output.stream

@@ -194,6 +194,11 @@ def test_a_long_stdout_on_a_full_disk_fails_in_the_middle_of_printing(capsys, mo
     assert code == 2 and capsys.readouterr().err == "error: cannot write the output: No space left on device\n"
 
 
+def test_a_closed_stdout_prints_nothing_and_is_no_error(monkeypatch):
+    monkeypatch.setattr(sys, "stdout", None)  # what Python sets when stdout is closed (>&-)
+    assert main([*SIMULATE]) == 0 and sys.stdout is None
+
+
 # -- bounded error messages ---------------------------------------------------------------------------------------
 LONG = "1," * 60_025  # 120,050 characters, the length of issue 15's --partition
 
