@@ -1,8 +1,10 @@
 """Command line: ``python -m engine simulate|run|plan ...``.
 
 Bad input: one line on stderr, exit status 2. A run that fails: one line, exit 1. Ctrl-C: one line, 130.
-A closed pipe (``… | head``): quiet, 141. ``simulate`` and ``plan`` never import PyTorch; ``run`` imports it
-when it runs.
+A closed pipe (``… | head``): quiet, 141. Output that cannot be written (``--trace /dev/full``, ``> /dev/full``):
+one line, exit 2. An error quotes at most ``QUOTE_LIMIT`` characters of any value the user gave. Files are
+read and written under the rules of ``engine.files`` (an output never replaces an input; a FIFO is refused).
+``simulate`` and ``plan`` never import PyTorch; ``run`` imports it when it runs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from typing import NoReturn
 
 from .costs import Costs
+from .files import QUOTE_LIMIT, check_output, output_file, quoted, shown
 from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
 from .model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
 from .pytorch_csv import read_csv_file
@@ -44,9 +47,11 @@ def _whole(low: int, high: int):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {low} to {high}, got {quoted(text)}"
+            ) from None
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {value}")
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {shown(text)}")
         return value
 
     return parse
@@ -58,9 +63,9 @@ def _number(*, positive: bool):
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {accepted}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected {accepted}, got {quoted(text)}") from None
         if not math.isfinite(value) or value < 0 or (positive and value == 0):
-            raise argparse.ArgumentTypeError(f"expected {accepted}, got {text}")
+            raise argparse.ArgumentTypeError(f"expected {accepted}, got {shown(text)}")
         return value
 
     return parse
@@ -88,25 +93,20 @@ def _join_dashed_values(argv: list[str]) -> list[str]:
     return joined
 
 
-def _check_writable(path: str | None) -> None:
+def _inputs(args) -> tuple[str, ...]:
+    """The files a command reads, which none of its outputs may replace."""
+    return tuple(path for path in (getattr(args, "from_csv", None),) if path)
+
+
+def _check_trace(args) -> None:
     """Fail before the work, not after it, when the trace cannot be written."""
-    if path is None:
-        return
-    existed = os.path.exists(path)
-    try:
-        with open(path, "a"):
-            pass
-    except OSError as error:
-        raise UsageError(f"cannot write the trace to {path}: {error.strerror}") from None
-    if not existed:
-        os.remove(path)
+    if args.trace:
+        check_output(args.trace, inputs=_inputs(args), what="trace")
 
 
-def _write_trace(timeline, path: str) -> None:
-    try:
-        timeline.write_chrome_trace(path)
-    except OSError as error:  # e.g. /dev/full: the open worked, the write did not
-        raise UsageError(f"cannot write the trace to {path}: {error.strerror}") from None
+def _write_trace(timeline, args) -> None:
+    with output_file(args.trace, inputs=_inputs(args), what="trace") as handle:
+        json.dump(timeline.to_chrome_trace(), handle)
 
 
 LIMITS = (
@@ -202,16 +202,16 @@ def _schedule_from(args) -> tuple:
         except ScheduleError as error:
             if reading.microbatches_inferred:
                 raise ScheduleError(
-                    f"{args.from_csv}: {error}\n(micro-batches: {schedule.num_microbatches}, "
+                    f"{shown(args.from_csv)}: {error}\n(micro-batches: {schedule.num_microbatches}, "
                     f"inferred as the most forwards any stage runs; --microbatches sets it)"
                 ) from None
-            raise ScheduleError(f"{args.from_csv}: {error}") from None
+            raise ScheduleError(f"{shown(args.from_csv)}: {error}") from None
         for flag, given, found in (
             ("--ranks", args.ranks, schedule.num_ranks),
             ("--chunks", args.chunks, schedule.num_chunks),
         ):
             if given is not None and given != found:
-                raise UsageError(f"{flag} {given} does not match {args.from_csv}, which has {found}")
+                raise UsageError(f"{flag} {given} does not match {shown(args.from_csv)}, which has {found}")
         return schedule, reading
     missing = [
         flag
@@ -231,7 +231,7 @@ def _numbers(text: str, flag: str) -> tuple[float, ...]:
     try:
         return tuple(float(part) for part in text.split(","))
     except ValueError:
-        raise UsageError(f"{flag} takes numbers separated by commas, got {text!r}") from None
+        raise UsageError(f"{flag} takes numbers separated by commas, got {quoted(text)}") from None
 
 
 def rounded(value):
@@ -253,7 +253,7 @@ def _print_json(summary: dict) -> None:
 
 
 def simulate_command(args) -> int:
-    _check_writable(args.trace)
+    _check_trace(args)
     schedule, reading = _schedule_from(args)
     costs = Costs.parse(
         args.costs,
@@ -272,14 +272,14 @@ def simulate_command(args) -> int:
     if reading is not None:
         summary.update(read=reading.describe(), set_aside=reading.set_aside)
     if args.trace:
-        _write_trace(timeline, args.trace)
+        _write_trace(timeline, args)
     if args.json:
         if args.grid:
             summary["grid"] = schedule.grid()
         _print_json(summary)
         return 0
     if reading is not None:
-        print(f"{args.from_csv}: {reading.describe()}")
+        print(f"{shown(args.from_csv)}: {reading.describe()}")
     if args.grid:
         print(schedule.grid())
         print()
@@ -298,7 +298,7 @@ def simulate_command(args) -> int:
             f"{summary['peak_memory'][r]:g}"
         )
     if args.trace:
-        print(f"trace written to {args.trace} (open it in ui.perfetto.dev or chrome://tracing)")
+        print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev or chrome://tracing)")
     return 0
 
 
@@ -354,7 +354,7 @@ def run_command(args) -> int:
         timeout_s=args.timeout,
         fail_at=args.fail_at,
     )
-    _check_writable(args.trace)
+    _check_trace(args)
     from .runtime import run
 
     progress, close = _tqdm_progress(not args.quiet and not args.json)
@@ -365,7 +365,7 @@ def run_command(args) -> int:
     if result is None:  # a torchrun rank other than 0
         return 0
     if args.trace:
-        _write_trace(result.measured, args.trace)
+        _write_trace(result.measured, args)
     summary = result.summary()
     if args.json:
         _print_json(summary)
@@ -399,7 +399,7 @@ def run_command(args) -> int:
     for r in range(p):
         print(f"{r:>4}  {summary['peak_memory_bytes'][r]:>21,}  {summary['peak_memory_model'][r]:g}")
     if args.trace:
-        print(f"trace written to {args.trace} (open it in ui.perfetto.dev)")
+        print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev)")
     return 0
 
 
@@ -411,20 +411,87 @@ COMMANDS = {
 }
 
 
+LONGEST_ERROR_LINE = 1000
+"""A one-line error longer than this (a long value echoed by a module that does not quote) keeps its start
+and its end around "…"; a ScheduleError's grid has several lines and prints whole."""
+
+
+def bounded(message: str, argv: list[str]) -> str:
+    """``message`` with every long command-line value in it quoted short (``quoted``), and, if it is one
+    line, at most ``LONGEST_ERROR_LINE`` characters."""
+    values = {value.partition("=")[2] if value.startswith("--") else value for value in argv}
+    for value in sorted((v for v in values if len(v) > QUOTE_LIMIT), key=len, reverse=True):
+        message = message.replace(repr(value), quoted(value)).replace(value, quoted(value))
+    if "\n" not in message and len(message) > LONGEST_ERROR_LINE:
+        head, tail = LONGEST_ERROR_LINE // 2, LONGEST_ERROR_LINE // 4
+        message = f"{message[:head]} … {message[-tail:]} ({len(message):,} characters)"
+    return message
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so what is left in its buffer does not fail again at exit (the recipe of
+    Python's signal documentation for BrokenPipeError)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+class _WatchedOutput:
+    """``sys.stdout`` while a command runs: remembers a write that failed, so ``main`` can tell a full disk
+    under ``> file`` from an OSError of a library."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.failure: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as error:
+            self.failure = error
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as error:
+            self.failure = error
+            raise
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    output = _WatchedOutput(sys.stdout)
+    if sys.stdout is not None:  # None when stdout is closed (>&-): print() then writes nothing
+        sys.stdout = output
     try:
-        args = build_parser().parse_args(_join_dashed_values(sys.argv[1:] if argv is None else list(argv)))
-        return COMMANDS[args.command](args)
+        args = build_parser().parse_args(_join_dashed_values(arguments))
+        code = COMMANDS[args.command](args)
+        if sys.stdout is not None:  # flushed here, not at exit: a full disk (> /dev/full) is one line, exit 2
+            sys.stdout.flush()
+        return code
     except (UsageError, ValueError) as error:  # a ScheduleError is a ValueError whose grid prints whole
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
         return 2
     except RuntimeError as error:  # a run that failed (ActionFailed, RunFailed): say where, exit 1
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (… | head): stop quietly, as a SIGPIPE'd tool would
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _silence_stdout()
         return 141
+    except OSError as error:
+        if output.failure is None:  # not the output: e.g. a library that failed to load
+            print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
+            return 1
+        _silence_stdout()
+        print(f"error: cannot write the output: {error.strerror or error}", file=sys.stderr)
+        return 2
+    finally:
+        if sys.stdout is output:
+            sys.stdout = output.stream

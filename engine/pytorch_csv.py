@@ -19,14 +19,21 @@ its last rank) is blamed where its own out-of-range action stands.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .files import quoted, read_regular_file, shown
 from .ir import Action, Kind, Schedule, Slot, parse_slot, rank_of_stage, slot_actions
 from .limits import MAX_CSV_BYTES, MAX_CSV_CELLS, MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
 
 COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD")
-_COMMUNICATION_RE = re.compile(r"(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)(\d*)")
+_COMMUNICATION_RE = re.compile(r"([0-9]+)(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)([0-9]*)")
+_NOT_CSV_TEXT = re.compile(r"[^\t\n\r\x20-\x7e]")
+"""A schedule CSV is printable ASCII in lines: anything else is a pasted invisible character (U+200B, U+00A0,
+a mid-file U+FEFF), a line break Python would split on (U+2028, \\x1c) or a look-alike digit (０, ٣)."""
+_INVISIBLE = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp", "Mn", "Me"))
+"""Unicode categories drawn as nothing (or as nothing of their own): controls, formats, spaces, marks."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,24 @@ def _parse_cell(text: str, rank: int, column: int, set_aside: Counter):
         ) from None
 
 
+def _stray_character(text: str, index: int) -> str:
+    """Where the character at ``text[index]`` is (rank, line, column, position in its cell) and what it is."""
+    line_start = text.rfind("\n", 0, index) + 1
+    rank = sum(1 for line in text[:line_start].splitlines() if line.strip())
+    line_number = text.count("\n", 0, index) + 1
+    cell_start = max(line_start, text.rfind(",", line_start, index) + 1)
+    cell_end = min(end for end in (text.find(",", index), text.find("\n", index), len(text)) if end >= 0)
+    cell = text[cell_start:cell_end]
+    char = text[index]
+    name = f"U+{ord(char):04X}" + (f" {unicodedata.name(char)}" if unicodedata.name(char, "") else "")
+    what = "an invisible character" if unicodedata.category(char) in _INVISIBLE else "a character outside ASCII"
+    return (
+        f"rank {rank} (line {line_number}), column {text.count(',', line_start, index) + 1}: {quoted(cell)} "
+        f"holds {what}, {name}, at position {index - cell_start + 1}; a schedule CSV is plain ASCII "
+        f"(delete or retype it)"
+    )
+
+
 def read_csv(
     text: str, *, num_microbatches: int | None = None, placement: str | None = None, name: str = "imported"
 ) -> CsvReading:
@@ -79,11 +104,15 @@ def read_csv(
     The number of stages is the largest stage index + 1; the placement is inferred from where the stages
     are (stage p on rank p−1 means "v") unless given.
     """
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark at the very start, as Excel writes
     if len(text) > MAX_CSV_BYTES:
         raise ValueError(f"the schedule CSV has {len(text):,} characters; the lab reads up to {MAX_CSV_BYTES:,}")
     cells = text.count(",") + text.count("\n") + 1
     if cells > MAX_CSV_CELLS:
         raise ValueError(f"the schedule CSV has about {cells:,} cells; the lab reads up to {MAX_CSV_CELLS:,}")
+    stray = _NOT_CSV_TEXT.search(text)
+    if stray:
+        raise ValueError(_stray_character(text, stray.start()))
     if num_microbatches is not None:
         whole_number("micro-batches", num_microbatches, 1, MAX_MICROBATCHES)
     set_aside: Counter = Counter()
@@ -136,27 +165,25 @@ def _infer_placement(actions: list[tuple[int, Action]], num_ranks: int, num_stag
 
 
 def read_csv_file(path: str, **options) -> CsvReading:
-    """Read a schedule CSV file: at most ``MAX_CSV_BYTES`` (refused beyond, before parsing), UTF-8 with or
-    without a byte-order mark. Every error names the file."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CSV_BYTES + 1)
-    except OSError as error:
-        raise ValueError(f"cannot read {path}: {error.strerror}") from None
+    """Read a schedule CSV file: a regular file (a FIFO or device is refused at once, see ``engine.files``) of
+    at most ``MAX_CSV_BYTES`` (refused beyond, before parsing), UTF-8 with or without a byte-order mark. Every
+    error names the file."""
+    data = read_regular_file(path, MAX_CSV_BYTES)
     if len(data) > MAX_CSV_BYTES:
         raise ValueError(
-            f"{path} is larger than {MAX_CSV_BYTES // (1024 * 1024)} MiB, the most the lab reads as a schedule CSV"
+            f"{shown(path)} is larger than {MAX_CSV_BYTES // (1024 * 1024)} MiB, the most the lab reads as a "
+            f"schedule CSV"
         )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise ValueError(
-            f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}): "
+            f"{shown(path)} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}): "
             f"expected PyTorch's schedule CSV"
         ) from None
     if "\x00" in text:
-        raise ValueError(f"{path} holds NUL bytes: it is not a schedule CSV")
+        raise ValueError(f"{shown(path)} holds NUL bytes: it is not a schedule CSV")
     try:
         return read_csv(text, **options)
     except ValueError as error:
-        raise ValueError(f"{path}: {error}") from None
+        raise ValueError(f"{shown(path)}: {error}") from None
