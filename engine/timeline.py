@@ -12,7 +12,6 @@ end), because in training the next step's warm-up overlaps this step's tail (see
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -347,7 +346,3 @@ class Timeline:
                     }
                 )
         return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"schedule": self.name}}
-
-    def write_chrome_trace(self, path: str, time_unit_us: float = 1000.0) -> None:
-        with open(path, "w") as handle:
-            json.dump(self.to_chrome_trace(time_unit_us), handle)

@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable
 
+from ..files import write_text
 from ..schedules import FAMILIES
 from .hardware import DEFAULT_EFFICIENCY, GPU_PRESETS, GpuSpec, gpu_named
 from .layout import RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES, Layout
@@ -180,23 +181,15 @@ def resolve(args) -> tuple:
     return model, gpu, layout, efficiency
 
 
-def _write(path: str, text: str, what: str) -> None:
-    try:
-        with open(path, "w") as handle:
-            handle.write(text)
-    except OSError as error:
-        raise ValueError(f"cannot write the {what} to {path}: {error.strerror}") from None
-
-
 def plan_command(args, print_json: Callable[[dict], None]) -> int:
     """Run ``plan``; ``print_json`` is the CLI's printer (floats cut to 12 digits, never NaN)."""
     model, gpu, layout, efficiency = resolve(args)
     result = plan(model, gpu, layout, efficiency)
     if args.csv:
-        _write(args.csv, result.schedule_csv(), "schedule CSV")
+        write_text(args.csv, result.schedule_csv(), what="schedule CSV")
     toml = result.torchtitan_toml(args.csv or "schedule.csv")
     if args.torchtitan and args.torchtitan != "-":
-        _write(args.torchtitan, toml, "torchtitan config")
+        write_text(args.torchtitan, toml, inputs=[args.csv] if args.csv else [], what="torchtitan config")
     if args.json:
         summary = result.summary()
         summary["torchtitan_toml"] = toml
