@@ -20,6 +20,9 @@ MAX_COST = 100.0
 MAX_OVERLAPPED = 2 * MAX_COST
 """DualPipeV's F&B pair is at most an F plus a B."""
 
+MAX_PLAN_DEGREE = 16_384
+"""TP, PP, DP or CP on the Plan page (the engine checks that they multiply out, and its pair limit)."""
+
 REAL_RUN_MAX_RANKS = 8
 """Ranks on the Real run page: each is a real set of stages on this server."""
 REAL_RUN_MICROBATCHES = (1, 2, 4, 8, 16, 32)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from . import state
 from .controls import PROJECTOR, projector_query
+from .plan_settings import PlanSettings
 from .run_settings import RunSettings
 from .settings import CompareSettings, LabSettings
 
@@ -47,6 +48,7 @@ PAGES = (
         lambda: CompareSettings().to_query(),
     ),
     PageEntry("ed", "views/editor.py", "Schedule editor", ":material/edit_note:", "editor", dict),
+    PageEntry("pl", "views/plan.py", "Plan at real scale", ":material/dns:", "plan", lambda: PlanSettings().to_query()),
     PageEntry("rr", "views/measure.py", "Real run", ":material/memory:", "real-run", lambda: RunSettings().to_query()),
 )
 BY_KEY = {page.key: page for page in PAGES}

@@ -37,3 +37,13 @@ def idle_attribution(_schedule, costs: Costs, _timeline, *, key: tuple):
     """The idle time split by cause (four more simulations of the same schedule), once per configuration:
     ``key`` names the configuration (the schedule and timeline are the cached ones for it)."""
     return attribute_simulated(_schedule, costs, _timeline)
+
+
+@st.cache_resource(show_spinner="Planning: simulating one pipeline…", max_entries=CACHE_ENTRIES)
+def planned(settings):
+    """The Plan page's engine call (``engine.scale``), from the same arguments as ``python -m engine plan``."""
+    from engine.scale import plan
+    from engine.scale.cli import resolve
+
+    model, gpu, layout, efficiency = resolve(settings.to_arguments())
+    return plan(model, gpu, layout, efficiency)

@@ -404,3 +404,35 @@ def test_opening_a_page_does_not_import_torch_into_the_server(page):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "False", f"{page} imported torch"
+
+
+# -- Plan ----------------------------------------------------------------------------------------------------
+PLAN_QUERY = {
+    "model": "llama3-405b", "gpu": "h100", "tp": "8", "pp": "16", "dp": "64", "seq": "8192", "global_batch": "2048",
+    "microbatch_size": "1", "schedule": "interleaved-1f1b", "chunks": "2", "split": "llama3",
+}  # fmt: skip
+
+
+def test_the_plan_page_shows_the_commands_numbers_for_the_same_inputs():
+    import subprocess
+    import sys
+
+    flags = [f"--{key.replace('_', '-')}={value}" for key, value in PLAN_QUERY.items()]
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "plan", *flags, "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    cli = json.loads(done.stdout)
+    at = open_app(PLAN_QUERY, "views/plan.py")
+    shown = metrics(at)
+    assert shown["Step time"] == f"{cli['step_seconds']:.3g} s"
+    assert shown["Tokens / s"] == f"{cli['tokens_per_second']:,.0f}"
+    assert shown["MFU"] == f"{cli['mfu']:.1%}" and shown["Bubble"] == f"{cli['bubble_fraction']:.1%}"
+    layers = ", ".join(map(str, cli["layers_per_stage"]))
+    assert any(f"layers per stage {layers}" in m.value for m in at.markdown)
+    assert all(at.query_params[key] == value for key, value in PLAN_QUERY.items())
+
+
+def test_a_plan_that_does_not_multiply_out_says_so_with_the_arithmetic():
+    at = open_app({**PLAN_QUERY, "global_batch": "2047"}, "views/plan.py")
+    assert any("2047" in e.value or "2,047" in e.value for e in at.error), [e.value for e in at.error]

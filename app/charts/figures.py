@@ -179,12 +179,17 @@ def timeline_figure(
     memory: bool = True,
     animate: bool = True,
     cursor_at: float | None = None,
+    extra: list[dict] | None = None,
+    end: float | None = None,
 ) -> go.Figure:
     """The Gantt of ``timeline`` (one row per rank) over its memory curve, sharing the time axis and the
-    playback cursor."""
+    playback cursor; ``extra`` traces are drawn on the Gantt (the Plan page's all-reduce), which may run to
+    ``end``."""
     size = sizes(projector)
-    end = float(timeline.frame["end"].max()) if len(timeline.frame) else 0.0
+    last = float(timeline.frame["end"].max()) if len(timeline.frame) else 0.0
+    end = max(last, end or 0.0)
     traces, drawn = gantt_traces(timeline, axes=dict(xaxis="x", yaxis="y"), show_legend=True)
+    traces += [trace | dict(xaxis="x", yaxis="y") for trace in extra or []]
     rows = [dict(height=size.gantt_height(timeline.num_ranks), yaxis=_rank_axis(timeline.num_ranks))]
     if memory:
         traces += _memory_traces(timeline, dict(xaxis="x2", yaxis="y2"))

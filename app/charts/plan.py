@@ -1,0 +1,87 @@
+"""The Plan page's pictures: each pipeline rank's memory per GPU as a stacked bar against the GPU's capacity,
+and the DP all-reduce drawn after each rank's last action on the pipeline's Gantt."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from engine.scale import Plan
+
+from ..style import sizes
+
+PARTS = (
+    ("weights", "#4A6FA5", ""),
+    ("gradients", "#C98B2B", "."),
+    ("optimizer", "#6C8E4E", "/"),
+    ("activations", "#9C5A8E", "x"),
+)
+"""Colour and pattern per part of a GPU's memory (the pattern keeps them apart in greyscale)."""
+GB = 1e9
+OVER = "#C62828"
+
+
+def memory_figure(result: Plan, *, projector: bool = False) -> go.Figure:
+    """One stacked bar per pipeline rank — weights, gradients, optimizer states, activations, in GB — with the
+    GPU's capacity as a line; a rank that does not fit is outlined in red and says so in its hover."""
+    size = sizes(projector)
+    ranks = [memory.rank for memory in result.memory]
+    traces = []
+    for name, colour, pattern in PARTS:
+        values = np.array([getattr(memory, name) for memory in result.memory]) / GB
+        traces.append(
+            dict(
+                type="bar",
+                name=name,
+                x=ranks,
+                y=values,
+                marker=dict(
+                    color=colour,
+                    pattern=dict(shape=pattern, fgcolor="#FFFFFF", solidity=0.25),
+                    line=dict(
+                        color=[OVER if not memory.fits else "rgba(0,0,0,0)" for memory in result.memory], width=2
+                    ),
+                ),
+                customdata=[memory.reason for memory in result.memory],
+                hovertemplate=f"{name}: %{{y:.1f}} GB<br>%{{customdata}}<extra></extra>",
+            )
+        )
+    capacity = result.gpu.memory_gb
+    figure = go.Figure(data=traces, _validate=False)
+    figure.add_hline(
+        y=capacity, line=dict(color=OVER, dash="dash", width=2), annotation_text=f"{result.gpu.title}: {capacity:g} GB"
+    )
+    figure.update_layout(
+        barmode="stack",
+        height=320 if projector else 290,
+        margin=dict(l=4, r=6, t=20, b=40),
+        font=dict(size=size.font),
+        legend=dict(orientation="h", x=0, y=0, yref="container", yanchor="bottom"),
+        xaxis=dict(title="pipeline rank", tickmode="array", tickvals=ranks, tickfont=dict(size=size.font)),
+        yaxis=dict(title="GB per GPU", rangemode="tozero", tickfont=dict(size=size.font)),
+    )
+    return figure
+
+
+def allreduce_traces(result: Plan) -> list[dict]:
+    """Each rank's DP gradient all-reduce after its last action, as a bar on its Gantt row."""
+    if not result.allreduce:
+        return []
+    rows = result.allreduce
+    return [
+        dict(
+            type="bar",
+            orientation="h",
+            name="DP gradient all-reduce",
+            legendgroup="allreduce",
+            y=[row.rank for row in rows],
+            base=[row.start for row in rows],
+            x=[row.end - row.start for row in rows],
+            width=0.6,
+            offset=-0.3,
+            marker=dict(color="#5E5E5E", pattern=dict(shape="+", fgcolor="#FFFFFF", solidity=0.3)),
+            customdata=[[row.gradient_bytes / GB, row.end - row.start] for row in rows],
+            hovertemplate="rank %{y} · DP all-reduce of %{customdata[0]:.2f} GB · %{customdata[1]:.3f} s"
+            "<extra></extra>",
+        )
+    ]

@@ -1,0 +1,192 @@
+"""Plan: a real model on real GPUs — step time, tokens per second, MFU, the bubble, memory per GPU in GB — on
+the lab's own simulator (``engine.scale``), for the same inputs as ``python -m engine plan``."""
+
+import streamlit as st
+
+from app import limits, state
+from app.charts import timeline_figure
+from app.charts.plan import allreduce_traces, memory_figure
+from app.charts.player import player
+from app.controls import projector_query, projector_toggle, warn_about
+from app.explain import chart_summary
+from app.plan_settings import GPUS, MODELS, PLAN_KEYS, PlanSettings
+from app.simulation import planned
+from engine import FAMILIES
+from engine.scale import GPU_PRESETS, LAYOUT_PRESETS, MODEL_PRESETS, RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES
+from engine.scale.models import MODEL_STYLES
+
+PAGE = "pl"
+key = PlanSettings.widget_key
+
+
+def load_preset() -> None:
+    """The "Start from" menu: a published layout fills every input."""
+    name = st.session_state[f"{PAGE}_preset"]
+    if name in LAYOUT_PRESETS:
+        state.seed(PlanSettings.from_preset(name).widget_values())
+
+
+def bind() -> tuple[PlanSettings, bool]:
+    link = state.opened_link(PAGE, PLAN_KEYS + (state.PROJECTOR_KEY,))
+    problems: list[str] = []
+    if link:
+        linked, problems = PlanSettings.from_query(link)
+        state.seed(linked.widget_values())
+    projector = projector_toggle(link)
+    defaults = PlanSettings().widget_values()
+    state.restore(defaults | {f"{PAGE}_preset": "—"})
+    number = dict(step=1, min_value=1)
+    with st.sidebar:
+        st.selectbox(
+            "Start from a published layout",
+            ["—", *LAYOUT_PRESETS],
+            key=f"{PAGE}_preset",
+            format_func=lambda n: LAYOUT_PRESETS[n].title if n in LAYOUT_PRESETS else "—",
+            on_change=load_preset,
+        )
+        model = st.selectbox(
+            "Model", MODELS, key=key("model"), format_func=lambda n: MODEL_PRESETS[n].title if n in MODEL_PRESETS else n
+        )
+        if model == "custom":
+            with st.expander("Custom model", expanded=True):
+                st.number_input("Layers", max_value=10_000, key=key("layers"), **number)
+                st.number_input("Hidden size h", max_value=1_000_000, key=key("hidden"), **number)
+                st.number_input("FFN size", max_value=1_000_000, key=key("ffn"), **number)
+                st.number_input("Attention heads", max_value=1_000_000, key=key("heads"), **number)
+                st.number_input("Key/value heads", max_value=1_000_000, key=key("kv_heads"), **number)
+                st.number_input("Vocabulary", max_value=1_000_000, key=key("vocab"), **number)
+                st.radio("Style", MODEL_STYLES, key=key("style"), horizontal=True)
+                st.toggle("Tied embeddings", key=key("tied_embeddings"))
+        gpu = st.selectbox(
+            "GPU", GPUS, key=key("gpu"), format_func=lambda n: GPU_PRESETS[n].title if n in GPU_PRESETS else n
+        )
+        if gpu == "custom":
+            with st.expander("Custom GPU", expanded=True):
+                st.number_input("Dense BF16 peak (TFLOP/s)", min_value=0.1, key=key("peak_tflops"))
+                st.number_input("Memory (GB)", min_value=0.1, key=key("memory_gb"))
+                st.number_input("NVLink (GB/s)", min_value=0.1, key=key("nvlink_gb_s"))
+                st.number_input("Network per GPU (GB/s)", min_value=0.1, key=key("internode_gb_s"))
+                st.number_input("GPUs per node", max_value=1024, key=key("gpus_per_node"), **number)
+        st.slider(
+            "Efficiency: share of peak a layer's kernels reach",
+            0.05,
+            1.0,
+            step=0.01,
+            key=key("efficiency"),
+            help="Default 0.43: the MFU the Llama 3 paper reports for its 405B pre-training on H100s (Table 4).",
+        )
+        st.markdown("**Layout**")
+        left, right = st.columns(2)
+        left.number_input("TP", max_value=limits.MAX_PLAN_DEGREE, key=key("tp"), **number)
+        right.number_input("PP (ranks)", max_value=limits.MAX_PLAN_DEGREE, key=key("pp"), **number)
+        left.number_input("DP", max_value=limits.MAX_PLAN_DEGREE, key=key("dp"), **number)
+        right.number_input("CP", max_value=limits.MAX_PLAN_DEGREE, key=key("cp"), **number)
+        st.number_input("Sequence length", max_value=1_000_000, key=key("seq"), **number)
+        left, right = st.columns(2)
+        left.number_input("Global batch (sequences)", max_value=10_000_000, key=key("global_batch"), **number)
+        right.number_input("Micro-batch size", max_value=1_000_000, key=key("microbatch_size"), **number)
+        family = st.selectbox("Schedule", list(FAMILIES), key=key("schedule"), format_func=lambda n: FAMILIES[n].title)
+        if FAMILIES[family].takes_chunks:
+            st.slider("Chunks per rank, v", 2, 8, key=key("chunks"))
+        st.text_input(
+            "Layers per stage",
+            key=key("split"),
+            help=f"{', '.join(SPLIT_RULES)} (Llama 3: first and last stage one layer fewer), or a list like 3,4,4,3",
+        )
+        st.radio("Recomputation", RECOMPUTE_MODES, key=key("recompute"), horizontal=True)
+        st.radio("Optimizer sharding (ZeRO stage)", ZERO_STAGES, key=key("zero"), horizontal=True)
+        st.toggle("Sequence parallelism (with TP)", key=key("sequence_parallel"))
+    state.remember(list(defaults) + [f"{PAGE}_preset"])
+    settings = PlanSettings.from_widgets({name: st.session_state[name] for name in defaults})
+    state.write_url(PAGE, settings.to_query() | projector_query(projector))
+    warn_about(problems)
+    return settings, projector
+
+
+def cards(result) -> None:
+    values = [
+        ("Step time", f"{result.step_seconds:.3g} s", "the simulated pipeline plus the DP gradient all-reduce"),
+        ("Tokens / s", f"{result.tokens_per_second:,.0f}", "global batch × sequence length / step time"),
+        ("MFU", f"{result.mfu:.1%}", "model FLOPs per step / (GPUs × peak × step time)"),
+        ("Bubble", f"{result.bubble_fraction:.1%}", "idle / (ranks × makespan) of one simulated pipeline"),
+        ("GPUs", f"{result.num_gpus:,}", "TP × PP × DP × CP"),
+        (
+            "Peak memory / GPU",
+            f"{result.peak_memory_bytes / 1e9:.1f} GB",
+            f"of {result.gpu.memory_gb:g} GB: " + ("fits" if result.fits else "does not fit"),
+        ),  # fmt: skip
+    ]
+    for column, (label, value, words) in zip(st.columns(3) * 2, values, strict=True):
+        column.metric(label, value, help=words)
+
+
+def plan_page() -> None:
+    st.title("Plan a pipeline at real scale")
+    st.caption(
+        "A real model on real GPUs: each stage's F, I and W from its FLOPs at the GPU's peak × efficiency, the "
+        "pipeline simulated with the lab's own simulator (one pipeline; the data-parallel replicas run it side by "
+        "side and meet in the gradient all-reduce), memory per GPU from the model states and the simulator's "
+        "micro-batches in flight. The same numbers as `python -m engine plan` with the same inputs."
+    )
+    settings, projector = bind()
+    try:
+        result = planned(settings)
+        state.keep_last_good(PAGE, (settings, result))
+    except ValueError as error:  # the engine's message carries the arithmetic
+        st.error(f"This layout cannot run: {error}")
+        good = state.last_good(PAGE)
+        if good is None:
+            st.stop()
+        settings, result = good
+        st.caption("Below: the last layout that worked.")
+
+    cards(result)
+    (st.success if result.fits else st.error)(result.memory_message.capitalize() + ".")
+    layers = result.layers_per_stage
+    st.markdown(
+        f"**{result.model.title}**: {result.parameters / 1e9:,.1f} B parameters; "
+        f"{result.model_flops_per_step:.3e} FLOPs per step; layers per stage {', '.join(map(str, layers))} "
+        f"({len(layers)} stages, {result.num_microbatches} micro-batches per pipeline)."
+    )
+    for note in result.notes:
+        st.caption(note)
+    st.subheader("Memory per GPU")
+    st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key="pl_memory")
+    st.subheader("One pipeline's step, in seconds")
+    title = f"{FAMILIES[settings.schedule].title}: {settings.pp} ranks, {result.num_microbatches} micro-batches"
+    figure = timeline_figure(
+        result.timeline,
+        title=title,
+        time_unit="seconds",
+        memory=False,
+        projector=projector,
+        extra=allreduce_traces(result),
+        end=max((row.end for row in result.allreduce), default=0.0),
+    )
+    player("pl_gantt", figure, name=title, summary=chart_summary(result.timeline, title))
+    st.plotly_chart(figure, width="stretch", key="pl_gantt")
+    with st.expander("Every family at this layout (a few seconds at large sizes)"):
+        if st.button("Compare every family", key=f"{PAGE}_compare"):
+            rows = [
+                {
+                    "schedule": row.title,
+                    "step (s)": "—" if row.step_seconds is None else f"{row.step_seconds:.3g}",
+                    "bubble": "—" if row.bubble_fraction is None else f"{row.bubble_fraction:.1%}",
+                    "peak memory / GPU": "—"
+                    if row.peak_memory_bytes is None
+                    else f"{row.peak_memory_bytes / 1e9:.1f} GB",
+                    "fits": "yes" if row.fits else ("no" if row.error is None else f"cannot run: {row.error}"),
+                }
+                for row in result.compare_families()
+            ]
+            st.table(rows)
+    downloads = st.columns(2)
+    downloads[0].download_button(
+        "torchtitan config (TOML)", result.torchtitan_toml, "plan.toml", "text/plain", key=f"{PAGE}_toml"
+    )
+    downloads[1].download_button(
+        "Schedule CSV (PyTorch)", result.schedule_csv, f"{settings.schedule}.csv", "text/csv", key=f"{PAGE}_csv"
+    )
+
+
+plan_page()
