@@ -20,6 +20,8 @@ MAX_COST = 100.0
 MAX_OVERLAPPED = 2 * MAX_COST
 """DualPipeV's F&B pair is at most an F plus a B."""
 
+MAX_SEARCH_SECONDS = 30.0
+"""The longest one search may run on the server (the page never blocks longer)."""
 MAX_PLAN_DEGREE = 16_384
 """TP, PP, DP or CP on the Plan page (the engine checks that they multiply out, and its pair limit)."""
 

@@ -12,6 +12,7 @@ from . import state
 from .controls import PROJECTOR, projector_query
 from .plan_settings import PlanSettings
 from .run_settings import RunSettings
+from .search_settings import SearchSettings
 from .settings import CompareSettings, LabSettings
 
 
@@ -48,6 +49,14 @@ PAGES = (
         lambda: CompareSettings().to_query(),
     ),
     PageEntry("ed", "views/editor.py", "Schedule editor", ":material/edit_note:", "editor", dict),
+    PageEntry(
+        "sr",
+        "views/search.py",
+        "Search a schedule",
+        ":material/manage_search:",
+        "search",
+        lambda: SearchSettings().to_query(),
+    ),  # fmt: skip
     PageEntry("pl", "views/plan.py", "Plan at real scale", ":material/dns:", "plan", lambda: PlanSettings().to_query()),
     PageEntry("rr", "views/measure.py", "Real run", ":material/memory:", "real-run", lambda: RunSettings().to_query()),
 )

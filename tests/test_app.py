@@ -436,3 +436,22 @@ def test_the_plan_page_shows_the_commands_numbers_for_the_same_inputs():
 def test_a_plan_that_does_not_multiply_out_says_so_with_the_arithmetic():
     at = open_app({**PLAN_QUERY, "global_batch": "2047"}, "views/plan.py")
     assert any("2047" in e.value or "2,047" in e.value for e in at.error), [e.value for e in at.error]
+
+
+# -- Search --------------------------------------------------------------------------------------------------
+def test_the_search_page_finds_a_schedule_no_worse_than_zb_h1_within_the_budget():
+    at = open_app({"ranks": "4", "microbatches": "8", "costs": "F=1,I=1,W=1", "memory": "4"}, "views/search.py")
+    assert any("press Search" in i.value for i in at.info)
+    at.button(key="sr_go").click()
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    shown = metrics(at)
+    assert float(shown["Makespan"]) <= 27 and float(shown["Peak memory"]) <= 4
+    table = at.table[0].value
+    assert "searched" in list(table.iloc[:, 0]) or "searched" in list(table.index)
+    assert at.query_params["memory"] == "4" and at.query_params["costs"] == "F=1,I=1,W=1"
+
+
+def test_a_budget_below_what_any_schedule_needs_is_refused_with_the_arithmetic():
+    at = open_app({"ranks": "4", "microbatches": "8", "memory": "0.5"}, "views/search.py")
+    assert any("0.5" in e.value and "micro-batch" in e.value for e in at.error), [e.value for e in at.error]

@@ -15,8 +15,10 @@ from app.charts.player import player
 from app.controls import bind_run, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, idle_causes
 from app.limits import REAL_RUN_MAX_RANKS
+from app.navigation import link_to
 from app.real_runs import memory_check, run_one
 from app.run_settings import RUN_KEYS, RunSettings
+from app.search_settings import SearchSettings
 from engine import FAMILIES
 from engine.ir import Kind
 from engine.runtime import GRADIENT_TOLERANCE
@@ -121,6 +123,15 @@ def show_result(ran, result, config, projector: bool) -> None:
     )
     st.markdown("**Measured cost of each action, per stage** (the prediction is built from these)")
     st.table(stage_cost_table(result))
+    schedule = result.schedule
+    if schedule.num_chunks <= 2 and (schedule.num_chunks == 1 or schedule.placement == "v"):
+        measured = SearchSettings.from_measured(
+            schedule.num_ranks,
+            schedule.num_microbatches,
+            schedule.placement,
+            measured_stage_costs(schedule, result.measured.frame["compute_ms"].to_numpy()),
+        )
+        link_to("sr", measured.to_query(), "Search for a better schedule with these measured costs ↗")
     st.subheader("Why the measured step is longer than the textbook's")
     idle_causes(result.idle_attribution(), key=f"{PAGE}_causes", time_unit="ms", projector=projector)
     crowded = result.schedule.num_ranks * result.schedule.num_microbatches > CROWDED_ACTIONS

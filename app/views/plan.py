@@ -141,7 +141,8 @@ def plan_page() -> None:
         st.caption("Below: the last layout that worked.")
 
     cards(result)
-    (st.success if result.fits else st.error)(result.memory_message.capitalize() + ".")
+    message = result.memory_message
+    (st.success if result.fits else st.error)(message[:1].upper() + message[1:] + ".")
     layers = result.layers_per_stage
     st.markdown(
         f"**{result.model.title}**: {result.parameters / 1e9:,.1f} B parameters; "

@@ -9,6 +9,8 @@ from app.charts import timeline_figure
 from app.charts.player import player
 from app.controls import bind_lab, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, idle_causes, lecture_controls, legend_notes, metric_cards, rank_table, why_panel
+from app.navigation import link_to
+from app.search_settings import SearchSettings
 from app.settings import LAB_KEYS
 from app.simulation import idle_attribution, simulated
 
@@ -53,6 +55,16 @@ def playground() -> None:
     player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
     st.plotly_chart(figure, width="stretch", key="pg_gantt")
     legend_notes(timeline, costs, schedule.num_chunks)
+    if schedule.num_chunks == 1 or schedule.placement == "v":
+        search = SearchSettings(
+            num_ranks=settings.num_ranks,
+            num_microbatches=settings.num_microbatches,
+            placement=schedule.placement,
+            costs=settings.costs_text(split=True, overlapped=False),
+            comm=settings.comm,
+            memory_budget=float(settings.num_ranks),
+        )
+        link_to("sr", search.to_query(), "Find a better schedule for these costs ↗", icon=":material/manage_search:")
     with st.expander("Why these numbers", expanded=True):
         why_panel(settings.spec, schedule, costs, timeline)
     with st.expander("Where the idle time comes from"):

@@ -8,9 +8,9 @@ runs it), whose ``main`` turns a ValueError into one line on stderr and exit sta
 from __future__ import annotations
 
 import json
-import os
 
 from ..costs import Costs
+from ..files import check_output, write_text
 from ..ir import PLACEMENTS
 from ..limits import MAX_RANKS, whole_number
 from .problem import SearchProblem
@@ -96,19 +96,13 @@ def _summary(result: SearchResult) -> dict:
 
 def search_command(args) -> int:
     if args.out is not None:  # fail before the search, not after it
-        folder = os.path.dirname(os.path.abspath(args.out))
-        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-            raise ValueError(f"cannot write the schedule to {args.out}: its folder is missing or not writable")
+        check_output(args.out, what="schedule")
     num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * (2 if args.placement == "v" else 1)
     costs = parse_costs(args.costs, comm=args.comm, num_stages=num_stages)
     problem = SearchProblem(args.ranks, args.microbatches, costs, args.memory, args.placement, args.time_limit)
     result = search(problem, args.method)
     if args.out is not None:
-        try:
-            with open(args.out, "w") as handle:
-                handle.write(result.schedule.to_csv())
-        except OSError as error:
-            raise ValueError(f"cannot write the schedule to {args.out}: {error.strerror}") from None
+        write_text(args.out, result.schedule.to_csv(), what="schedule")
     summary = _summary(result)
     if args.json:
         if args.grid:

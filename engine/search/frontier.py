@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..costs import Costs
 from ..schedules import FAMILIES, build_schedule
 from ..simulate import simulate
+from ..timeline import Timeline
 from .problem import MEMORY_TOLERANCE, SearchProblem
 from .result import SearchResult, finish
 from .solve import DEFAULT_WORKERS, search
@@ -31,6 +32,8 @@ class FamilyPoint:
     """Its busiest rank's peak (micro-batches of a rank's share)."""
     makespan: float
     """Its step time under the costs."""
+    timeline: Timeline | None = field(default=None, compare=False, repr=False)
+    """Its simulated step (for drawing it next to a searched one)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +90,7 @@ def family_points(num_ranks: int, num_microbatches: int, costs: Costs) -> tuple[
                 num_chunks=schedule.num_chunks,
                 peak_memory=max(timeline.peak_memory_per_rank()),
                 makespan=timeline.makespan,
+                timeline=timeline,
             )
         )
     return tuple(points)

@@ -1,0 +1,192 @@
+"""Search: the shortest step under a memory budget, found rather than hand-made (``engine.search``) — next to
+every hand-made family that fits the same budget, and the frontier of step time against memory."""
+
+import streamlit as st
+
+from app import limits, state
+from app.charts import compare_figure
+from app.charts.player import player
+from app.charts.search import frontier_figure
+from app.controls import projector_query, projector_toggle, warn_about
+from app.explain import chart_summary
+from app.run_settings import RunSettings
+from app.search_settings import PLACEMENTS, SEARCH_KEYS, SearchSettings
+from app.simulation import simulated
+from engine import FAMILIES, UNIT
+from engine.search import OPTIMAL, family_points, frontier, search
+
+PAGE = "sr"
+RESULTS = f"{PAGE}_results"
+BUSY = f"{PAGE}_busy"
+FRONTIER_SECONDS = 1.0
+"""Time per budget when drawing the frontier (the greedy and the hand-made families answer large sizes)."""
+key = SearchSettings.widget_key
+
+
+def bind() -> tuple[SearchSettings, bool]:
+    link = state.opened_link(PAGE, SEARCH_KEYS + (state.PROJECTOR_KEY,))
+    problems: list[str] = []
+    if link:
+        linked, problems = SearchSettings.from_query(link)
+        state.seed(linked.widget_values())
+    projector = projector_toggle(link)
+    defaults = SearchSettings().widget_values()
+    state.restore(defaults)
+    with st.sidebar:
+        ranks = st.slider("Ranks (devices), p", 1, limits.MAX_RANKS, key=key("num_ranks"))
+        st.slider("Micro-batches, m", 1, limits.MAX_MICROBATCHES, key=key("num_microbatches"))
+        st.radio(
+            "Placement",
+            PLACEMENTS,
+            key=key("placement"),
+            horizontal=True,
+            format_func={"loop": "one stage per rank", "v": "two chunks in a V"}.get,
+        )
+        st.text_input(
+            "Costs F, I, W",
+            key=key("costs"),
+            help="One micro-batch through one stage: F=1,I=1,W=1 for every stage, or per stage F=1:2:1:1,I=…,W=… "
+            "(a real run's measured costs arrive that way).",
+        )
+        st.number_input("Transfer between ranks", min_value=0.0, max_value=limits.MAX_COST, step=0.25, key=key("comm"))
+        st.slider(
+            "Memory budget per rank (micro-batches of its share)",
+            0.5,
+            float(2 * max(ranks, 1)),
+            step=0.5,
+            key=key("memory_budget"),
+            help=f"1F1B holds p = {ranks} on its busiest rank; ZB-H2 2p − 1.",
+        )
+        st.slider("Time limit (s)", 1.0, limits.MAX_SEARCH_SECONDS, step=1.0, key=key("time_limit_s"))
+    state.remember(defaults)
+    values = {name: st.session_state[name] for name in defaults}
+    values[key("memory_budget")] = min(values[key("memory_budget")], 2.0 * values[key("num_ranks")])
+    settings = SearchSettings.from_widgets(values)
+    state.write_url(PAGE, settings.to_query() | projector_query(projector))
+    warn_about(problems)
+    return settings, projector
+
+
+def run_search(settings: SearchSettings):
+    """One search at a time per visitor; the result kept in this visitor's session, by settings."""
+    if st.session_state.get(BUSY):
+        st.warning("Your previous search is still running; this page answers when it ends.")
+        return None
+    st.session_state[BUSY] = True
+    try:
+        with st.spinner(f"Searching (at most {settings.time_limit_s:g} s)…"):
+            result = search(settings.to_problem())
+        st.session_state.setdefault(RESULTS, {})[settings] = result
+        return result
+    finally:
+        st.session_state[BUSY] = False
+
+
+def show_result(settings: SearchSettings, result, projector: bool) -> None:
+    costs = settings.engine_costs()
+    status = (
+        "optimal (proven)"
+        if result.status == OPTIMAL
+        else f"best found, not proven: within {result.gap:.1%} of the lower bound {result.lower_bound:g}"
+    )
+    cards = st.columns(4)
+    cards[0].metric("Makespan", f"{result.makespan:.4g}", help="first start to last end of the found step")
+    cards[1].metric("Bubble fraction", f"{result.bubble_fraction:.1%}")
+    cards[2].metric("Peak memory", f"{max(result.peak_memory):.3g}", help=f"budget {settings.memory_budget:g}")
+    cards[3].metric("Status", "optimal" if result.status == OPTIMAL else f"gap {result.gap:.1%}", help=status)
+    st.caption(f"{result.method}: {result.detail}; {result.wall_time_s:.2f} s. {status.capitalize()}.")
+    fits = [
+        point
+        for point in family_points(settings.num_ranks, settings.num_microbatches, costs)
+        if point.peak_memory <= settings.memory_budget + 1e-9 and point.timeline is not None
+    ]
+    rows = [{"schedule": "searched", "makespan": f"{result.makespan:.4g}", "bubble": f"{result.bubble_fraction:.1%}",
+             "peak memory": f"{max(result.peak_memory):.3g}", "against the bound": status}]  # fmt: skip
+    for point in sorted(fits, key=lambda p: p.makespan):
+        rows.append(
+            {
+                "schedule": point.title,
+                "makespan": f"{point.makespan:.4g}",
+                "bubble": f"{point.timeline.bubble_fraction:.1%}" if point.timeline else "—",
+                "peak memory": f"{point.peak_memory:.3g}",
+                "against the bound": f"{point.makespan / result.lower_bound - 1:+.1%}",
+            }
+        )
+    st.table(rows)
+    if not fits:
+        st.caption(f"No hand-made family holds at most {settings.memory_budget:g} micro-batches on these sizes.")
+    timelines = {"Searched schedule": result.timeline} | {
+        point.title: point.timeline for point in sorted(fits, key=lambda p: p.makespan)[:3] if point.timeline
+    }
+    figure = compare_figure(timelines, projector=projector)
+    player("sr_gantt", figure, name="The searched schedule and the families that fit, on one time axis",
+           summary=" ".join(chart_summary(t, name) for name, t in timelines.items()))  # fmt: skip
+    st.plotly_chart(figure, width="stretch", key="sr_gantt")
+    buttons = st.columns(2)
+    buttons[0].download_button(
+        "Download CSV (PyTorch format)", result.schedule.to_csv, "searched.csv", "text/csv", key=f"{PAGE}_csv"
+    )
+    if buttons[1].button("Run it for real ⚙️", key=f"{PAGE}_run", help="Open the Real run page with this schedule."):
+        RunSettings.send_schedule(st.session_state, result.schedule.to_csv())
+        st.switch_page("views/measure.py", query_params=state.page_query("rr", RunSettings().to_query()))
+
+
+def show_frontier(settings: SearchSettings, projector: bool) -> None:
+    st.subheader("Step time against memory")
+    st.caption(
+        "For each budget from the least any schedule needs to 2p, the best step found (one second each, so large "
+        "sizes show the greedy's answer), with every hand-made family as a point: the trade-off the Zero Bubble "
+        "and controllable-memory papers are about."
+    )
+    if st.button("Draw the frontier", key=f"{PAGE}_frontier"):
+        if st.session_state.get(BUSY):
+            st.warning("A search of yours is still running.")
+            return
+        st.session_state[BUSY] = True
+        try:
+            with st.spinner("Searching each budget…"):
+                found = frontier(
+                    settings.num_ranks,
+                    settings.num_microbatches,
+                    settings.engine_costs(),
+                    settings.placement,
+                    time_limit_per_budget_s=FRONTIER_SECONDS,
+                )
+            st.session_state[f"{PAGE}_frontier_for"] = (settings, found)
+        finally:
+            st.session_state[BUSY] = False
+    kept = st.session_state.get(f"{PAGE}_frontier_for")
+    if kept and kept[0] == settings:
+        st.plotly_chart(frontier_figure(kept[1], projector=projector), width="stretch", key=f"{PAGE}_frontier_chart")
+
+
+def search_page() -> None:
+    st.title("Search for a schedule")
+    st.caption(
+        "Every other page draws hand-made schedules. Here the lab searches for the order of each rank's work "
+        "that gives the shortest step without any rank holding more activations than the budget: an exact "
+        "constraint model (CP-SAT) proves the optimum for small sizes, a Zero-Bubble-style greedy answers large "
+        "ones, and a lower bound says how far from the optimum the answer can be."
+    )
+    settings, projector = bind()
+    _, one_f_one_b = simulated("1f1b", settings.num_ranks, settings.num_microbatches, None, UNIT)
+    st.caption(
+        f"For scale: {FAMILIES['1f1b'].title} holds {max(one_f_one_b.peak_memory_per_rank()):g} micro-batches "
+        f"on its busiest rank at these sizes; the budget is in the same unit."
+    )
+    try:
+        settings.to_problem()  # refuse, with the arithmetic, before anything runs
+    except ValueError as error:
+        st.error(f"This search cannot run: {error}")
+        return
+    result = st.session_state.get(RESULTS, {}).get(settings)
+    if st.button("Search" if result is None else "Search again", type="primary", key=f"{PAGE}_go"):
+        result = run_search(settings) or result
+    if result is None:
+        st.info("Set the sizes, costs and budget, then press Search.")
+    else:
+        show_result(settings, result, projector)
+    show_frontier(settings, projector)
+
+
+search_page()
