@@ -31,6 +31,23 @@ def shown(value: object, limit: int = SHOWN_CHARACTERS) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+"""Every ASCII punctuation character: CommonMark lets any of them be backslash-escaped to stand for itself."""
+AUTOLINK_STARTS = re.compile(r"(://|www\.|@)", re.IGNORECASE)
+
+
+def plain(text: object, limit: int = 600) -> str:
+    """``text`` (a message that may quote a visitor's value) as Markdown that renders exactly that text: every
+    punctuation character backslash-escaped (no link, image, emphasis, heading or ``$math$``), and a zero-width
+    space in "://", "www." and "@", which GitHub-flavoured Markdown would otherwise turn into a link. Cut to
+    ``limit`` characters with "…"."""
+    value = str(text)
+    if len(value) > limit:
+        value = value[:limit] + "…"
+    value = AUTOLINK_STARTS.sub(lambda match: match.group(1)[0] + "\u200b" + match.group(1)[1:], value)
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", value).replace("\n", "  \n")
+
+
 def whole(query: Mapping[str, str], key: str, low: int, high: int, default: int, problems: list[str]) -> int:
     text = query.get(key)
     if text is None:

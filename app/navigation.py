@@ -30,9 +30,12 @@ class PageEntry:
     """What a link to the page carries before the visitor has been there."""
 
     def streamlit_page(self) -> st.Page:
+        """The page for the router, without an icon: a page's Material icon becomes the browser tab's icon,
+        which the browser fetches from fonts.gstatic.com — a request to another host on every visit. The
+        sidebar's links keep their icons (drawn from the bundled icon font)."""
         if not self.url_path:
-            return st.Page(self.path, title=self.title, icon=self.icon, default=True)
-        return st.Page(self.path, title=self.title, icon=self.icon, url_path=self.url_path)
+            return st.Page(self.path, title=self.title, default=True)
+        return st.Page(self.path, title=self.title, url_path=self.url_path)
 
 
 PAGES = (

@@ -15,7 +15,7 @@ from engine.search import SearchProblem
 from engine.search.cli import parse_costs
 
 from . import limits
-from .codec import choice, number, shown, whole, written
+from .codec import choice, number, plain, shown, whole, written
 
 SEARCH_KEYS = ("ranks", "microbatches", "placement", "costs", "comm", "memory", "time")
 PLACEMENTS = ("loop", "v")
@@ -90,7 +90,7 @@ class SearchSettings:
                 replace(settings, costs=text).engine_costs()
                 settings = replace(settings, costs=text)
             except ValueError as error:
-                problems.append(f"costs={shown(text)}: {shown(error, 200)}; using {settings.costs}")
+                problems.append(f"costs={shown(text)}: {plain(error)}; using {settings.costs}")
         return settings, problems
 
     # -- the widgets ---------------------------------------------------------------------------------------

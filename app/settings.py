@@ -25,7 +25,7 @@ from engine import FAMILIES, Costs
 from engine.schedules import Family
 
 from . import limits
-from .codec import choice, flag, number, numbers, shown, whole, written
+from .codec import choice, flag, number, numbers, plain, shown, whole, written
 
 LAB_KEYS = ("schedule", "ranks", "microbatches", "chunks", "costs", "comm", "links", "recompute", "keep", "scale")
 """The URL keys ``LabSettings`` reads and writes (``projector`` belongs to every page: ``app/state.py``)."""
@@ -261,7 +261,7 @@ def _read_costs(query: Mapping[str, str], settings: LabSettings, problems: list[
         if max(values) > limits.MAX_COST or costs.overlapped > limits.MAX_OVERLAPPED:
             raise ValueError(f"each cost must be at most {limits.MAX_COST:g} (F&B at most {limits.MAX_OVERLAPPED:g})")
     except ValueError as error:
-        problems.append(f"costs={shown(text)}: {error}; using {settings.costs_text()}")
+        problems.append(f"costs={shown(text)}: {plain(error)}; using {settings.costs_text()}")
         return settings
     return replace(
         settings,

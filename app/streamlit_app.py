@@ -10,7 +10,8 @@ import streamlit as st
 from app.navigation import PAGES, sidebar_links
 from app.style import PAGE_CSS
 
-st.set_page_config(page_title="Pipeline-parallelism lab", page_icon=":material/view_timeline:", layout="wide")
+# no page_icon: a Material icon is fetched from fonts.gstatic.com, a request to another host on every visit
+st.set_page_config(page_title="Pipeline-parallelism lab", layout="wide")
 current = st.navigation([page.streamlit_page() for page in PAGES], position="hidden")
 st.html(f"<style>{PAGE_CSS}</style>")
 sidebar_links()

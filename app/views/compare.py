@@ -6,6 +6,7 @@ import streamlit as st
 from app import state
 from app.charts import compare_figure, tradeoff_figure
 from app.charts.player import player
+from app.codec import plain
 from app.controls import bind_lab, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, tradeoff_sentences
 from app.settings import COMPARE_DEFAULT, COMPARE_KEYS, CompareSettings
@@ -66,7 +67,7 @@ def compare() -> None:
             )
         state.keep_last_good(PAGE, results)
     except ValueError as error:
-        st.error(f"This comparison cannot run: {error}")
+        st.error(f"This comparison cannot run: {plain(error)}")
         results = state.last_good(PAGE)
         if results is None:
             st.stop()

@@ -7,7 +7,7 @@ import streamlit as st
 from app import state
 from app.charts import timeline_figure
 from app.charts.player import player
-from app.codec import shown
+from app.codec import plain, shown
 from app.controls import bind_lab, projector_query, projector_toggle
 from app.explain import chart_summary, legend_notes, metric_cards, rank_table
 from app.run_settings import RunSettings
@@ -80,11 +80,11 @@ def editor() -> None:
         state.keep_last_good(PAGE, (reading, timeline))
     except ScheduleError as error:
         problem, _, grid = str(error).partition("\n")
-        st.error(f"This schedule cannot run: {problem}")
+        st.error(f"This schedule cannot run: {plain(problem)}")
         st.code(grid, language=None)
         reading = None
     except ValueError as error:
-        st.error(f"This schedule cannot be read: {error}")
+        st.error(f"This schedule cannot be read: {plain(error)}")
         reading = None
     valid = reading is not None
     if not valid:
@@ -92,9 +92,9 @@ def editor() -> None:
         if good is None:
             st.stop()
         reading, timeline = good
-        st.caption(f"Below, for reference: the last version that ran ({reading.describe()}).")
+        st.caption(f"Below, for reference: the last version that ran ({plain(reading.describe())}).")
     else:
-        st.success(f"Valid: {reading.describe()}. Simulated with the sidebar's costs (B = I + W).")
+        st.success(f"Valid: {plain(reading.describe())}. Simulated with the sidebar's costs (B = I + W).")
 
     # render
     schedule = reading.schedule

@@ -7,7 +7,7 @@ import streamlit as st
 from app import state
 from app.charts import run_figure, timeline_figure
 from app.charts.player import player
-from app.codec import shown
+from app.codec import plain, shown
 from app.controls import projector_query, projector_toggle
 from app.explain import chart_summary, lecture_controls, legend_notes, metric_cards
 from app.lessons import Lesson, Step, check_answer, load_lessons, render, simulated
@@ -105,7 +105,7 @@ def real_runs(step: Step, real_key) -> dict | None:
                 fresh[name] = run_one(config, progress=progress, waiting=waiting.info)
             st.session_state[f"{PAGE}_real"][real_key] = results = fresh
         except (ValueError, RuntimeError, TimeoutError) as error:
-            st.error(f"The run failed: {error}")
+            st.error(f"The run failed: {plain(error)}")
         bar.empty()
         waiting.empty()
     return results

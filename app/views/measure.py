@@ -12,6 +12,7 @@ from app import state
 from app.charts import memory_unit, run_figure
 from app.charts.figures import CROWDED_ACTIONS
 from app.charts.player import player
+from app.codec import plain
 from app.controls import bind_run, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, idle_causes
 from app.limits import REAL_RUN_MAX_RANKS
@@ -60,7 +61,7 @@ def run_now(config, kept):
         st.session_state[RESULT] = kept
         st.session_state[RUNS] = st.session_state.get(RUNS, 0) + 1
     except (ValueError, RuntimeError, TimeoutError) as error:
-        st.error(f"The run failed: {error}")
+        st.error(f"The run failed: {plain(error)}")
     bar.empty()
     waiting.empty()
     return kept
@@ -191,7 +192,7 @@ def real_run() -> None:
 
     kept = st.session_state.get(RESULT)  # (config, result) of this visitor's last run
     if refusal:
-        st.error(refusal)
+        st.error(plain(refusal))
     else:
         st.caption(budget_line)
         if config.backend == "distributed" and config.num_ranks > cores:

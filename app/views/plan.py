@@ -7,6 +7,7 @@ from app import limits, state
 from app.charts import timeline_figure
 from app.charts.plan import allreduce_traces, memory_figure
 from app.charts.player import player
+from app.codec import plain
 from app.controls import projector_query, projector_toggle, warn_about
 from app.explain import chart_summary
 from app.plan_settings import GPUS, MODELS, PLAN_KEYS, PlanSettings
@@ -133,7 +134,7 @@ def plan_page() -> None:
         result = planned(settings)
         state.keep_last_good(PAGE, (settings, result))
     except ValueError as error:  # the engine's message carries the arithmetic
-        st.error(f"This layout cannot run: {error}")
+        st.error(f"This layout cannot run: {plain(error)}")
         good = state.last_good(PAGE)
         if good is None:
             st.stop()

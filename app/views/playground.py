@@ -7,6 +7,7 @@ import streamlit as st
 from app import state
 from app.charts import timeline_figure
 from app.charts.player import player
+from app.codec import plain
 from app.controls import bind_lab, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, idle_causes, lecture_controls, legend_notes, metric_cards, rank_table, why_panel
 from app.navigation import link_to
@@ -39,7 +40,7 @@ def playground() -> None:
         )
         state.keep_last_good(PAGE, (settings, costs, schedule, timeline))
     except ValueError as error:  # the engine's message carries the arithmetic
-        st.error(f"This configuration cannot run: {error}")
+        st.error(f"This configuration cannot run: {plain(error)}")
         good = state.last_good(PAGE)
         if good is None:
             st.stop()

@@ -7,6 +7,7 @@ from app import limits, state
 from app.charts import compare_figure
 from app.charts.player import player
 from app.charts.search import frontier_figure
+from app.codec import plain
 from app.controls import projector_query, projector_toggle, warn_about
 from app.explain import chart_summary
 from app.run_settings import RunSettings
@@ -177,7 +178,7 @@ def search_page() -> None:
     try:
         settings.to_problem()  # refuse, with the arithmetic, before anything runs
     except ValueError as error:
-        st.error(f"This search cannot run: {error}")
+        st.error(f"This search cannot run: {plain(error)}")
         return
     result = st.session_state.get(RESULTS, {}).get(settings)
     if st.button("Search" if result is None else "Search again", type="primary", key=f"{PAGE}_go"):

@@ -1,0 +1,40 @@
+"""Showing a visitor's text safely (app/codec.py): as a code span, or escaped so nothing in it is markup."""
+
+import re
+
+import pytest
+
+from app.codec import plain, shown
+
+HOSTILE = [
+    "[Log in again](https://evil.example/login)",
+    "![x](http://127.0.0.2:9/track)",
+    "**bold** __under__ $x^2$ <b>tag</b>",
+    "https://evil.example www.evil.example someone@evil.example",
+    "`code` ``more`` ```fences```",
+    "line one\nline two # heading",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_plain_escapes_every_markdown_character_and_breaks_autolinks(text):
+    escaped = plain(text)
+    punctuation = r"[!-/:-@\[-`{-~]"
+    assert not re.search(punctuation, re.sub(r"\\" + punctuation, "", escaped))  # none left unescaped
+    assert "://" not in escaped.replace("\\", "") and "www." not in escaped.replace("\\", "").lower()
+    unescaped = re.sub(r"\\(" + punctuation + ")", r"\1", escaped).replace("\u200b", "").replace("  \n", "\n")
+    assert unescaped == text  # and it still says exactly what the visitor typed
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_shown_is_one_code_span_however_many_backticks_the_value_holds(text):
+    span = shown(text)
+    fence = re.match(r"`+", span).group()
+    inside = span[len(fence) : -len(fence)]
+    assert span.endswith(fence) and fence not in inside.replace(fence + "`", "")  # nothing closes it early
+    assert "\n" not in span
+
+
+def test_long_values_are_cut_with_an_ellipsis():
+    assert len(shown("x" * 10_000)) < 100 and shown("x" * 10_000).endswith("…`")
+    assert len(plain("y" * 10_000)) < 700 and plain("y" * 10_000).endswith("…")
