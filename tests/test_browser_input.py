@@ -1,0 +1,94 @@
+"""Fast input is never lost (issue 20): 60 arrow-key presses on a slider, with no pause and with 50 ms pauses,
+end with the slider, the numbers drawn for that value and the address bar all at the target — on the
+Playground, and on the other pages that keep their state in the address bar."""
+
+import os
+import time
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from browser_support import CHROMIUM, IDLE, launch, serve_app
+
+from engine import Costs, build_schedule, simulate
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+PRESSES = 60
+
+
+def _settle(page) -> None:
+    """Wait until the script has finished and stays finished (a burst queues several reruns)."""
+    quiet_since = None
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        idle = page.locator(IDLE).count() > 0
+        if idle and quiet_since is None:
+            quiet_since = time.monotonic()
+        elif not idle:
+            quiet_since = None
+        if quiet_since is not None and time.monotonic() - quiet_since > 2.0:
+            return
+        page.wait_for_timeout(200)
+    raise AssertionError("the page never settled")
+
+
+def _press(page, slider_index: int, pause_ms: int) -> None:
+    page.locator('[data-testid="stSlider"] input[type="range"]').nth(slider_index).focus()
+    for _ in range(PRESSES):
+        page.keyboard.press("ArrowRight")
+        if pause_ms:
+            page.wait_for_timeout(pause_ms)
+    _settle(page)
+
+
+def _slider_value(page, slider_index: int) -> int:
+    return int(page.locator('[data-testid="stSlider"] input[type="range"]').nth(slider_index).input_value())
+
+
+def _query(page) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(urlparse(page.url).query).items()}
+
+
+def _require_browser():
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("REQUIRE_BROWSER"):
+            pytest.fail(f"Chromium not found at {CHROMIUM}")
+        pytest.skip("no Chromium here; .ci/run installs it")
+    return pytest.importorskip("playwright.sync_api")
+
+
+def test_sixty_fast_presses_end_where_they_should_everywhere():
+    sync_api = _require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            # the Playground: micro-batches 1 → 61, the makespan card and the link follow
+            for pause_ms in (0, 50):
+                page = browser.new_page(viewport={"width": 1440, "height": 900})
+                page.goto(f"{url}/?schedule=1f1b&ranks=4&microbatches=1")
+                page.wait_for_selector(IDLE, timeout=90_000)
+                _press(page, 1, pause_ms)
+                target = 1 + PRESSES
+                expected = simulate(build_schedule("1f1b", 4, target), Costs(forward=1, backward=2)).makespan
+                card = page.locator('[data-testid="stMetric"]', has_text="Makespan").first.inner_text().split()[-1]
+                assert (_slider_value(page, 1), _query(page)["microbatches"], card) == (
+                    target,
+                    str(target),
+                    f"{expected:.4g}",
+                ), f"pause {pause_ms} ms"
+                page.close()
+            # Compare (micro-batches), Search (micro-batches) and Real run (blocks): slider and link agree
+            for path, slider, key, start in (
+                ("compare?microbatches=1", 1, "microbatches", 1),
+                ("search?microbatches=1", 1, "microbatches", 1),
+                ("real-run?layers=1", 2, "layers", 1),
+            ):
+                page = browser.new_page(viewport={"width": 1440, "height": 900})
+                page.goto(f"{url}/{path}")
+                page.wait_for_selector(IDLE, timeout=90_000)
+                _press(page, slider, 0)
+                value = _slider_value(page, slider)
+                assert value == min(start + PRESSES, 32 if key == "layers" else 256), path
+                assert _query(page)[key] == str(value), path
+                page.close()
+        finally:
+            browser.close()
