@@ -16,6 +16,7 @@ import os
 import sys
 from typing import NoReturn
 
+from .attribution import attribute_simulated
 from .costs import Costs
 from .files import QUOTE_LIMIT, check_output, output_file, quoted, shown
 from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
@@ -140,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--costs", default="F=1,B=2", help='durations per rank share: "F=1,B=2" or "F=1,I=1,W=1"')
     sim.add_argument("--comm", type=_number(positive=False), default=0.0, help="transfer time between ranks")
+    sim.add_argument(
+        "--shared-links", action="store_true", help="a transfer occupies its link: one at a time per direction"
+    )
     sim.add_argument("--stage-scale", metavar="S0,S1,...", help="cost multiplier per stage, for imbalance")
     sim.add_argument("--recompute", action="store_true", help="re-run the forward before each backward")
     sim.add_argument("--grid", action="store_true", help="print the rank × step grid")
@@ -258,16 +262,19 @@ def simulate_command(args) -> int:
     costs = Costs.parse(
         args.costs,
         comm=args.comm,
+        shared_links=args.shared_links,
         recompute=args.recompute,
         stage_scale=_numbers(args.stage_scale, "--stage-scale") if args.stage_scale else None,
     )
     timeline = simulate(schedule, costs, check=False)  # validated above
     summary = timeline.summary()
+    causes = attribute_simulated(schedule, costs, timeline)
     summary.update(
         schedule=schedule.name,
         microbatches=schedule.num_microbatches,
         chunks=schedule.num_chunks,
         placement=schedule.placement,
+        idle_by_cause=causes.as_dict(),
     )
     if reading is not None:
         summary.update(read=reading.describe(), set_aside=reading.set_aside)
@@ -291,6 +298,8 @@ def simulate_command(args) -> int:
     print(f"makespan        {summary['makespan']:g}")
     print(f"bubble_fraction {summary['bubble_fraction']:.4f}  (idle / (ranks × makespan))")
     print(f"bubble_ratio    {summary['bubble_ratio']:.4f}  (idle / busy)")
+    totals = summary["idle_by_cause"]["total"]
+    print("idle by cause   " + ", ".join(f"{cause} {value:g}" for cause, value in totals.items() if abs(value) > 1e-12))
     print("rank  busy      idle      idle-in-span  peak-memory")
     for r in range(p):
         print(

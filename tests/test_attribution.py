@@ -76,3 +76,20 @@ def test_measured_levels_keep_each_stages_work_and_add_the_transfer_last():
     assert work[1] == pytest.approx([3.0, 5.0]) and work[2] == pytest.approx([3.0, 5.0])  # each its own
     assert levels[1].stage_costs[0] == pytest.approx((1.0, 2.0, 1.0, 1.0))  # F = I = W, B = 2F
     assert [level.comm for level in levels] == [0, 0, 0, 0.3]
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_simulate_json_splits_each_ranks_idle_by_cause(name, capsys):
+    import json
+
+    from engine.cli import main
+
+    chunk = ["--chunks", "2"] if FAMILIES[name].takes_chunks else []
+    args = ["simulate", "--schedule", name, "--ranks", "4", "--microbatches", "8", "--costs", "F=1,I=1,W=2"]
+    assert main([*args, *chunk, "--comm", "0.5", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    split = summary["idle_by_cause"]
+    for row, idle in zip(split["per_rank"], summary["idle"], strict=True):
+        parts = sum(value for cause, value in row.items() if cause != "idle")
+        assert abs(parts - idle) <= 0.01 * summary["makespan"]
+    assert split["total"]["overhead"] == pytest.approx(0.0, abs=1e-9) and split["total"]["transfers"] > 0
