@@ -455,3 +455,13 @@ def test_the_search_page_finds_a_schedule_no_worse_than_zb_h1_within_the_budget(
 def test_a_budget_below_what_any_schedule_needs_is_refused_with_the_arithmetic():
     at = open_app({"ranks": "4", "microbatches": "8", "memory": "0.5"}, "views/search.py")
     assert any("0.5" in e.value and "micro-batch" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_megatron_1t_shows_its_flops_and_the_papers_502_petaflops():
+    from engine.scale import plan_preset
+
+    result = plan_preset("megatron-1t")
+    at = open_app({"preset": "megatron-1t"}, "views/plan.py")
+    shown = " ".join(i.value for i in at.info)
+    assert f"{result.hardware_flops_per_step:.3e}" in shown and "502 PF/s" in shown
+    assert f"{result.flops_per_second_at_efficiency / 1e15:,.1f} PF/s" in shown

@@ -121,6 +121,32 @@ def cards(result) -> None:
         column.metric(label, value, help=words)
 
 
+def paper(settings: PlanSettings, result) -> None:
+    """Next to a published layout, what its paper measured, and the plan's own figures for the same."""
+    for name, preset in LAYOUT_PRESETS.items():
+        if PlanSettings.from_preset(name) != settings:
+            continue
+        reported = preset.reported
+        per_gpu = result.achieved_flops_per_second / result.num_gpus / 1e12
+        lines = [
+            f"**{preset.title}** — {preset.source}.",
+            f"FLOPs per iteration (hardware, with recomputation): {result.hardware_flops_per_step:.3e}.",
+            f"At the stated efficiency alone ({result.efficiency:.0%} of peak on every GPU): "
+            f"{result.flops_per_second_at_efficiency / 1e15:,.1f} PF/s in all"
+            + (
+                f" — the paper reports {reported['aggregate_pflops']:g} PF/s."
+                if "aggregate_pflops" in reported
+                else "."
+            ),
+            "Simulated, with the bubble, the transfers and the all-reduce: "
+            f"{result.achieved_flops_per_second / 1e15:,.1f} PF/s, {per_gpu:,.0f} TFLOP/s per GPU"
+            + (f" (the paper: {reported['tflops_per_gpu']:g})." if "tflops_per_gpu" in reported else "."),
+        ]
+        st.info("  \n".join(lines))
+        for note in preset.notes:
+            st.caption(note)
+
+
 def plan_page() -> None:
     st.title("Plan a pipeline at real scale")
     st.caption(
@@ -152,6 +178,7 @@ def plan_page() -> None:
     )
     for note in result.notes:
         st.caption(note)
+    paper(settings, result)
     st.subheader("Memory per GPU")
     st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key="pl_memory")
     st.subheader("One pipeline's step, in seconds")
