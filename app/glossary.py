@@ -75,22 +75,30 @@ TERMS: tuple[Term, ...] = (
         ("gradient checkpointing", "activation checkpointing", "re-materialization"),
     ),
     # -- the kinds of action --------------------------------------------------------------------------------
-    Term("F", "A forward: one micro-batch through one stage.", scan=False),
+    Term(
+        "F",
+        "A forward: one micro-batch through one stage, handing its activation to the next stage.",
+        ("forward", "forwards", "forward pass"),
+        scan=False,
+    ),
     Term(
         "B",
         "A full backward of one micro-batch through one stage (PyTorch's naming), about twice a forward's work.",
+        ("backward", "backwards", "backward pass", "full backward"),
         scan=False,
     ),
     Term(
         "I",
         "The backward for the stage's input only — the gradient the previous stage waits for (the Zero Bubble "
         "paper calls it B).",
+        ("input gradient",),
         scan=False,
     ),
     Term(
         "W",
         "The backward for the stage's weights only; nobody waits for it until the optimizer step, so it can "
         "be moved to fill idle time.",
+        ("weight gradient",),
         scan=False,
     ),
     # -- time ---------------------------------------------------------------------------------------------------
@@ -168,6 +176,27 @@ TERMS: tuple[Term, ...] = (
         "The Zero Bubble paper's schedules (ZB-H1, ZB-H2, ZB-V), which split the backward into I and W and "
         "move the W's into the gaps.",
         ("zero-bubble",),
+    ),
+    Term(
+        "ZB-H1",
+        "The Zero Bubble paper's first handcrafted schedule: 1F1B with the backward split and the W's held back "
+        "to fill the drain, at 1F1B's memory, with a third of its bubble when F = I = W.",
+    ),
+    Term(
+        "ZB-H2",
+        "The Zero Bubble paper's second handcrafted schedule: a longer warm-up and later W's, no idle time inside "
+        "any rank's span when F = I = W, at 2p − 1 micro-batches of memory.",
+    ),
+    Term(
+        "ZB-V",
+        "Zero bubble with two chunks per rank in a V placement: no idle time inside a rank's span when "
+        "F = I = W, at 1F1B's memory.",
+    ),
+    Term(
+        "DualPipeV",
+        "DeepSeek's DualPipe cut in half: a V placement whose steady state overlaps one chunk's forward with the "
+        "other chunk's backward.",
+        ("DualPipe",),
     ),
     Term(
         "V placement",

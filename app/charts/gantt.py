@@ -40,6 +40,9 @@ TRANSFER_LIMIT = 3000
 BINS = 480
 CODES = ("F", "B", "I", "W", "-")
 BIN_COLOURS = [KIND_COLOURS[k] for k in "FBIW"] + [IDLE_FILL]
+KINDS = tuple("FBIW")
+OVERLAP_WIDTH = 0.4
+"""An overlapped F&B pair shares its slot: each half is drawn this high (a row is 1)."""
 
 
 def time_format(timeline: Timeline) -> str:
@@ -110,7 +113,7 @@ def _bar_trace(
     fill = chunk_shade(letter, chunk, num_chunks)
     # an overlapped F&B pair shares its slot: F in the upper half of the row, the backward in the lower
     # (the y axis is reversed so rank 0 is on top: "upper" is the negative side)
-    width, offset = (0.4, -0.4 if letter == "F" else 0.0) if overlapped else (0.8, -0.4)
+    width, offset = (OVERLAP_WIDTH, -0.4 if letter == "F" else 0.0) if overlapped else (0.8, -0.4)
     numbers = np.column_stack([rows["stage"], rows["microbatch"], rows["start"], rows["end"], rows["rank"]]).astype(
         np.float32
     )
@@ -508,13 +511,15 @@ def bubble_annotation(
 
 
 def emphasise(traces: list[dict], what: str) -> None:
-    """Mark ``what`` — "idle" (the bubble's blocks) or a kind's letter — with a strong outline, and dim the
-    other actions and blocks (a reveal's "this is what the question was about")."""
+    """Mark ``what`` — "idle" (the bubble's blocks), a kind's letter, or "overlapped" (the half-height F&B
+    pairs) — with a strong outline, and dim the other actions and blocks (a reveal's "this is what the question
+    was about")."""
     for trace in traces:
         group = trace.get("legendgroup")
         if trace.get("type") != "bar" or group in (None, "phases", "memory"):
             continue
-        if group == what:
+        overlapped = group in KINDS and trace.get("width") == OVERLAP_WIDTH
+        if group == what or (what == "overlapped" and overlapped):
             trace["marker"] = {**trace.get("marker", {}), "line": dict(EMPHASIS_LINE)}
             trace["opacity"] = 1.0
         else:
