@@ -322,7 +322,7 @@ def question(step: Step, real_key, results: dict | None) -> None:
     asked = step.question
     if asked is None:
         return
-    st.markdown(f"**Question.** {asked.prompt}")
+    st.markdown(f"**Question.** {render(asked.prompt, step)}")
     key = answer_key(real_key)
     if asked.kind == "choice":
         labels = [label for label, _ in asked.options] + ([asked.tie] if asked.tie else [])
@@ -332,7 +332,7 @@ def question(step: Step, real_key, results: dict | None) -> None:
             "Your answer" + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%.2f"
         )
     done = revealed(step, real_key)
-    buttons = st.columns([1, 1, 4])
+    buttons = st.columns([1, 1, 5], gap="small")
     buttons[0].button(
         "Check",
         key=f"{PAGE}_check_{real_key[0]}_{real_key[1]}",
@@ -356,9 +356,7 @@ def question(step: Step, real_key, results: dict | None) -> None:
     elif done:
         st.info(f"The engine says {check_answer(asked, step, None)[1]}. {explanation}")
     elif outcome is not None:
-        st.error(f"Not quite. Hint: {asked.hint} Try again, or press **Show me**.")
-    else:
-        st.caption("Predict first: what the question asks is shown once you have answered (or pressed Show me).")
+        st.error(f"Not quite. Hint: {render(asked.hint, step)} Try again, or press **Show me**.")
 
 
 # -- navigation -----------------------------------------------------------------------------------------------
@@ -452,7 +450,7 @@ def lessons_page() -> None:
                 projector=projector,
                 highlight=highlight,
             )
-    if config is not None:
+    if config is not None and (done or chart_first):  # the Playground would show what the question keeps back
         link_to("pg", config.to_query(), "Open this in the Playground", icon=":material/science:")
     step_buttons(by_number, lesson, index)
 
