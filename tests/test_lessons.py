@@ -413,7 +413,7 @@ def test_predict_then_reveal_on_lesson_2_step_3():
     at.button(key=f"ls_show_{lesson.id}_{step.id}").click()  # "Show me", without answering
     at.run()
     assert {m.label: m.value for m in at.metric}["Bubble fraction"] == "46.7%"
-    assert any(i.value.startswith("The engine says 46.67%") for i in at.info)
+    assert any(i.value.startswith("The engine says: 46.67%") for i in at.info)
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
     idle = next(t for t in figure["data"] if t.get("legendgroup") == "idle")
     assert idle["marker"]["line"]["width"] >= 2

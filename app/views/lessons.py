@@ -352,9 +352,9 @@ def question(step: Step, real_key, results: dict | None) -> None:
     outcome = st.session_state.get(OUTCOMES, {}).get(real_key)
     explanation = render(asked.explanation, step, results)
     if outcome is not None and outcome[0] is True:
-        st.success(f"Right: the engine says {outcome[1]}. {explanation}")
+        st.success(f"Right: the engine says: {outcome[1]}. {explanation}")
     elif done:
-        st.info(f"The engine says {check_answer(asked, step, None)[1]}. {explanation}")
+        st.info(f"The engine says: {check_answer(asked, step, None)[1]}. {explanation}")
     elif outcome is not None:
         st.error(f"Not quite. Hint: {render(asked.hint, step)} Try again, or press **Show me**.")
 
