@@ -202,6 +202,43 @@ def test_written_forms_and_where_they_count():
     assert appears({"16"}, "16 ranks") == ["16"] and appears({"16"}, "3/16, 2.16, 160") == ["16"]
 
 
+# -- the facts, as corrected against the papers ----------------------------------------------------------------
+def lesson_text(number: int) -> str:
+    lesson = BY_NUMBER[number]
+    words = []
+    for step in lesson.steps:
+        words += [render(step.text, step), render(step.reveal, step) if step.reveal else ""]
+        if step.question is not None:
+            words += [step.question.prompt, step.question.explanation]
+    return " ".join(" ".join(words).split())
+
+
+def test_the_lessons_state_the_corrected_facts():
+    """Issue 14's fact check, where the words can be checked (the numbers are checked as claims above)."""
+    six = lesson_text(6)
+    assert "ZB-1p, gains up to about 15 % throughput over 1F1B in both versions" in six  # not 23 %
+    assert (
+        "up to 31 % (30 % in the ICLR version)" in six and "23 % of the arXiv version's abstract belongs to ZB-V" in six
+    )
+    seven = lesson_text(7)
+    assert "takes 1.25 instead of 1.5: it saves a quarter unit" in seven  # not half a unit
+    assert "arXiv version (§6)" in seven and "(its §3)" in seven
+    assert "its docstring calls it ZB1P, while the paper's ZB-1p is a different" in seven
+    four = lesson_text(4)
+    assert "with free transfers and equal stages" in four and "GPipe **39**" in four  # 1F1B 49 at comm = 1
+    assert "A backward frees its micro-batch's activations before the rank's next forward starts" in four
+    assert "takes **39** on the same links" in lesson_text(9)
+    five = lesson_text(5)
+    assert "*about* v times as many, exactly (v·p − 1)/(p − 1) times" in five and "2m(v·p − 1)" in five
+    # the seed's points
+    assert "inter-layer model parallelism" in lesson_text(1)
+    two = lesson_text(2)
+    assert "Huang et al., Google; arXiv 2018" in two and "557-million-parameter AmoebaNet to 84.4 %" in two
+    assert "6-billion-parameter, 128-layer Transformer" in two
+    assert "gradient checkpointing" in lesson_text(3)
+    assert "YOLO26" in lesson_text(9) and "splitting frontend" in lesson_text(10)
+
+
 # -- one idea at a time: the cards taught, the terms defined -------------------------------------------------
 def test_a_lesson_shows_only_the_cards_it_has_taught_each_introduced_by_a_step_that_defines_it():
     assert taught_metrics(BY_NUMBER, BY_NUMBER[1], 0) == ()  # the first step: nothing taught yet

@@ -6,6 +6,8 @@ this" buttons; the metric cards the course has taught so far and the chart; the 
 reveal — the text kept back, and the chart with the part the question was about outlined ([Note: predict, then
 reveal] in ``app/lessons.py``)."""
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
@@ -269,7 +271,7 @@ def chart_block(
     label = None
     if step.bubble_label:
         idle = max(timeline.idle_per_rank(), default=0.0)
-        formula = evaluate(step.bubble_label, step if settings == step.config else step)
+        formula = evaluate(step.bubble_label, replace(step, config=settings))  # p, F, B… of the drawn configuration
         if abs(formula - idle) <= 1e-9 * max(1.0, idle):  # the term names the bubble only where it is its size
             label = (pretty(step.bubble_label), idle)
     title = settings.title()
