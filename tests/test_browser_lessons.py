@@ -8,7 +8,8 @@ Screenshots are saved under the test's output folder (and ``$SCREENSHOT_DIR`` wh
 import os
 
 import pytest
-from browser_support import CHROMIUM, IDLE, launch, serve_app
+from browser_support import IDLE, launch, serve_app
+from test_browser import _require_browser  # one rule for "no Chromium here": skip, or fail where required
 
 from engine import Costs, build_schedule, simulate
 
@@ -16,14 +17,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ANSWER = simulate(build_schedule("gpipe", 8, 8), Costs(forward=1, backward=2)).bubble_fraction  # 7/15
 FORMS = (f"{100 * ANSWER:.1f}", f"{100 * ANSWER:.2f}", f"{ANSWER:.3f}", "7/15")
-
-
-def _require_browser():
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("REQUIRE_BROWSER"):
-            pytest.fail(f"Chromium not found at {CHROMIUM} (install Debian's chromium package)")
-        pytest.skip("no Chromium here; .ci/run installs it (apt-get install chromium)")
-    return pytest.importorskip("playwright.sync_api")
 
 
 def _save(page, name: str, folder) -> None:
