@@ -12,42 +12,67 @@ from engine.attribution import DEFINITIONS, LEVELS, IdleAttribution
 from engine.narrate import Narration
 from engine.schedules import Family
 
+from . import glossary
 from .charts import BAR_LIMIT
 from .charts.attribution import attribution_figure
 
+CARD_LABELS = {
+    "makespan": "Makespan",
+    "idle": "Idle time",
+    "bubble_fraction": "Bubble fraction",
+    "bubble_ratio": "Bubble ratio",
+    "idle_inside_span": "Idle inside span",
+    "peak_memory": "Peak memory",
+    "transfers": "Transfers",
+}
+"""Every metric card, in the order they are drawn (the names are ``glossary.METRICS``'s)."""
+PLAYGROUND_CARDS = ("makespan", "bubble_fraction", "bubble_ratio", "idle_inside_span", "peak_memory", "transfers")
 
-def metric_cards(timeline: Timeline, *, time_unit: str = "", projector: bool = False) -> None:
+
+def card_rows(
+    timeline: Timeline, cards: tuple[str, ...] | None = None, *, time_unit: str = ""
+) -> list[tuple[str, str, str]]:
+    """(label, value, help) of each card, as drawn. ``cards`` None: the Playground's set, where "Idle inside
+    span" appears only when it differs from the plain idle time; named cards are always drawn (a lesson that
+    has taught a card shows it), in ``CARD_LABELS``' order. The help is the glossary's definition."""
     summary = timeline.summary()
     idle = sum(summary["idle"])
-    span_idle = sum(summary["span_idle"])
-    cards = [
-        ("Makespan", f"{summary['makespan']:.4g}{time_unit}", "first start to last end of the step"),
-        ("Bubble fraction", f"{summary['bubble_fraction']:.1%}", "idle / (ranks × makespan): device time wasted"),
-        ("Bubble ratio", f"{summary['bubble_ratio']:.3f}", "idle / busy (Megatron's (p−1)/m convention)"),
+    if cards is None:
+        differs = abs(sum(summary["span_idle"]) - idle) > 1e-9 * max(1.0, idle)
+        cards = tuple(c for c in PLAYGROUND_CARDS if c != "idle_inside_span" or differs)
+    values = {
+        "makespan": f"{summary['makespan']:.4g}{time_unit}",
+        "idle": f"{idle:.4g}{time_unit}",
+        "bubble_fraction": f"{summary['bubble_fraction']:.1%}",
+        "bubble_ratio": f"{summary['bubble_ratio']:.3f}",
+        "idle_inside_span": f"{summary['span_idle_fraction']:.1%}",
+        "peak_memory": f"{max(summary['peak_memory'], default=0):.3g}",
+        "transfers": f"{summary['transfers']:,}",
+    }
+    return [
+        (CARD_LABELS[name], values[name], glossary.definition(glossary.METRICS[name]))
+        for name in CARD_LABELS
+        if name in cards
     ]
-    if abs(span_idle - idle) > 1e-9 * max(1.0, idle):
-        cards.append(
-            (
-                "Idle inside span",
-                f"{summary['span_idle_fraction']:.1%}",
-                "idle between each rank's first start and last end, / (ranks × makespan): the Zero Bubble "
-                "papers' count, since the next step's warm-up fills the rest",
-            )
-        )
-    cards += [
-        (
-            "Peak memory",
-            f"{max(summary['peak_memory'], default=0):.3g}",
-            "activations held at once on the busiest rank, in micro-batches through one rank's share",
-        ),
-        ("Transfers", f"{summary['transfers']:,}", "hand-offs from one rank to another in the step"),
-    ]
-    per_row = 3 if projector else len(cards)  # large fonts need wider cards
-    for first in range(0, len(cards), per_row):
-        row = cards[first : first + per_row]
-        for column, (label, value, help_text) in zip(st.columns(per_row), row, strict=True):
+
+
+def metric_cards(
+    timeline: Timeline, *, cards: tuple[str, ...] | None = None, time_unit: str = "", projector: bool = False
+) -> None:
+    """The metric cards of ``timeline``: the Playground's set, or only ``cards`` (a lesson shows the quantities
+    it has taught)."""
+    rows = card_rows(timeline, cards, time_unit=time_unit)
+    if not rows:
+        return
+    per_row = 3 if projector else len(rows)  # large fonts need wider cards
+    for first in range(0, len(rows), per_row):
+        row = rows[first : first + per_row]
+        for column, (label, value, help_text) in zip(st.columns(per_row), row, strict=False):
             column.metric(label, value, help=help_text)
-    if span_idle < 0.5 * idle:  # the two counts tell different stories (ZB-H2, ZB-V)
+    summary = timeline.summary()
+    idle, span_idle = sum(summary["idle"]), sum(summary["span_idle"])
+    shows_span = any(label == CARD_LABELS["idle_inside_span"] for label, _, _ in rows)
+    if shows_span and span_idle < 0.5 * idle:  # the two counts tell different stories (ZB-H2, ZB-V)
         st.caption(
             "Idle inside span leaves out each rank's wait before its first action and after its last: the "
             "Zero Bubble papers' count, because the next step's warm-up fills those. A \"zero bubble\" "

@@ -1,9 +1,9 @@
 """Lessons as data (``lessons/*.toml``), and what turns them into numbers: every figure a lesson states is
 computed by the engine, and the checker (``tests/test_lessons.py``) fails when the text and the engine
-disagree.
+disagree — or when a question's answer is on the screen before the learner has answered it.
 
 A lesson is ordered steps. A step has text (markdown), a live configuration (the Playground's URL keys), named
-extra configurations to compare with, optionally real runs, a question and "try this" suggestions.
+extra configurations to compare with, optionally real runs, a question and "try this" actions.
 
 Numbers in the text are marked:
 
@@ -12,7 +12,23 @@ Numbers in the text are marked:
 * ``{{real.max_grad_error:.1e}}`` — a live value (a measurement), shown as computed, never claimed.
 
 Expressions: a metric of the step's configuration (``makespan``), of a named one (``m24.bubble_fraction``),
-or arithmetic on those (``slow.makespan - makespan``). Questions never use real runs, whose numbers vary.
+a size or cost of either (``p``, ``m``, ``v``, ``F``, ``B``, ``I``, ``W``, ``comm``; ``m24.m``), or arithmetic
+on those (``slow.makespan - makespan``, ``m + p - 1``). Questions never use real runs, whose numbers vary.
+
+[Note: predict, then reveal] A step with a question keeps back what would answer it until the learner has
+answered right or pressed "Show me": its ``hide`` parts (the metric cards, the chart; both by default), its
+``reveal`` text, its "try this" actions and its ``explore`` inputs. Then the chart is drawn with the part the
+question was about outlined (``highlight``: "idle" or a kind's letter), for the configuration it was about
+(``reveal_chart``). A wrong answer shows the hint and keeps the answer back.
+
+Other TOML keys, per lesson: ``metrics`` (the cards it introduces; later lessons keep them). Per step:
+``metrics`` (cards introduced from this step on), ``phases = true`` (tint each rank's warm-up, steady state and
+cool-down), ``bubble_label`` (an expression in size names, e.g. ``"(p - 1) * (F + B)"``: the checker requires
+it to equal the engine's idle time per rank, and the chart names the bubble with it), ``explore`` (URL keys —
+ranks, microbatches, chunks, comm — the learner can change in place: text, numbers and chart follow),
+``try`` (``{ label = "…", set = { microbatches = 24 } }``: a button that sets those values, with a way back;
+a plain string stays a suggestion), ``stand_in = true`` (the configuration is a simulated stand-in for the
+step's real runs, drawn until they have run).
 """
 
 from __future__ import annotations
@@ -20,7 +36,9 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,6 +46,7 @@ from engine import Schedule, Timeline, build_schedule, simulate
 from engine.model_config import ModelConfig
 from engine.runtime import RunConfig
 
+from .glossary import METRICS
 from .settings import LabSettings
 
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
@@ -40,6 +59,7 @@ SIMULATED_METRICS = {
     "bubble_fraction": lambda t: t.bubble_fraction,
     "bubble_ratio": lambda t: t.bubble_ratio,
     "idle_inside_span": lambda t: t.span_idle_fraction,
+    "idle": lambda t: sum(t.idle_per_rank()),
     "idle_per_rank": lambda t: max(t.idle_per_rank()),
     "peak_memory": lambda t: max(t.peak_memory_per_rank()),
     "peak_memory_last_rank": lambda t: t.peak_memory_per_rank()[-1],
@@ -57,6 +77,37 @@ REAL_METRICS = {
     "peak_bytes": lambda r: max(r.summary()["peak_memory_bytes"]),
     "peak_kib": lambda r: max(r.summary()["peak_memory_bytes"]) / 1024,
 }
+
+
+SIZE_NAMES = {
+    "p": lambda s, c: s.num_ranks,
+    "m": lambda s, c: s.num_microbatches,
+    "v": lambda s, c: s.chunks,
+    "F": lambda s, c: c.forward,
+    "B": lambda s, c: c.backward,
+    "I": lambda s, c: c.backward_input,
+    "W": lambda s, c: c.backward_weight,
+    "comm": lambda s, c: c.comm,
+}
+"""Sizes and costs a claim may use, e.g. ``[[3|p - 1]]/[[9|m + p - 1]]``: they follow the learner's values."""
+EXPLORE = {
+    "ranks": (1, 16, 1),
+    "microbatches": (1, 64, 1),
+    "chunks": (2, 8, 1),
+    "comm": (0.0, 4.0, 0.5),
+}
+"""URL keys a step may let the learner change in place (``explore``), with (lowest, highest, step)."""
+HIDEABLE = ("cards", "chart")
+HIGHLIGHTS = ("idle", "F", "B", "I", "W", "overlapped")
+
+
+@dataclass(frozen=True)
+class TryAction:
+    """A "try this" line: a suggestion, or (with ``values``) a button that sets those values on the chart."""
+
+    label: str
+    values: tuple[tuple[str, str], ...] = ()
+    """URL keys and values (``LabSettings.from_query`` over the step's configuration); empty: words only."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +129,11 @@ class Question:
     tie: str = ""
     explanation: str = ""
     """Shown with the engine's value once answered (may hold markers)."""
+    hide: tuple[str, ...] = HIDEABLE
+    """What the step keeps back until this is answered ([Note: predict, then reveal]): "cards", "chart"."""
+    unrelated: tuple[str, ...] = ()
+    """Phrases on the page where the answer's digits stand for something else ("4 ranks" when the answer is
+    a peak of 4 micro-batches): the checker leaves them out before it looks for the answer."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +148,45 @@ class Step:
     mode: str = "play"
     """"play" (the animated chart) or "steps" (lecture mode: event by event)."""
     question: Question | None = None
-    try_this: tuple[str, ...] = ()
+    try_this: tuple[TryAction, ...] = ()
+    metrics: tuple[str, ...] = ()
+    """Metric cards this step introduces (its text defines them); the step and every later one shows them."""
+    reveal: str = ""
+    """Text shown once the question is answered (may hold markers)."""
+    highlight: str = ""
+    """What the chart outlines once the question is answered: "idle", a kind's letter or "overlapped"."""
+    reveal_chart: str = ""
+    """The configuration the answer's chart draws (a name from ``configs``; "" for the step's own)."""
+    phases: bool = False
+    """Tint each rank's warm-up, steady state and cool-down on the chart."""
+    bubble_label: str = ""
+    """An expression in size names equal to the idle time per rank, shown on the chart as the bubble's term."""
+    explore: tuple[str, ...] = ()
+    """URL keys the learner can change in place (``EXPLORE``)."""
+    stand_in: bool = False
+    """The configuration stands in for the step's real runs until they have run (or after they failed)."""
+
+    def with_values(self, values: Mapping[str, str]) -> Step:
+        """This step as the learner set it (explore inputs, try buttons): ``values`` (URL keys) over its
+        configuration; a named configuration follows a key only where it had the step's own value (so
+        ``m24``, 24 micro-batches against the step's 6, follows a change of ranks but keeps its 24)."""
+        if not values or self.config is None:
+            return self
+        own = self.config.to_query()
+        config = _settings({**own, **values}, "the learner's values")
+        configs = {}
+        for name, settings in self.configs.items():
+            theirs = settings.to_query()
+            shared = {key: value for key, value in values.items() if theirs.get(key) == own.get(key)}
+            configs[name] = _settings({**theirs, **shared}, f"the learner's values for {name}") if shared else settings
+        return replace(self, config=config, configs=configs)
+
+    def shows_before_answer(self, part: str) -> bool:
+        """Whether ``part`` ("cards", "chart", "reveal", "try", "explore") is drawn before the question is
+        answered ([Note: predict, then reveal])."""
+        if self.question is None:
+            return part != "reveal"
+        return part in HIDEABLE and part not in self.question.hide
 
 
 @dataclass(frozen=True)
@@ -102,6 +196,8 @@ class Lesson:
     title: str
     summary: str
     steps: tuple[Step, ...]
+    metrics: tuple[str, ...] = ()
+    """Metric cards introduced at the lesson's first step (later lessons keep them)."""
 
 
 class LessonError(ValueError):
@@ -133,18 +229,49 @@ def _real(spec: dict, where: str) -> RunConfig:
         raise LessonError(f"{where}: {error}") from None
 
 
+def _try_actions(items: list, config: LabSettings | None, where: str) -> tuple[TryAction, ...]:
+    actions = []
+    for item in items:
+        if isinstance(item, str):
+            actions.append(TryAction(item))
+            continue
+        values = tuple((key, str(value)) for key, value in item.get("set", {}).items())
+        if values:
+            if config is None:
+                raise LessonError(f"{where}: a try action sets values, but the step has no configuration")
+            _settings({**config.to_query(), **dict(values)}, f"{where}, try {item['label']!r}")
+        actions.append(TryAction(item["label"], values))
+    return tuple(actions)
+
+
+def _metric_names(names: list, where: str) -> tuple[str, ...]:
+    unknown = [name for name in names if name not in METRICS]
+    if unknown:
+        raise LessonError(f"{where}: unknown metric card(s) {unknown}; choose from {', '.join(METRICS)}")
+    return tuple(names)
+
+
 def load_lesson(path: Path) -> Lesson:
     data = tomllib.loads(path.read_text())
     steps = []
     for index, step in enumerate(data.get("steps", [])):
         where = f"{path.name}, step {index + 1} ({step.get('id', '?')})"
         question = step.get("question")
+        config = _settings(step["config"], where) if "config" in step else None
+        explore = tuple(step.get("explore", []))
+        if set(explore) - set(EXPLORE):
+            raise LessonError(f"{where}: explore takes {', '.join(EXPLORE)}, got {explore}")
+        if step.get("highlight", "") not in ("", *HIGHLIGHTS):
+            raise LessonError(f"{where}: highlight is one of {', '.join(HIGHLIGHTS)}")
+        hide = tuple(question.get("hide", HIDEABLE)) if question else HIDEABLE
+        if set(hide) - set(HIDEABLE):
+            raise LessonError(f"{where}: hide takes {', '.join(HIDEABLE)}, got {hide}")
         steps.append(
             Step(
                 id=step["id"],
                 title=step["title"],
                 text=step["text"].strip(),
-                config=_settings(step["config"], where) if "config" in step else None,
+                config=config,
                 configs={
                     name: _settings(query, f"{where}, configs.{name}")
                     for name, query in step.get("configs", {}).items()
@@ -164,12 +291,27 @@ def load_lesson(path: Path) -> Lesson:
                     pick=question.get("pick", "min"),
                     tie=question.get("tie", ""),
                     explanation=question.get("explanation", ""),
+                    hide=hide,
+                    unrelated=tuple(question.get("unrelated", [])),
                 ),
-                try_this=tuple(step.get("try", [])),
+                try_this=_try_actions(step.get("try", []), config, where),
+                metrics=_metric_names(step.get("metrics", []), where),
+                reveal=step.get("reveal", "").strip(),
+                highlight=step.get("highlight", ""),
+                reveal_chart=step.get("reveal_chart", ""),
+                phases=step.get("phases", False),
+                bubble_label=step.get("bubble_label", ""),
+                explore=explore,
+                stand_in=step.get("stand_in", False),
             )
         )
     return Lesson(
-        number=data["number"], id=data["id"], title=data["title"], summary=data.get("summary", ""), steps=tuple(steps)
+        number=data["number"],
+        id=data["id"],
+        title=data["title"],
+        summary=data.get("summary", ""),
+        steps=tuple(steps),
+        metrics=_metric_names(data.get("metrics", []), path.name),
     )
 
 
@@ -212,7 +354,11 @@ def evaluate(expression: str, step: Step, real_results: dict | None = None) -> f
             return metric(MAIN, node.id)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             return metric(node.value.id, node.attr)
-        raise LessonError(f"{expression!r}: only metrics, numbers and + − × / are allowed")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
+            if node.keywords or not node.args:
+                raise LessonError(f"{expression!r}: min and max take numbers only")
+            return {"min": min, "max": max}[node.func.id](value(arg) for arg in node.args)
+        raise LessonError(f"{expression!r}: only metrics, sizes, numbers, + − × /, min and max are allowed")
 
     def metric(config: str, name: str) -> float:
         if config in step.real:
@@ -224,8 +370,13 @@ def evaluate(expression: str, step: Step, real_results: dict | None = None) -> f
         settings = step.config if config == MAIN else step.configs.get(config)
         if settings is None:
             raise LessonError(f"{expression!r}: no configuration named {config!r}")
+        if name in SIZE_NAMES:
+            return float(SIZE_NAMES[name](settings, settings.costs()))
         if name not in SIMULATED_METRICS:
-            raise LessonError(f"{expression!r}: {name} is not a metric ({', '.join(SIMULATED_METRICS)})")
+            raise LessonError(
+                f"{expression!r}: {name} is not a metric ({', '.join(SIMULATED_METRICS)}) nor a size "
+                f"({', '.join(SIZE_NAMES)})"
+            )
         return float(SIMULATED_METRICS[name](simulated(settings)[1]))
 
     return value(_names(expression))
@@ -286,3 +437,62 @@ def check_answer(question: Question, step: Step, given) -> tuple[bool, str]:
     except ValueError:
         return False, f"{scaled:.4g}{unit}"
     return abs(number - scaled) <= question.tolerance + 1e-9, f"{scaled:.4g}{unit}"
+
+
+# -- what the learner sees ------------------------------------------------------------------------------------
+def taught_metrics(lessons: Mapping[int, Lesson], lesson: Lesson, index: int) -> tuple[str, ...]:
+    """The metric cards shown at step ``index`` of ``lesson``: those every earlier lesson introduced, this
+    lesson's own, and its steps' up to this one — in the cards' order (``glossary.METRICS``)."""
+    names: set[str] = set()
+    for number, other in lessons.items():
+        if number < lesson.number:
+            names.update(other.metrics)
+            names.update(name for step in other.steps for name in step.metrics)
+    names.update(lesson.metrics)
+    names.update(name for step in lesson.steps[: index + 1] for name in step.metrics)
+    return tuple(name for name in METRICS if name in names)
+
+
+def pretty(expression: str) -> str:
+    """An expression as the page writes it: "(p - 1) * (F + B)" → "(p − 1)·(F + B)"."""
+    return expression.replace(" * ", "·").replace("*", "·").replace(" - ", " − ").replace("-", "−")
+
+
+def written_forms(value: float, *, percent: bool) -> set[str]:
+    """The ways ``value`` could be written on the page: "46.7%", "46.7", "46.67", "0.467", "7/15" for 7/15
+    as a percentage; "24.5", "24.50", "49/2" for 24.5. A whole number is only itself ("12")."""
+    forms: set[str] = set()
+    scaled = value * 100 if percent else value
+    if percent:
+        forms |= {f"{scaled:.1f}", f"{scaled:.2f}", f"{scaled:.0f}%", f"{value:.2f}", f"{value:.3f}", f"{value:.4f}"}
+    else:
+        forms |= {f"{value:g}", f"{value:.1f}", f"{value:.2f}", f"{value:.3f}"}
+        if abs(value - round(value)) < 1e-9:
+            forms = {f"{round(value)}"}
+    fraction = Fraction(value).limit_denominator(64)
+    if fraction.denominator > 1 and abs(float(fraction) - value) < 1e-9:
+        forms.add(f"{fraction.numerator}/{fraction.denominator}")
+    return {form for form in forms if form.strip("0.%")}  # "0.0" would match every zero
+
+
+def answer_forms(question: Question, step: Step) -> list[set[str]]:
+    """Every way the answer could appear on the page, as sets of written forms: the answer is on the page when
+    a form of *each* set is. A numeric answer is one set; a choice is one set per option — the values that
+    decide it, all of them (one alone decides nothing), each as a share or as a number."""
+    if question.kind == "numeric":
+        return [written_forms(evaluate(question.answer, step), percent=question.percent)]
+    return [
+        written_forms(value, percent=True) | written_forms(value, percent=False)
+        for value in (evaluate(expression, step) for _, expression in question.options)
+    ]
+
+
+def appears(forms: set[str], text: str) -> list[str]:
+    """The forms that stand in ``text`` as numbers of their own ("46.7" in "is 46.7 %", not in "146.75")."""
+    plain = text.replace("\u2212", "-").replace(",", "")
+    found = []
+    for form in forms:
+        digits = form.replace(",", "")
+        if re.search(rf"(?<![\d.]){re.escape(digits)}(?!\d|\.\d)", plain):
+            found.append(form)
+    return sorted(found)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from . import state
+from . import glossary, state
 from .controls import PROJECTOR, projector_query
 from .plan_settings import PlanSettings
 from .run_settings import RunSettings
@@ -67,13 +67,21 @@ BY_KEY = {page.key: page for page in PAGES}
 
 
 def sidebar_links() -> None:
-    """One link per page, with the settings it last showed (and the projector switch as it is now)."""
+    """One link per page, with the settings it last showed (and the projector switch as it is now), then the
+    glossary."""
     projector = bool(st.session_state.get(PROJECTOR, False))
     with st.sidebar:
         for page in PAGES:
             query = {k: v for k, v in state.page_query(page.key, page.default_query()).items() if k != "projector"}
             st.page_link(page.path, label=page.title, icon=page.icon, query_params=query | projector_query(projector))
+        glossary_panel()
         st.divider()
+
+
+def glossary_panel() -> None:
+    """The glossary, one click away on every page (``app/glossary.py``: each term in one sentence)."""
+    with st.expander("Glossary", icon=":material/menu_book:"):
+        st.markdown(glossary.as_markdown())
 
 
 def link_to(page_key: str, query: dict[str, str], label: str, icon: str | None = None) -> None:

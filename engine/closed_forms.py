@@ -106,7 +106,7 @@ W_AT_MOST_F: Assumption = ("W ≤ F: a held-back W must fit in the gap a forward
 UNIT_COSTS: Assumption = ("F = I = W (the paper's setting)", lambda s: s.F == s.I == s.W)
 NO_RECOMPUTE: Assumption = ("no recomputation: with it, I re-creates what W needs", lambda s: not s.recompute)
 ZERO_BUBBLE: list[Assumption] = [NO_TRANSFER, EQUAL_STAGES, M_AT_LEAST_P, W_AT_MOST_F]
-"""What the Zero Bubble paper's Table 2 forms assume."""
+"""What the Zero Bubble paper's Table 2 forms assume (ZB-H2's; ZB-H1's is ``split_backward_idle``)."""
 
 
 def form(
@@ -179,7 +179,9 @@ def fill_and_drain(s: Setting, timeline: Timeline, source: str) -> list[ClosedFo
 
 
 def interleaved_bubble(s: Setting, timeline: Timeline) -> ClosedForm:
-    """Megatron's bubble ratio with v chunks per rank."""
+    """Megatron's bubble ratio with v chunks per rank. Megatron states it for m a multiple of p; the lab's
+    uneven rounds (``depth_first.microbatch_rounds``) reach it exactly for every m ≥ p, so only m < p departs
+    (checked over a grid in ``tests/test_closed_forms.py``)."""
     p, m, v = s.p, s.m, s.v
     return form(
         s,
@@ -189,8 +191,32 @@ def interleaved_bubble(s: Setting, timeline: Timeline) -> ClosedForm:
         (p - 1) / (v * m),
         timeline.bubble_ratio,
         "ratio",
-        "Megatron-LM §2.2.2 (Narayanan et al. 2021)",
-        [NO_TRANSFER, EQUAL_STAGES, M_MULTIPLE_OF_P],
+        "Megatron-LM §2.2.2 (Narayanan et al. 2021); the lab's rounds keep it for every m ≥ p",
+        [NO_TRANSFER, EQUAL_STAGES, M_AT_LEAST_P],
+    )
+
+
+def split_backward_idle(s: Setting, timeline: Timeline, source: str) -> ClosedForm:
+    """ZB-H1's idle time per rank, shared out over v chunks: (p − 1)(F + I − min(F, I, W)) / v.
+
+    The Zero Bubble paper's Table 2 writes (p − 1)(T_F + T_B − T_W) (its T_B is our I), for W no longer than F
+    or I. A longer W still fills a gap, but cannot shorten it below the forward or the input gradient that
+    frames it: F + I − min(F, I, W) = max(F + I − W, F, I). With min(F, I, W) the form holds for every
+    F, I, W this lab's simulator was checked on (``tests/test_closed_forms.py``), so it needs no W ≤ F, W ≤ I.
+    """
+    p, v = s.p, s.v
+    per_chunk = "" if v == 1 else " / v"
+    filled_chunk = "" if v == 1 else f" / {v}"
+    return form(
+        s,
+        "idle time per rank",
+        f"(p − 1)(F + I − min(F, I, W)){per_chunk}",
+        f"({p} − 1)({number(s.F)} + {number(s.I)} − {number(min(s.F, s.I, s.W))}){filled_chunk}",
+        (p - 1) * (s.F + s.I - min(s.F, s.I, s.W)) / v,
+        worst_idle(timeline.idle_per_rank()),
+        "time",
+        source,
+        [NO_TRANSFER, EQUAL_STAGES, M_AT_LEAST_P],
     )
 
 

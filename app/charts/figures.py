@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from engine import Timeline
 
 from ..style import RANK_COLOURS, sizes
-from .gantt import gantt_traces, time_format
+from .gantt import bubble_annotation, emphasise, gantt_traces, phase_labels, phase_traces, time_format
 from .playback import playback, slot_rows
 
 MEMORY_LINES = 8
@@ -80,6 +80,8 @@ def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
     return traces
 
 
+PHASE_LABEL_PX = 20
+"""Room above the Gantt for the phases' names."""
 TITLE_PX = 44
 """Per line of the chart's title."""
 TITLE_CHARACTERS = 46
@@ -181,14 +183,27 @@ def timeline_figure(
     cursor_at: float | None = None,
     extra: list[dict] | None = None,
     end: float | None = None,
+    phases: bool = False,
+    highlight: str | None = None,
+    bubble_label: tuple[str, float] | None = None,
 ) -> go.Figure:
     """The Gantt of ``timeline`` (one row per rank) over its memory curve, sharing the time axis and the
     playback cursor; ``extra`` traces are drawn on the Gantt (the Plan page's all-reduce), which may run to
-    ``end``."""
+    ``end``.
+
+    What a lesson may ask for on top (drawn only when the actions are drawn one by one): ``phases`` tints each
+    rank's warm-up, steady state and cool-down (``gantt.phase_intervals``) and names them above rank 0;
+    ``highlight`` ("idle" or a kind's letter) outlines that part and dims the rest; ``bubble_label`` (term,
+    value) points at the longest idle block with "idle per rank: term = value"."""
     size = sizes(projector)
     last = float(timeline.frame["end"].max()) if len(timeline.frame) else 0.0
     end = max(last, end or 0.0)
     traces, drawn = gantt_traces(timeline, axes=dict(xaxis="x", yaxis="y"), show_legend=True)
+    marked = drawn == "bars"
+    if marked and highlight:
+        emphasise(traces, highlight)
+    if marked and phases:
+        traces = phase_traces(timeline, axes=dict(xaxis="x", yaxis="y"), show_legend=True) + traces
     traces += [trace | dict(xaxis="x", yaxis="y") for trace in extra or []]
     rows = [dict(height=size.gantt_height(timeline.num_ranks), yaxis=_rank_axis(timeline.num_ranks))]
     if memory:
@@ -198,6 +213,14 @@ def timeline_figure(
         )
     entries = sum(1 for trace in traces if trace.get("showlegend", True) and trace.get("name"))
     layout = _stacked_layout(rows, title=title, time_unit=time_unit, end=end, size=size, legend_entries=entries)
+    if marked and phases:
+        layout["annotations"] += phase_labels(timeline, font_size=size.font - 1)
+        layout["margin"]["t"] += PHASE_LABEL_PX  # the names sit above rank 0's row
+        layout["height"] += PHASE_LABEL_PX
+    if marked and bubble_label is not None:
+        note = bubble_annotation(timeline, *bubble_label, font_size=size.font - 1)
+        if note is not None:
+            layout["annotations"].append(note)
     frames = []
     if animate:
         frames = playback(

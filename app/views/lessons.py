@@ -1,5 +1,12 @@
 """Lessons: guided steps from one idle GPU to zero bubble, each with a live configuration, questions whose
-answers the engine computes, and real runs on demand. Deep links: /lessons?lesson=2&step=3."""
+answers the engine computes, and real runs on demand. Deep links: /lessons?lesson=2&step=3.
+
+A step is drawn in this order: its text; the numbers the learner may change in place (``explore``) and its "try
+this" buttons; the metric cards the course has taught so far and the chart; the question; once answered, the
+reveal — the text kept back, and the chart with the part the question was about outlined ([Note: predict, then
+reveal] in ``app/lessons.py``)."""
+
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -7,17 +14,30 @@ import streamlit as st
 from app import state
 from app.charts import run_figure, timeline_figure
 from app.charts.player import player
-from app.codec import plain, shown
+from app.codec import shown
 from app.controls import projector_query, projector_toggle
 from app.explain import chart_summary, lecture_controls, legend_notes, metric_cards
-from app.lessons import Lesson, Step, check_answer, load_lessons, render, simulated
+from app.lessons import (
+    EXPLORE,
+    Lesson,
+    Step,
+    check_answer,
+    evaluate,
+    load_lessons,
+    pretty,
+    render,
+    simulated,
+    taught_metrics,
+)
 from app.navigation import link_to
 from app.real_runs import run_one
+from app.settings import LabSettings
 from engine.runtime.result import measured_stage_costs
 
 PAGE = "ls"
 LESSON, STEP = f"{PAGE}_lesson", f"{PAGE}_step"
 LESSON_KEYS = ("lesson", "step")
+OUTCOMES, REVEALED, VALUES, FAILED = f"{PAGE}_outcomes", f"{PAGE}_revealed", f"{PAGE}_values", f"{PAGE}_real_failed"
 
 
 @st.cache_resource(show_spinner=False)
@@ -77,12 +97,15 @@ def progress_in_sidebar(by_number: dict[int, Lesson], lesson: Lesson, visited: s
     )
 
 
+# -- real runs ------------------------------------------------------------------------------------------------
 def real_runs(step: Step, real_key) -> dict | None:
-    """The step's real runs: run on the button, kept per visitor and step."""
+    """The step's real runs: run on the button, kept per visitor and step. After a failure the button says
+    Retry, and the failure stays named until a run succeeds (meanwhile the step draws its simulated stand-in)."""
     results = st.session_state.setdefault(f"{PAGE}_real", {}).get(real_key)
+    failed: dict = st.session_state.setdefault(FAILED, {})
     if not step.real:
         return results
-    label = "Run it for real" if results is None else "Run again"
+    label = "Retry" if real_key in failed else ("Run it for real" if results is None else "Run again")
     if st.button(
         label,
         key=f"{PAGE}_run",
@@ -104,10 +127,17 @@ def real_runs(step: Step, real_key) -> dict | None:
 
                 fresh[name] = run_one(config, progress=progress, waiting=waiting.info)
             st.session_state[f"{PAGE}_real"][real_key] = results = fresh
+            failed.pop(real_key, None)
         except (ValueError, RuntimeError, TimeoutError) as error:
-            st.error(f"The run failed: {plain(error)}")
+            failed[real_key] = str(error)
+            st.rerun()  # drawn again: the button now says Retry, the failure named above the stand-in
         bar.empty()
         waiting.empty()
+    if real_key in failed:
+        st.error(
+            f"The run failed: {failed[real_key]}. Press **Retry** to run it again"
+            + (" — meanwhile the simulated stand-in below shows the same schedule." if step.stand_in else ".")
+        )
     return results
 
 
@@ -135,33 +165,203 @@ def show_real_results(results: dict, projector: bool) -> None:
             st.plotly_chart(run_figure(result, projector=projector), width="stretch", key=f"{PAGE}_real_{name}")
 
 
-def question(lesson: Lesson, step: Step, real_key, results: dict | None) -> None:
+# -- the learner's own values: explore inputs and try buttons ------------------------------------------------
+def widget_key(real_key, name: str) -> str:
+    return f"{PAGE}_x_{real_key[0]}_{real_key[1]}_{name}"
+
+
+def _number(text: str) -> float | int:
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def set_values(real_key, step: Step, values: dict[str, str]) -> None:
+    """A try button's callback: set its values (and the explore inputs that show them)."""
+    mine = st.session_state.setdefault(VALUES, {}).setdefault(real_key, {})
+    mine.update(values)
+    for name, value in values.items():
+        if name in step.explore:
+            st.session_state[widget_key(real_key, name)] = _number(value)
+
+
+def reset_values(real_key, step: Step) -> None:
+    """Back to the step's own values."""
+    st.session_state.setdefault(VALUES, {}).pop(real_key, None)
+    for name in step.explore:
+        st.session_state.pop(widget_key(real_key, name), None)
+
+
+def explored(real_key, name: str) -> None:
+    value = st.session_state[widget_key(real_key, name)]
+    st.session_state.setdefault(VALUES, {}).setdefault(real_key, {})[name] = str(value)
+
+
+def learner_values(step: Step, real_key) -> dict[str, str]:
+    return dict(st.session_state.get(VALUES, {}).get(real_key, {})) if step.config is not None else {}
+
+
+def explore_and_try(step: Step, real_key) -> None:
+    """The inputs that change the step's numbers in place, and the try-this buttons, with a way back."""
+    if step.config is None:
+        return
+    own = step.config.to_query()
+    values = learner_values(step, real_key)
+    if step.explore:
+        columns = st.columns(len(step.explore) + max(0, 4 - len(step.explore)))
+        for column, name in zip(columns, step.explore, strict=False):
+            low, high, by = EXPLORE[name]
+            key = widget_key(real_key, name)
+            if key not in st.session_state:
+                st.session_state[key] = _number(values.get(name, own[name]))
+            column.number_input(
+                {"ranks": "ranks p", "microbatches": "micro-batches m", "chunks": "chunks v", "comm": "transfer time"}[
+                    name
+                ],
+                min_value=low,
+                max_value=high,
+                step=by,
+                key=key,
+                on_change=explored,
+                args=(real_key, name),
+                help="Change it: the sentence, the numbers and the chart follow.",
+            )
+    actions = [action for action in step.try_this if action.values]
+    words = [action.label for action in step.try_this if not action.values]
+    if actions or values:
+        st.markdown("**Try this**")
+        buttons = st.columns(max(len(actions) + 1, 3))
+        for position, action in enumerate(actions):
+            buttons[position].button(
+                action.label,
+                key=f"{PAGE}_try_{real_key[0]}_{real_key[1]}_{position}",
+                on_click=set_values,
+                args=(real_key, step, dict(action.values)),
+            )
+        buttons[len(actions)].button(
+            "↺ Back to the step's values",
+            key=f"{PAGE}_try_reset",
+            disabled=not values,
+            on_click=reset_values,
+            args=(real_key, step),
+        )
+    if words:
+        st.markdown(("" if actions else "**Try this**\n") + "\n".join(f"- {item}" for item in words))
+
+
+# -- the chart ------------------------------------------------------------------------------------------------
+def chart_block(
+    step: Step,
+    settings: LabSettings,
+    *,
+    key: str,
+    cards: tuple[str, ...],
+    projector: bool,
+    highlight: str = "",
+    lecture_for=None,
+) -> None:
+    """Cards, chart and legend notes of one configuration of the step (``lecture_for``: offer lecture mode)."""
+    schedule, timeline = simulated(settings)
+    costs = settings.costs()
+    for note in settings.spec.size_notes(settings.num_ranks, settings.num_microbatches):
+        st.info(note)
+    metric_cards(timeline, cards=cards, projector=projector)
+    cursor = None
+    if lecture_for is not None:
+        cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, lecture_for, start_on=step.mode == "steps")
+    label = None
+    if step.bubble_label:
+        idle = max(timeline.idle_per_rank(), default=0.0)
+        formula = evaluate(step.bubble_label, replace(step, config=settings))  # p, F, B… of the drawn configuration
+        if abs(formula - idle) <= 1e-9 * max(1.0, idle):  # the term names the bubble only where it is its size
+            label = (pretty(step.bubble_label), idle)
+    title = settings.title()
+    figure = timeline_figure(
+        timeline,
+        title=title,
+        projector=projector,
+        cursor_at=cursor,
+        phases=step.phases,
+        highlight=highlight or None,
+        bubble_label=label,
+    )
+    player(key, figure, name=title, summary=chart_summary(timeline, title))
+    st.plotly_chart(figure, width="stretch", key=key)
+    legend_notes(timeline, costs, schedule.num_chunks)
+
+
+# -- the question ---------------------------------------------------------------------------------------------
+def answer_key(real_key) -> str:
+    return f"{PAGE}_answer_{real_key[0]}_{real_key[1]}"
+
+
+def check(step: Step, real_key) -> None:
+    """The Check button's callback (before the rerun, so the reveal is drawn in the same run)."""
+    given = st.session_state.get(answer_key(real_key))
+    if given is None or step.question is None:
+        return
+    right, value = check_answer(step.question, step, given)
+    st.session_state.setdefault(OUTCOMES, {})[real_key] = (right, value)
+    if right:
+        st.session_state.setdefault(REVEALED, set()).add(real_key)
+
+
+def show_me(step: Step, real_key) -> None:
+    """The learner asks for the answer without giving one (or after a wrong one)."""
+    if step.question is None:
+        return
+    _, value = check_answer(step.question, step, None)
+    outcomes = st.session_state.setdefault(OUTCOMES, {})
+    right, _ = outcomes.get(real_key, (None, value))
+    outcomes[real_key] = (right or None, value)
+    st.session_state.setdefault(REVEALED, set()).add(real_key)
+
+
+def revealed(step: Step, real_key) -> bool:
+    return step.question is None or real_key in st.session_state.get(REVEALED, set())
+
+
+def question(step: Step, real_key, results: dict | None) -> None:
     asked = step.question
     if asked is None:
         return
-    st.markdown(f"**Question.** {asked.prompt}")
-    answer_key = f"{PAGE}_answer_{lesson.id}_{step.id}"
+    st.markdown(f"**Question.** {render(asked.prompt, step)}")
+    key = answer_key(real_key)
     if asked.kind == "choice":
         labels = [label for label, _ in asked.options] + ([asked.tie] if asked.tie else [])
-        given = st.radio("Your answer", labels, key=answer_key, index=None)
+        given = st.radio("Your answer", labels, key=key, index=None)
     else:
         given = st.number_input(
-            "Your answer" + (" (%)" if asked.percent else ""), key=answer_key, value=None, step=0.1, format="%.2f"
+            "Your answer" + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%.2f"
         )
-    outcome = st.session_state.setdefault(f"{PAGE}_outcomes", {})
-    if st.button("Check", key=f"{PAGE}_check_{lesson.id}_{step.id}", disabled=given is None):
-        outcome[real_key] = check_answer(asked, step, given)
-    if real_key in outcome:
-        right, value = outcome[real_key]
-        explanation = render(asked.explanation, step, results)
-        if right:
-            st.success(f"Right: the engine says {value}. {explanation}")
-        else:
-            st.error(f"Not quite. Hint: {asked.hint}")
-            if st.toggle("Show the answer", key=f"{PAGE}_reveal_{lesson.id}_{step.id}"):
-                st.info(f"The engine says {value}. {explanation}")
+    done = revealed(step, real_key)
+    buttons = st.columns([1, 1, 5], gap="small")
+    buttons[0].button(
+        "Check",
+        key=f"{PAGE}_check_{real_key[0]}_{real_key[1]}",
+        type="primary",
+        disabled=given is None,
+        on_click=check,
+        args=(step, real_key),
+    )
+    buttons[1].button(
+        "Show me",
+        key=f"{PAGE}_show_{real_key[0]}_{real_key[1]}",
+        disabled=done,
+        on_click=show_me,
+        args=(step, real_key),
+        help="Skip the prediction: show the answer, the numbers and the chart.",
+    )
+    outcome = st.session_state.get(OUTCOMES, {}).get(real_key)
+    explanation = render(asked.explanation, step, results)
+    if outcome is not None and outcome[0] is True:
+        st.success(f"Right: the engine says: {outcome[1]}. {explanation}")
+    elif done:
+        st.info(f"The engine says: {check_answer(asked, step, None)[1]}. {explanation}")
+    elif outcome is not None:
+        st.error(f"Not quite. Hint: {render(asked.hint, step)} Try again, or press **Show me**.")
 
 
+# -- navigation -----------------------------------------------------------------------------------------------
 def step_buttons(by_number: dict[int, Lesson], lesson: Lesson, index: int) -> None:
     before = (
         (lesson.number, index - 1)
@@ -194,24 +394,66 @@ def lessons_page() -> None:
     st.caption(lesson.summary)
     st.subheader(f"Step {index + 1} of {len(lesson.steps)}: {step.title}")
     real_key = (lesson.id, step.id)
+    done = revealed(step, real_key)
+    live = step.with_values(learner_values(step, real_key)) if done else step
     results = real_runs(step, real_key)
-    st.markdown(render(step.text, step, results))
-    if step.config is not None:
-        schedule, timeline = simulated(step.config)
-        costs = step.config.costs()
-        metric_cards(timeline, projector=projector)
-        cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, real_key, start_on=step.mode == "steps")
-        figure = timeline_figure(timeline, title=step.config.title(), projector=projector, cursor_at=cursor)
-        title = step.config.title()
-        player(f"{PAGE}_chart", figure, name=title, summary=chart_summary(timeline, title))
-        st.plotly_chart(figure, width="stretch", key=f"{PAGE}_chart")
-        legend_notes(timeline, costs, schedule.num_chunks)
-        link_to("pg", step.config.to_query(), "Open this in the Playground", icon=":material/science:")
+    st.markdown(render(live.text, live, results))
+    if done:
+        explore_and_try(step, real_key)
+    cards = taught_metrics(by_number, lesson, index)
+    config = live.config if not (step.stand_in and results) else None
+    chart_first = step.shows_before_answer("chart")  # drawn above the question (a reveal draws it below)
+    highlight = step.highlight if done and step.question is not None else ""
+    if config is not None:
+        if step.stand_in:
+            st.caption(
+                "Simulated stand-in for the real runs, drawn until they have run: the same schedule, each "
+                "stage's cost modelled from its share of the model."
+            )
+        if chart_first:
+            chart_block(
+                live,
+                config,
+                key=f"{PAGE}_chart",
+                cards=cards if done or step.shows_before_answer("cards") else (),
+                projector=projector,
+                highlight="" if step.reveal_chart else highlight,
+                lecture_for=(real_key, config),
+            )
+        elif not done:
+            if step.shows_before_answer("cards"):
+                metric_cards(simulated(config)[1], cards=cards, projector=projector)
+            st.info(
+                "The chart and the numbers that answer the question are kept back: predict first, then check "
+                "your answer (or press Show me) to see them."
+            )
     if results:
         show_real_results(results, projector)
-    question(lesson, step, real_key, results)
-    if step.try_this:
-        st.markdown("**Try this**\n" + "\n".join(f"- {item}" for item in step.try_this))
+    question(step, real_key, results)
+    if done and step.question is not None:
+        if step.reveal:
+            st.markdown(render(step.reveal, live, results))
+        if config is not None and not chart_first:
+            chart_block(
+                live,
+                config,
+                key=f"{PAGE}_chart",
+                cards=cards,
+                projector=projector,
+                highlight="" if step.reveal_chart else highlight,
+                lecture_for=(real_key, config),
+            )
+        if step.reveal_chart:
+            chart_block(
+                live,
+                live.configs[step.reveal_chart],
+                key=f"{PAGE}_reveal_chart",
+                cards=cards,
+                projector=projector,
+                highlight=highlight,
+            )
+    if config is not None and (done or chart_first):  # the Playground would show what the question keeps back
+        link_to("pg", config.to_query(), "Open this in the Playground", icon=":material/science:")
     step_buttons(by_number, lesson, index)
 
 

@@ -16,10 +16,29 @@ from app.settings import LAB_KEYS
 from app.simulation import idle_attribution, simulated
 
 PAGE = "pg"
+WELCOME_DISMISSED = f"{PAGE}_welcome_dismissed"
+
+
+def dismiss_welcome() -> None:
+    st.session_state[WELCOME_DISMISSED] = True
+
+
+def welcome() -> None:
+    """A first visit opens here, on the simulator: point to Lesson 1, until the visitor dismisses the line
+    (remembered for the session)."""
+    if st.session_state.get(WELCOME_DISMISSED):
+        return
+    with st.container(border=True, key=f"{PAGE}_welcome"):
+        text, go, dismiss = st.columns([5, 2, 1], vertical_alignment="center")
+        text.markdown("**New here?** Start with Lesson 1: one batch, four GPUs, and why three of them wait.")
+        with go:
+            link_to("ls", {"lesson": "1", "step": "1"}, "Start with Lesson 1", icon=":material/school:")
+        dismiss.button("Dismiss", key=f"{PAGE}_welcome_dismiss", on_click=dismiss_welcome, help="Hide this line")
 
 
 def playground() -> None:
     st.title("Playground")
+    welcome()
     st.caption(
         "Choose a schedule and the sizes; the exact simulator times every action. Costs are per micro-batch "
         "through one rank's share of the model."

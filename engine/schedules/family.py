@@ -114,6 +114,7 @@ class Family:
                     else "PyTorch refuses this m (its rounds must divide m evenly); the lab makes the first "
                     "round(s) one larger."
                 )
-                + " The closed form (p − 1)/(v·m) assumes m is a multiple of p."
+                + " The bubble's closed form still holds for every m ≥ p; the peak-memory form assumes m a "
+                "multiple of p."
             )
         return notes

@@ -22,7 +22,8 @@ def interleaved_1f1b(num_ranks: int, num_microbatches: int, num_chunks: int = 2)
     go through the chunks in rounds (``depth_first.microbatch_rounds``: p per round when m is a multiple of
     p, as in Megatron; PyTorch's flexible rounds otherwise). Rank r warms up with (v−1)·(round) + 2(p−1−r)
     forwards (Megatron's ``num_warmup_microbatches``), then alternates 1F1B. Bubble ratio idle/busy
-    = (p−1)/(v·m) with equal costs when m is a multiple of p (the paper's formula). Accepts any m ≥ 1.
+    = (p−1)/(v·m) with equal costs — the paper's formula for m a multiple of p, which the lab's rounds keep for
+    every m ≥ p. Accepts any m ≥ 1.
     """
     family = "interleaved-1f1b"
     check_chunks(family, num_chunks, minimum=2)
@@ -54,7 +55,8 @@ FAMILY = Family(
     source="Narayanan et al. 2021 (Megatron-LM) §2.2.2",
     story="Each rank holds v smaller chunks of the model, not one; the fill and drain take a "
     "chunk's time instead of a rank's whole share, so the bubble shrinks by v — paid for "
-    "with v times as many transfers between ranks.",
+    "with about v times as many transfers between ranks: a micro-batch crosses v·p − 1 stage borders "
+    "each way instead of p − 1, 2m(v·p − 1) transfers a step, (v·p − 1)/(p − 1) times 1F1B's.",
     fixed_chunks=None,
     in_rounds=True,
     forms=closed_forms,

@@ -8,13 +8,11 @@ from ..closed_forms import (
     M_AT_LEAST_P,
     M_MULTIPLE_OF_P,
     NO_RECOMPUTE,
-    ZERO_BUBBLE,
     ClosedForm,
     Setting,
     form,
-    number,
     peak,
-    worst_idle,
+    split_backward_idle,
 )
 from ..ir import Schedule
 from .common import check_chunks
@@ -26,8 +24,12 @@ if TYPE_CHECKING:
 
 
 def interleaved_zero_bubble(num_ranks: int, num_microbatches: int, num_chunks: int = 2) -> Schedule:
-    """Interleaved zero bubble (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", the ZB1P schedule with
-    v chunks per rank; PyTorch ``ScheduleInterleavedZeroBubble``, whose one-chunk case is ZB-H1).
+    """Interleaved zero bubble (PyTorch ``ScheduleInterleavedZeroBubble``, whose one-chunk case is ZB-H1;
+    after Qi et al. 2024, "Zero Bubble Pipeline Parallelism").
+
+    [Note: the name ZB1P] PyTorch's docstring calls this order "ZB1P". In the paper, ZB-1p is something
+    else: the schedule its automatic search finds under 1F1B's memory limit (one chunk per rank). The lab
+    calls this family "interleaved zero bubble" and gives "ZB1P" only as PyTorch's name for it.
 
     Interleaved 1F1B's order of chunks and rounds, with a warm-up of (v−1)·(round) + (p−1−r) forwards and
     the backward split: rank r runs I where interleaved 1F1B runs B, and holds back each W for r rounds;
@@ -47,18 +49,13 @@ def interleaved_zero_bubble(num_ranks: int, num_microbatches: int, num_chunks: i
 
 
 def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
-    p, v = s.p, s.v
+    p = s.p
     return [
-        form(
+        split_backward_idle(
             s,
-            "idle time per rank",
-            "(p − 1)(F + I − W) / v",
-            f"({p} − 1)({number(s.F)} + {number(s.I)} − {number(s.W)}) / {v}",
-            (p - 1) * (s.F + s.I - s.W) / v,
-            worst_idle(timeline.idle_per_rank()),
-            "time",
-            "ZB-H1's idle shared out over v chunks (PyTorch's ZB1P order, measured by this simulator)",
-            ZERO_BUBBLE + [M_MULTIPLE_OF_P],
+            timeline,
+            "ZB-H1's idle shared out over v chunks (PyTorch's order, measured by this simulator; the lab's rounds "
+            "keep it for every m ≥ p)",
         ),
         form(
             s,
@@ -77,10 +74,12 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
 FAMILY = Family(
     name="interleaved-zb",
     build=interleaved_zero_bubble,
-    title="Interleaved zero bubble (ZB1P, v chunks)",
-    source="Qi et al. 2024, Zero Bubble (ZB1P); PyTorch ScheduleInterleavedZeroBubble",
+    title="Interleaved zero bubble (v chunks; PyTorch's ZB1P)",
+    source="PyTorch ScheduleInterleavedZeroBubble (its docstring's \"ZB1P\"; the paper's ZB-1p is a searched "
+    "one-chunk schedule); after Qi et al. 2024, Zero Bubble",
     story="ZB-H1's held-back W's with interleaved 1F1B's v chunks: the remaining gaps are "
-    "a chunk's F + I − W instead of a rank's.",
+    "a chunk's F + I − W instead of a rank's. PyTorch's docstring names this order ZB1P; the Zero Bubble "
+    "paper's ZB-1p is a different, automatically searched one-chunk schedule.",
     fixed_chunks=None,
     splits_backward=True,
     in_rounds=True,

@@ -1,5 +1,6 @@
-"""ZB-V (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory"; the Zero Bubble repository): two
-chunks per rank in a V, zero bubble at 1F1B's memory when F = I = W."""
+"""ZB-V (Qi et al. 2024: the Zero Bubble paper's arXiv version §6, and the V shapes of "Pipeline Parallelism
+with Controllable Memory" §3; the Zero Bubble repository): two chunks per rank in a V, zero bubble at 1F1B's
+memory when F = I = W."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def minimum_microbatches(num_ranks: int) -> int:
 
 
 def zb_v(num_ranks: int, num_microbatches: int) -> Schedule:
-    """ZB-V (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory", §4; Zero Bubble repository;
-    PyTorch ``ScheduleZBVZeroBubble``).
+    """ZB-V (Zero Bubble paper, arXiv version 2401.10241 §6, which claims zero bubble at 1F1B's peak memory
+    p·M_B when T_F = T_B = T_W; V-shaped schedules are defined in §3 of "Pipeline Parallelism with
+    Controllable Memory", Qi et al. 2024; PyTorch ``ScheduleZBVZeroBubble``).
 
     V placement: rank r holds stage r (chunk 0, on the way down) and stage 2p−1−r (chunk 1, on the way
     back up), so the last stage sits on rank 0 and a micro-batch's turn from forward to backward costs no
@@ -109,7 +111,7 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
             0.0,
             worst_idle(timeline.span_idle_per_rank()),
             "time",
-            "Qi et al. 2024 (controllable memory), §4",
+            "Zero Bubble paper, arXiv version §6 (T_F = T_B = T_W, memory p·M_B)",
             [NO_TRANSFER, EQUAL_STAGES, M_AT_LEAST_2P_1, UNIT_COSTS],
         ),
         form(
@@ -130,7 +132,8 @@ FAMILY = Family(
     name="zb-v",
     build=zb_v,
     title="ZB-V (V placement)",
-    source="Qi et al. 2024, Pipeline Parallelism with Controllable Memory; PyTorch ScheduleZBVZeroBubble",
+    source="Qi et al. 2024, Zero Bubble (arXiv version) §6; V shapes: Pipeline Parallelism with Controllable "
+    "Memory §3; PyTorch ScheduleZBVZeroBubble",
     story="Two chunks per rank in a V: the model goes down the ranks and back up, so the last stage sits "
     "next to the first and the turn from forward to backward needs no transfer. With F = I = W no "
     "rank idles inside its span, at 1F1B's memory.",

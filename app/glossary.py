@@ -1,0 +1,255 @@
+"""The lab's words, each defined in one sentence: the sidebar's Glossary (every page), the metric cards' help
+and the lesson checker read them from here (pure data, no Streamlit).
+
+A lesson may use a term before it teaches it only if the term is here (``tests/test_lessons.py``: every term a
+lesson uses is defined in that lesson — written in bold where it is introduced — or in this glossary). Each
+metric card is a term too (``METRICS``): a lesson shows a card only from the step that introduces it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    """As the lessons write it (lower case unless it is a name)."""
+    definition: str
+    """One sentence."""
+    aliases: tuple[str, ...] = ()
+    """Other ways the lessons write it — plurals, other names — found in lesson text as the term (other names
+    worth knowing are also in the definition)."""
+    scan: bool = True
+    """Whether the checker looks for the term in lesson text (not for single letters such as "I")."""
+
+
+TERMS: tuple[Term, ...] = (
+    # -- the pipeline ---------------------------------------------------------------------------------------
+    Term(
+        "pipeline parallelism",
+        "Cutting a model in depth into consecutive stages, each on its own device, and streaming micro-batches "
+        "through them — also called inter-layer model parallelism, since the layers are divided between devices.",
+        ("inter-layer model parallelism", "pipeline-parallel"),
+    ),
+    Term("stage", "A run of consecutive layers of the model; stage 0 holds the first layers.", ("stages",)),
+    Term(
+        "rank",
+        "One device (a GPU) of the pipeline, numbered from 0; it holds one stage, or several chunks.",
+        ("ranks",),
+    ),
+    Term(
+        "chunk",
+        "One of the v stages a rank holds in the interleaved and V-shaped schedules, each 1/v of that rank's "
+        "share of the model.",
+        ("chunks", "model chunk"),
+    ),
+    Term(
+        "micro-batch",
+        "A slice of the training batch; the pipeline sends micro-batches one after another so that different "
+        "stages work on different ones at the same time.",
+        ("micro-batches",),
+    ),
+    Term(
+        "activation",
+        "What a stage's forward produces for one micro-batch: handed to the next stage, and kept until that "
+        "micro-batch's backward has used it.",
+        ("activations",),
+    ),
+    Term(
+        "transfer",
+        "One hand-off of an activation (forward) or a gradient (backward) from one rank to another.",
+        ("transfers", "transfer time"),
+    ),
+    Term(
+        "gradient accumulation",
+        "Adding up the gradients of several micro-batches before one optimizer step, which gives the whole "
+        "batch's gradient.",
+    ),
+    Term(
+        "recomputation",
+        "Keeping only a stage's input during the forward and re-running the forward inside the backward: less "
+        "memory for more time — also called activation or gradient checkpointing, and re-materialization in GPipe.",
+        ("gradient checkpointing", "activation checkpointing", "re-materialization"),
+    ),
+    # -- the kinds of action --------------------------------------------------------------------------------
+    Term(
+        "F",
+        "A forward: one micro-batch through one stage, handing its activation to the next stage.",
+        ("forward", "forwards", "forward pass"),
+        scan=False,
+    ),
+    Term(
+        "B",
+        "A full backward of one micro-batch through one stage (PyTorch's naming), about twice a forward's work.",
+        ("backward", "backwards", "backward pass", "full backward"),
+        scan=False,
+    ),
+    Term(
+        "I",
+        "The backward for the stage's input only — the gradient the previous stage waits for (the Zero Bubble "
+        "paper calls it B).",
+        ("input gradient",),
+        scan=False,
+    ),
+    Term(
+        "W",
+        "The backward for the stage's weights only; nobody waits for it until the optimizer step, so it can "
+        "be moved to fill idle time.",
+        ("weight gradient",),
+        scan=False,
+    ),
+    # -- time ---------------------------------------------------------------------------------------------------
+    Term(
+        "makespan",
+        "The length of one training step, from the first action's start to the last action's end.",
+        ("step time",),
+    ),
+    Term(
+        "critical path",
+        "The chain of actions, each waiting for the one before it, that is as long as the makespan: only a "
+        "change on it changes the step's length.",
+    ),
+    Term(
+        "idle time",
+        "Time a rank spends waiting with nothing it can run, summed over the ranks on the cards.",
+        ("idle",),
+    ),
+    Term("bubble", "A pipeline step's idle time, drawn as hatched grey blocks.", ("the bubble",)),
+    Term(
+        "bubble fraction",
+        "Idle time / (ranks × makespan): the share of all device time that is wasted — GPipe's (p − 1)/(m + p − 1).",
+    ),
+    Term(
+        "bubble ratio",
+        "Idle time / busy time: idle time per unit of work — Megatron-LM's (p − 1)/m, which that paper calls the "
+        "bubble time fraction.",
+    ),
+    Term(
+        "idle inside span",
+        "Idle time between each rank's first start and its last end, / (ranks × makespan): the Zero Bubble "
+        "papers' count, since the next step's warm-up can fill the rest.",
+        ("span",),
+    ),
+    Term(
+        "warm-up",
+        "On one rank, the part of the step before its first backward, while the pipe fills with forwards.",
+        ("fill",),
+    ),
+    Term(
+        "steady state",
+        "On one rank, from its first backward to the end of its last forward, where forwards and backwards take turns.",
+        ("steady",),
+    ),
+    Term(
+        "cool-down",
+        "On one rank, the part of the step after its last forward, while the pipe drains of backwards.",
+        ("drain", "flush"),
+    ),
+    # -- memory -------------------------------------------------------------------------------------------------
+    Term(
+        "peak memory",
+        "The most activations the busiest rank holds at once, counted in micro-batches' worth of one rank's "
+        "share of the model.",
+    ),
+    # -- schedules ----------------------------------------------------------------------------------------------
+    Term(
+        "GPipe",
+        "Google's schedule (Huang et al.; arXiv 2018, NeurIPS 2019): every rank runs all its forwards, then all "
+        "its backwards.",
+    ),
+    Term(
+        "1F1B",
+        "One forward, one backward: after a short warm-up each rank alternates the two, so it holds at most "
+        "p micro-batches (PipeDream-Flush).",
+        ("PipeDream-Flush",),
+    ),
+    Term(
+        "interleaved 1F1B",
+        "Megatron-LM's 1F1B with v chunks per rank in a loop, which shortens the fill and drain by v.",
+        ("interleaving", "interleaved"),
+    ),
+    Term(
+        "zero bubble",
+        "The Zero Bubble paper's schedules (ZB-H1, ZB-H2, ZB-V), which split the backward into I and W and "
+        "move the W's into the gaps.",
+        ("zero-bubble",),
+    ),
+    Term(
+        "ZB-H1",
+        "The Zero Bubble paper's first handcrafted schedule: 1F1B with the backward split and the W's held back "
+        "to fill the drain, at 1F1B's memory, with a third of its bubble when F = I = W.",
+    ),
+    Term(
+        "ZB-H2",
+        "The Zero Bubble paper's second handcrafted schedule: a longer warm-up and later W's, no idle time inside "
+        "any rank's span when F = I = W, at 2p − 1 micro-batches of memory.",
+    ),
+    Term(
+        "ZB-V",
+        "Zero bubble with two chunks per rank in a V placement: no idle time inside a rank's span when "
+        "F = I = W, at 1F1B's memory.",
+    ),
+    Term(
+        "DualPipeV",
+        "DeepSeek's DualPipe cut in half: a V placement whose steady state overlaps one chunk's forward with the "
+        "other chunk's backward.",
+        ("DualPipe",),
+    ),
+    Term(
+        "V placement",
+        "Two chunks per rank placed so the model runs down the ranks and back up: the last stage sits on rank "
+        "0, next to the first.",
+        ("V shape", "V-shaped"),
+    ),
+    Term(
+        "overlapped F&B",
+        "DualPipeV's pair of one chunk's forward and the other chunk's backward run together, so one "
+        "micro-batch's transfers hide behind another's compute.",
+        ("F&B",),
+    ),
+    # -- the other parallelisms -----------------------------------------------------------------------------
+    Term(
+        "data parallelism",
+        "Every device holds the whole model and a slice of the batch; the gradients are averaged once a step.",
+    ),
+    Term(
+        "tensor parallelism",
+        "Each layer's matrices split across devices, which must exchange partial results inside every layer "
+        "(intra-layer model parallelism).",
+    ),
+)
+BY_NAME = {term.name: term for term in TERMS}
+
+METRICS: dict[str, str] = {
+    "makespan": "makespan",
+    "idle": "idle time",
+    "bubble_fraction": "bubble fraction",
+    "bubble_ratio": "bubble ratio",
+    "idle_inside_span": "idle inside span",
+    "peak_memory": "peak memory",
+    "transfers": "transfer",
+}
+"""Each metric card (in the order the cards are drawn) and the term that defines it."""
+
+
+def definition(name: str) -> str:
+    return BY_NAME[name].definition
+
+
+@cache
+def _pattern(term: Term) -> re.Pattern:
+    words = sorted((term.name, *term.aliases), key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for w in words) + r")(?![\w-])", re.IGNORECASE)
+
+
+def terms_in(text: str) -> set[str]:
+    """The names of the glossary's (scanned) terms that ``text`` uses, by name or alias."""
+    return {term.name for term in TERMS if term.scan and _pattern(term).search(text)}
+
+
+def as_markdown() -> str:
+    """The glossary as a list, alphabetical."""
+    return "\n".join(f"- **{term.name}**: {term.definition}" for term in sorted(TERMS, key=lambda t: t.name.lower()))

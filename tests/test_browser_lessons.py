@@ -1,0 +1,87 @@
+"""Predict, then reveal, in a real browser: on /lessons?lesson=2&step=3 (8 stages, 8 micro-batches) the page
+says nothing of the answer — 46.7 % — until the learner has answered right; a wrong answer shows the hint and
+still not the answer; the right one shows the cards and the chart with the bubble outlined. Looked at on a
+laptop (1440 × 900) and a phone (390 × 844).
+
+Screenshots are saved under the test's output folder (and ``$SCREENSHOT_DIR`` when set)."""
+
+import os
+
+import pytest
+from browser_support import IDLE, launch, serve_app
+from test_browser import _require_browser  # one rule for "no Chromium here": skip, or fail where required
+
+from engine import Costs, build_schedule, simulate
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+ANSWER = simulate(build_schedule("gpipe", 8, 8), Costs(forward=1, backward=2)).bubble_fraction  # 7/15
+FORMS = (f"{100 * ANSWER:.1f}", f"{100 * ANSWER:.2f}", f"{ANSWER:.3f}", "7/15")
+
+
+def _save(page, name: str, folder) -> None:
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+    if os.environ.get("SCREENSHOT_DIR"):
+        page.screenshot(path=os.path.join(os.environ["SCREENSHOT_DIR"], f"{name}.png"), full_page=True)
+
+
+def _settled(page) -> None:
+    """The script has finished its rerun (Streamlit marks the app while a run is in flight)."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=90_000)
+
+
+def _answer(page, value: str) -> None:
+    field = page.locator('[data-testid="stNumberInput"] input').first
+    field.fill(value)
+    field.press("Enter")
+    _settled(page)
+    page.get_by_role("button", name="Check", exact=True).click()
+    _settled(page)
+
+
+def _visible_text(page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+@pytest.mark.parametrize("width, height", [(1440, 900), (390, 844)])
+def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, height):
+    sync_api = _require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(f"{url}/lessons?lesson=2&step=3")
+            page.wait_for_selector(IDLE, timeout=90_000)
+            page.get_by_text("8 stages, 8 micro-batches: what percentage").wait_for(timeout=60_000)
+            before = _visible_text(page)
+            assert not any(form in before for form in FORMS), before
+            assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+            assert page.locator('[data-testid="stMetric"]').count() == 0
+            _save(page, f"lesson-2-3-before-{width}", tmp_path)
+
+            _answer(page, "30")  # wrong: the hint, and still no answer
+            page.get_by_text("Not quite. Hint:").wait_for(timeout=30_000)
+            after_wrong = _visible_text(page)
+            assert "(p − 1) / (m + p − 1) with p = 8 and m = 8" in after_wrong
+            assert not any(form in after_wrong for form in FORMS), after_wrong
+            assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+            _save(page, f"lesson-2-3-wrong-{width}", tmp_path)
+
+            _answer(page, f"{100 * ANSWER:.1f}")  # right: the answer, the cards, the chart
+            page.get_by_text("Right: the engine says").wait_for(timeout=30_000)
+            page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
+            after_right = _visible_text(page)
+            assert f"{100 * ANSWER:.1f}%" in after_right and "7/15" in after_right
+            card = page.locator('[data-testid="stMetric"]', has_text="Bubble fraction").first.inner_text()
+            assert card.strip().endswith(f"{100 * ANSWER:.1f}%")
+            outlined = page.evaluate(
+                "() => { const gd = document.querySelector('.js-plotly-plot');"
+                " const idle = gd.data.find(t => t.legendgroup === 'idle');"
+                " return idle && idle.marker.line.width; }"
+            )
+            assert outlined >= 2  # the bubble the question was about, outlined
+            page.locator('[data-testid="stPlotlyChart"]').first.scroll_into_view_if_needed()
+            _save(page, f"lesson-2-3-right-{width}", tmp_path)
+        finally:
+            browser.close()
