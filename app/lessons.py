@@ -47,6 +47,7 @@ from engine.model_config import ModelConfig
 from engine.runtime import RunConfig
 
 from .glossary import METRICS
+from .plan_settings import PlanSettings
 from .settings import LabSettings
 
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
@@ -67,6 +68,28 @@ SIMULATED_METRICS = {
     "transfers": lambda t: t.num_transfers,
     "busy_per_rank": lambda t: max(t.busy_per_rank()),
 }
+PLAN_METRICS = {
+    "step_seconds": lambda r: r.step_seconds,
+    "pipeline_seconds": lambda r: r.pipeline_seconds,
+    "tokens_per_second": lambda r: r.tokens_per_second,
+    "mfu": lambda r: r.mfu,
+    "bubble_fraction": lambda r: r.bubble_fraction,
+    "gpus": lambda r: r.num_gpus,
+    "microbatches": lambda r: r.num_microbatches,
+    "parameters_billion": lambda r: r.parameters / 1e9,
+    "peak_memory_gb": lambda r: r.peak_memory_bytes / 1e9,
+    "first_stage_memory_gb": lambda r: r.memory[0].total / 1e9,
+    "activations_rank0_gb": lambda r: r.memory[0].activations / 1e9,
+    "in_flight_rank0": lambda r: r.memory[0].peak_microbatches_in_flight,
+    "fits": lambda r: float(r.fits),
+    "ranks_over_memory": lambda r: sum(not rank.fits for rank in r.memory),
+    "layers_first_stage": lambda r: r.layers_per_stage[0],
+    "layers_second_stage": lambda r: r.layers_per_stage[1],
+    "rank0_busy_seconds": lambda r: r.timeline.busy_per_rank()[0],
+    "rank1_busy_seconds": lambda r: r.timeline.busy_per_rank()[1],
+    "idle_gpu_hours_per_step": lambda r: r.bubble_fraction * r.num_gpus * r.pipeline_seconds / 3600,
+}
+"""What a lesson may say of a plan (``engine.scale.Plan``); a plan's numbers are exact, so claims may use them."""
 REAL_METRICS = {
     "measured_makespan": lambda r: r.measured.makespan,
     "predicted_makespan": lambda r: r.predicted.makespan,
@@ -165,6 +188,10 @@ class Step:
     """URL keys the learner can change in place (``EXPLORE``)."""
     stand_in: bool = False
     """The configuration stands in for the step's real runs until they have run (or after they failed)."""
+    plans: dict[str, PlanSettings] = field(default_factory=dict)
+    """Named plans of a real model on real GPUs (the Plan page's URL keys; ``PLAN_METRICS``)."""
+    plan: str = ""
+    """The plan the step draws (its cards, memory per GPU and Gantt in seconds), by name."""
 
     def with_values(self, values: Mapping[str, str]) -> Step:
         """This step as the learner set it (explore inputs, try buttons): ``values`` (URL keys) over its
@@ -251,6 +278,22 @@ def _metric_names(names: list, where: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _plan(query: dict, where: str) -> PlanSettings:
+    settings, problems = PlanSettings.from_query({key: str(value) for key, value in query.items()})
+    if problems:
+        raise LessonError(f"{where}: {'; '.join(problems)}")
+    return settings
+
+
+@lru_cache(maxsize=32)
+def planned(settings: PlanSettings):
+    """A lesson's plan (``engine.scale.plan``), from the Plan page's arguments."""
+    from engine.scale import plan
+    from engine.scale.cli import resolve
+
+    return plan(*resolve(settings.to_arguments()))
+
+
 def load_lesson(path: Path) -> Lesson:
     data = tomllib.loads(path.read_text())
     steps = []
@@ -303,6 +346,8 @@ def load_lesson(path: Path) -> Lesson:
                 bubble_label=step.get("bubble_label", ""),
                 explore=explore,
                 stand_in=step.get("stand_in", False),
+                plans={name: _plan(query, f"{where}, plans.{name}") for name, query in step.get("plans", {}).items()},
+                plan=step.get("plan", ""),
             )
         )
     return Lesson(
@@ -367,6 +412,10 @@ def evaluate(expression: str, step: Step, real_results: dict | None = None) -> f
             if real_results is None or config not in real_results:
                 raise LessonError(f"{expression!r}: the real run {config!r} has not run")
             return float(REAL_METRICS[name](real_results[config]))
+        if config in step.plans:
+            if name not in PLAN_METRICS:
+                raise LessonError(f"{expression!r}: {name} is not a plan metric ({', '.join(PLAN_METRICS)})")
+            return float(PLAN_METRICS[name](planned(step.plans[config])))
         settings = step.config if config == MAIN else step.configs.get(config)
         if settings is None:
             raise LessonError(f"{expression!r}: no configuration named {config!r}")

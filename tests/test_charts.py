@@ -98,3 +98,26 @@ def test_the_memory_chart_and_the_peak_card_are_one_series(name, recompute):
     assert f"{highest:.3g}" == f"{max(timeline.peak_memory_per_rank()):.3g}"
     if recompute:  # the rebuilt activations are in the series: above what is held between actions
         assert highest > timeline.frame["memory_after"].max() + 0.2  # a backward rebuilds what was dropped
+
+
+def test_the_plan_attribution_and_frontier_figures_pass_plotlys_validation():
+    from app.charts.attribution import attribution_figure
+    from app.charts.plan import allreduce_traces, memory_figure
+    from app.charts.search import frontier_figure
+    from engine.attribution import attribute_simulated
+    from engine.scale import plan_preset
+    from engine.search import frontier
+
+    result = plan_preset("llama3-405b-as-trained")
+    go.Figure(memory_figure(result).to_dict())
+    go.Figure(timeline_figure(result.timeline, extra=allreduce_traces(result), time_unit="seconds").to_dict())
+    schedule = build_schedule("zb-h1", 4, 8)
+    costs = Costs(forward=1, backward_input=1, backward_weight=2, stage_scale=(1.5, 1, 1, 1))
+    go.Figure(
+        attribution_figure(attribute_simulated(schedule, costs, simulate(schedule, costs)), time_unit="u").to_dict()
+    )
+    go.Figure(frontier_figure(frontier(2, 3, UNIT, time_limit_per_budget_s=0.5, method="heuristic")).to_dict())
+    memory = as_json(memory_figure(result))
+    stacked = [t for t in memory["data"] if t["type"] == "bar"]
+    assert [t["name"] for t in stacked] == ["weights", "gradients", "optimizer", "activations"]
+    assert all(t["marker"]["pattern"].get("fillmode", "overlay") == "overlay" for t in stacked[1:])  # filled bars

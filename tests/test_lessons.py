@@ -53,7 +53,7 @@ def step_id(value):
 
 
 def test_lessons_are_numbered_one_to_ten_with_unique_ids():
-    assert [lesson.number for lesson in LESSONS] == list(range(1, 11))
+    assert [lesson.number for lesson in LESSONS] == list(range(1, len(LESSONS) + 1)) and len(LESSONS) >= 11
     assert len({lesson.id for lesson in LESSONS}) == len(LESSONS)
     for lesson in LESSONS:
         ids = [step.id for step in lesson.steps]
@@ -63,7 +63,8 @@ def test_lessons_are_numbered_one_to_ten_with_unique_ids():
 
 @pytest.mark.parametrize("lesson, step", STEPS, ids=[step_id(s) for s in STEPS])
 def test_every_step_is_consistent_with_the_engine(lesson, step):
-    assert step.config is not None or step.real, "a step shows a configuration or a real run"
+    assert step.config is not None or step.real or step.plan, "a step shows a configuration, a plan or a real run"
+    assert not step.plan or step.plan in step.plans, "a step draws one of its own plans"
     names = set(step.configs) | set(step.real)
     assert len(names) == len(step.configs) + len(step.real), "a name is both a configuration and a real run"
     assert not names & (set(SIMULATED_METRICS) | set(REAL_METRICS) | set(SIZE_NAMES) | {MAIN})

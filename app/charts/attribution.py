@@ -37,7 +37,9 @@ def attribution_figure(split: IdleAttribution, *, time_unit: str, projector: boo
                 name=cause,
                 y=ranks,
                 x=values,
-                marker=dict(color=colour, pattern=dict(shape=pattern, fgcolor="#FFFFFF", solidity=0.2)),
+                marker=dict(
+                    color=colour, pattern=dict(shape=pattern, fgcolor="#FFFFFF", fillmode="overlay", solidity=0.2)
+                ),
                 customdata=np.column_stack([ranks, split.idle]),
                 hovertemplate=f"rank %{{customdata[0]}} · {cause}: %{{x:.4g}} {time_unit} of "
                 f"%{{customdata[1]:.4g}} idle<extra>{DEFINITIONS[cause]}</extra>",

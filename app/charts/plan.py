@@ -37,7 +37,7 @@ def memory_figure(result: Plan, *, projector: bool = False) -> go.Figure:
                 y=values,
                 marker=dict(
                     color=colour,
-                    pattern=dict(shape=pattern, fgcolor="#FFFFFF", solidity=0.25),
+                    pattern=dict(shape=pattern, fgcolor="#FFFFFF", fillmode="overlay", solidity=0.25),
                     line=dict(
                         color=[OVER if not memory.fits else "rgba(0,0,0,0)" for memory in result.memory], width=2
                     ),
@@ -79,7 +79,7 @@ def allreduce_traces(result: Plan) -> list[dict]:
             x=[row.end - row.start for row in rows],
             width=0.6,
             offset=-0.3,
-            marker=dict(color="#5E5E5E", pattern=dict(shape="+", fgcolor="#FFFFFF", solidity=0.3)),
+            marker=dict(color="#5E5E5E", pattern=dict(shape="+", fgcolor="#FFFFFF", fillmode="overlay", solidity=0.3)),
             customdata=[[row.gradient_bytes / GB, row.end - row.start] for row in rows],
             hovertemplate="rank %{y} · DP all-reduce of %{customdata[0]:.2f} GB · %{customdata[1]:.3f} s"
             "<extra></extra>",

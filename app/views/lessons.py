@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import state
 from app.charts import run_figure, timeline_figure
+from app.charts.plan import memory_figure
 from app.charts.player import player
 from app.codec import shown
 from app.controls import projector_query, projector_toggle
@@ -24,6 +25,7 @@ from app.lessons import (
     check_answer,
     evaluate,
     load_lessons,
+    planned,
     pretty,
     render,
     simulated,
@@ -382,6 +384,22 @@ def step_buttons(by_number: dict[int, Lesson], lesson: Lesson, index: int) -> No
     )
 
 
+def plan_block(step: Step, projector: bool) -> None:
+    """A step about a real model: the plan's cards, its memory per GPU, and the way to the Plan page."""
+    settings = step.plans[step.plan]
+    result = planned(settings)
+    values = [
+        ("Step time", f"{result.step_seconds:.3g} s"),
+        ("Bubble", f"{result.bubble_fraction:.1%}"),
+        ("MFU", f"{result.mfu:.1%}"),
+        ("Peak memory / GPU", f"{result.peak_memory_bytes / 1e9:.1f} GB"),
+    ]
+    for column, (label, value) in zip(st.columns(len(values)), values, strict=True):
+        column.metric(label, value)
+    st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key=f"{PAGE}_plan_memory")
+    link_to("pl", settings.to_query(), "Open this on the Plan page", icon=":material/dns:")
+
+
 def lessons_page() -> None:
     by_number = lessons()
     visited: set = st.session_state.setdefault(f"{PAGE}_visited", set())
@@ -454,6 +472,8 @@ def lessons_page() -> None:
             )
     if config is not None and (done or chart_first):  # the Playground would show what the question keeps back
         link_to("pg", config.to_query(), "Open this in the Playground", icon=":material/science:")
+    if step.plan and done:
+        plan_block(step, projector)
     step_buttons(by_number, lesson, index)
 
 
