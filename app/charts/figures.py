@@ -139,8 +139,15 @@ def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float,
             )
         top = low - GAP_PX / total
     layout.update(
+        # Plotly places a multi-line title by its last line: the lines above it need their height as padding
         title=dict(
-            text=wrapped(title), x=0, xanchor="left", y=1, yanchor="top", pad=dict(t=8), font=dict(size=size.title)
+            text=wrapped(title),
+            x=0,
+            xanchor="left",
+            y=1,
+            yanchor="top",
+            pad=dict(t=8 + round(1.3 * size.title) * (title_lines - 1)),
+            font=dict(size=size.title),
         )
         if title
         else None,

@@ -72,8 +72,9 @@ def stage_cost_table(result) -> pd.DataFrame:
     costs = measured_stage_costs(result.schedule, result.measured.frame["compute_ms"].to_numpy())
     ran = set(result.measured.frame["kind"])
     table = pd.DataFrame(
-        {f"{kind.name} (ms)": [round(row[kind], 3) for row in costs] for kind in Kind if kind.name in ran}
-    ).rename_axis("stage")
+        {"stage": [f"stage {stage} (rank {result.schedule.rank_of(stage)})" for stage in range(len(costs))]}
+        | {f"{kind.name} (ms)": [round(row[kind], 3) for row in costs] for kind in Kind if kind.name in ran}
+    ).set_index("stage")
     table["transfer to the next rank (ms)"] = round(result.transfer_ms, 4)
     return table
 
