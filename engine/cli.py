@@ -21,8 +21,9 @@ from .files import QUOTE_LIMIT, check_output, output_file, quoted, shown
 from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
 from .model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
 from .pytorch_csv import read_csv_file
+from .runtime.clocks import CLOCK_CHOICES, CLOCKS
 from .runtime.config import BACKENDS, DEVICES, RunConfig
-from .runtime.result import CLOCKS
+from .runtime.interference import ESTIMATORS
 from .scale.cli import add_plan_parser, plan_command
 from .schedules import FAMILIES, build_schedule
 from .search.cli import add_search_command, search_command
@@ -172,7 +173,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--repeats",
         type=_whole(1, 100),
         default=3,
-        help="measured steps after the warm-up; each action's median is shown, with its spread",
+        help="measured steps after the warm-up; each action's estimate (--estimator) is shown, with its spread",
+    )
+    run.add_argument(
+        "--estimator",
+        choices=list(ESTIMATORS),
+        default="min",
+        help="emulated: an action's cost from its repeats — min, its fastest (other work on the machine can only "
+        "slow an action down), or median",
+    )
+    run.add_argument(
+        "--clock",
+        choices=CLOCK_CHOICES,
+        default="auto",
+        help="auto: thread CPU time (CUDA events on a GPU, wall clock when distributed); instructions: "
+        "instructions retired (emulated on the CPU, where Linux's perf_event_open is allowed)",
     )
     run.add_argument("--warmup-steps", type=_whole(0, 100), default=1, help="steps run first and not measured")
     run.add_argument(
@@ -349,6 +364,8 @@ def run_command(args) -> int:
         device=args.device,
         recompute=args.recompute,
         repeats=args.repeats,
+        estimator=args.estimator,
+        clock=args.clock,
         warmup_steps=args.warmup_steps,
         transfer_ms=args.transfer_ms,
         timeout_s=args.timeout,
@@ -378,11 +395,16 @@ def run_command(args) -> int:
     for note in summary["notes"]:
         print(f"  {note}")
     low, high = summary["makespan_spread"]
+    placed = "from each action's fastest" if summary["estimator"] == "min" else "from each action's median"
+    if config.backend == "distributed":
+        placed = "the step with the median time"
     print(
-        f"makespan          {summary['makespan']:.3f} ms measured (median of {summary['repeats']} step(s); "
-        f"{low:.3f}–{high:.3f}), {summary['predicted_makespan']:.3f} ms predicted from the measured costs "
-        f"(error {summary['prediction_error']:+.1%})"
+        f"makespan          {summary['makespan']:.3f} ms measured ({placed} of {summary['repeats']} step(s); "
+        f"the steps took {low:.3f}–{high:.3f}), {summary['predicted_makespan']:.3f} ms predicted from the "
+        f"measured costs (error {summary['prediction_error']:+.1%})"
     )
+    if summary["interference"] is not None and not summary["interference"]["busy"]:  # the notice is in the notes
+        print(f"interference      {summary['interference']['sentence']}")
     print(f"clock             {summary['clock']}: {CLOCKS[summary['clock']]}")
     print(
         f"bubble_fraction   {summary['bubble_fraction']:.4f} measured, "

@@ -10,6 +10,7 @@ Importing this package does not import PyTorch: the backends load on the first r
 
 from __future__ import annotations
 
+from .clocks import INSTRUCTIONS
 from .config import BACKENDS, DEVICES, RunConfig, RunPlan
 from .errors import ActionFailed, RunFailed
 from .progress import Progress, no_progress
@@ -21,6 +22,7 @@ def run(config: RunConfig, *, progress: Progress = no_progress) -> RunResult | N
     (None on a torchrun rank other than 0)."""
     from .budget import check_budget
 
+    check_clock(config)
     check_budget(config)  # refuse, with the arithmetic, a run this machine cannot hold
     if config.backend == "emulated":
         from .emulated import run_emulated
@@ -31,6 +33,17 @@ def run(config: RunConfig, *, progress: Progress = no_progress) -> RunResult | N
     return run_distributed(config, progress=progress)
 
 
+def check_clock(config: RunConfig) -> None:
+    """Refuse, saying why, a clock this machine cannot give (``--clock instructions`` where Linux refuses the
+    hardware counter)."""
+    if config.clock == INSTRUCTIONS:
+        from .perf import unavailable
+
+        reason = unavailable()
+        if reason is not None:
+            raise ValueError(f"--clock instructions is not available here: {reason}")
+
+
 def run_many(configs: list[RunConfig], *, progress: Progress = no_progress) -> list[RunResult]:
     """Several runs; distributed ones share one set of processes (they must have the same number of ranks)."""
     if all(config.backend == "distributed" for config in configs):
@@ -38,6 +51,7 @@ def run_many(configs: list[RunConfig], *, progress: Progress = no_progress) -> l
         from .distributed import run_distributed_many
 
         for config in configs:
+            check_clock(config)
             check_budget(config)
 
         return run_distributed_many(configs, progress=progress)
