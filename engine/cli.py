@@ -1,6 +1,8 @@
 """Command line: ``python -m engine simulate|run|plan ...``.
 
-Bad input: one line on stderr, exit status 2. A run that fails: one line, exit 1. Ctrl-C: one line, 130.
+Bad input: one line on stderr, exit status 2. A run that fails: one line, exit 1. Ctrl-C: "interrupted", 130;
+SIGTERM and SIGHUP the same, "interrupted by SIGTERM", 128 + the signal's number ([Note: stop signals] in
+``engine.runtime.lifetime``: a run's rank processes are ended and its folder removed first).
 A closed pipe (``… | head``): quiet, 141. Output that cannot be written (``--trace /dev/full``, ``> /dev/full``):
 one line, exit 2. An error quotes at most ``QUOTE_LIMIT`` characters of any value the user gave. Files are
 read and written under the rules of ``engine.files`` (an output never replaces an input; a FIFO is refused).
@@ -24,6 +26,7 @@ from .pytorch_csv import read_csv_file
 from .runtime.clocks import CLOCK_CHOICES, CLOCKS
 from .runtime.config import BACKENDS, DEVICES, RunConfig
 from .runtime.interference import ESTIMATORS
+from .runtime.lifetime import Stopped, stop_signals
 from .scale.cli import add_plan_parser, plan_command
 from .schedules import FAMILIES, build_schedule
 from .search.cli import add_search_command, search_command
@@ -484,25 +487,37 @@ class _WatchedOutput:
         return getattr(self.stream, name)
 
 
+def _say(line: str) -> None:
+    """One line on stderr, unless stderr is gone (a closed terminal after SIGHUP)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     output = _WatchedOutput(sys.stdout)
     if sys.stdout is not None:  # None when stdout is closed (>&-): print() then writes nothing
         sys.stdout = output
     try:
-        args = build_parser().parse_args(_join_dashed_values(arguments))
-        code = COMMANDS[args.command](args)
-        if sys.stdout is not None:  # flushed here, not at exit: a full disk (> /dev/full) is one line, exit 2
-            sys.stdout.flush()
-        return code
+        with stop_signals():
+            args = build_parser().parse_args(_join_dashed_values(arguments))
+            code = COMMANDS[args.command](args)
+            if sys.stdout is not None:  # flushed here, not at exit: a full disk (> /dev/full) is one line, exit 2
+                sys.stdout.flush()
+            return code
     except (UsageError, ValueError) as error:  # a ScheduleError is a ValueError whose grid prints whole
         print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
         return 2
     except RuntimeError as error:  # a run that failed (ActionFailed, RunFailed): say where, exit 1
         print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
         return 1
+    except Stopped as stop:  # SIGINT, SIGTERM, SIGHUP: the run has cleaned up on its way here
+        _say(stop.message)
+        return stop.exit_status
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _say("interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (… | head): stop quietly, as a SIGPIPE'd tool would
         _silence_stdout()
