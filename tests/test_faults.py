@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from process_checks import group_members
 
 pytestmark = pytest.mark.slow
 
@@ -82,21 +83,6 @@ def start(extra: list[str], env: dict | None = None, running: bool = True) -> tu
         time.sleep(6)  # past PyTorch's import and the rendezvous: the ranks are running steps
         assert process.poll() is None, "the run ended before the fault could be injected"
     return process, ranks
-
-
-def group_members(group: int) -> list[int]:
-    """Live processes (zombies aside) of process group ``group``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == group and fields[0] != "Z":
-                found.append(int(entry))
-    return found
 
 
 def shared_memory_in_use() -> set[str]:

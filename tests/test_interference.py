@@ -3,6 +3,7 @@ checked on synthetic repeats (deterministic), through a real run and the command
 moved, and once under load induced on one CPU. No test here asserts a ratio that depends on this machine's
 cores or load: those are printed by benchmarks/crowded_host.py."""
 
+import ctypes
 import json
 import os
 import subprocess
@@ -145,3 +146,30 @@ def test_a_run_sharing_its_cpu_with_two_busy_loops_says_the_host_was_busy():
             loop.wait()
     assert result.interference.busy and result.interference.cpu_share < 0.75, result.interference
     assert result.interference.sentence in result.notes
+
+
+def test_the_instructions_clock_end_to_end_with_a_counter_this_machine_has(monkeypatch):
+    """The hardware counter is missing here (and in most containers): the same path, counting the thread's
+    task clock (a software perf event, PERF_COUNT_SW_TASK_CLOCK) instead, so the syscall, the calibration and
+    the conversion to milliseconds all run."""
+    import struct
+
+    from engine.runtime import perf
+
+    def task_clock():
+        attributes = ctypes.create_string_buffer(perf.ATTR_SIZE)
+        struct.pack_into("=IIQ", attributes, 0, 1, perf.ATTR_SIZE, 1)  # PERF_TYPE_SOFTWARE, TASK_CLOCK
+        struct.pack_into("=Q", attributes, 40, perf.EXCLUDE_KERNEL | perf.EXCLUDE_HV)
+        return attributes
+
+    monkeypatch.setattr(perf, "_attributes", task_clock)
+    try:
+        os.close(perf.open_counter())
+    except perf.CounterUnavailable as error:
+        pytest.skip(f"perf_event_open is refused here altogether: {error}")
+    monkeypatch.setattr(perf, "unavailable", lambda: None)
+    result = run(RunConfig(family="1f1b", num_ranks=2, num_microbatches=4, model=TINY, clock="instructions"))
+    summary = result.summary()
+    assert summary["clock"] == "instructions" and summary["gradients_match"]
+    assert 0 < summary["makespan"] < 10 * result.wall_ms_per_step  # counts turned into plausible milliseconds
+    assert abs(summary["prediction_error"]) < 0.05

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 
 import pytest
+from process_checks import group_members
 
 import app.real_runs as real_runs
 from engine.model_config import ModelConfig
@@ -244,17 +245,3 @@ def test_a_server_killed_by_sigkill_leaves_no_run_behind(tmp_path):
     while (group_members(server.pid) or os.listdir(runs)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert group_members(server.pid) == [] and os.listdir(runs) == []
-
-
-def group_members(group: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == group and fields[0] != "Z":
-                found.append(int(entry))
-    return found
