@@ -26,7 +26,6 @@ import torch
 import torch.multiprocessing as mp
 
 from ...models import stage_parameter_names
-from .. import workdirs
 from ..config import RunConfig
 from ..devices import choose_devices
 from ..errors import RunFailed
@@ -34,6 +33,7 @@ from ..gradients import reference_gradients
 from ..lifetime import shielded, start_child
 from ..progress import Progress, no_progress
 from ..result import RunResult
+from ..workdirs import make as make_run_folder
 from .rank import rank_entry
 from .status import BETWEEN_STEPS, COMPUTING, FIELDS, FINISHED, RECEIVING, STARTING, process_state, read, silent_rank
 
@@ -106,7 +106,7 @@ def run_distributed_many(configs: list[RunConfig], *, progress: Progress = no_pr
     context = mp.get_context("spawn")
     processes: list = []
     status = context.Array("d", FIELDS * num_ranks, lock=False)
-    workdir = workdirs.make("run")
+    workdir = make_run_folder("run")
     try:
         _write_references(configs, workdir)
         with shielded():  # a stop waits until every started rank is in the list the clean-up ends
