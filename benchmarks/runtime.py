@@ -6,7 +6,8 @@
 2. The emulated backend's bookkeeping overhead — CPU time outside the timed actions and copies, as a
    fraction of the step — and its prediction error, for the default MLP and GPT sizes.
 3. The emulated backend on a quiet machine and with busy loops alongside: makespan, its spread over the
-   measured steps, and the prediction error, side by side.
+   measured steps, and the prediction error, side by side (``benchmarks/crowded_host.py`` does this for
+   1F1B and ZB-H1 at two loads, with both estimators).
 
 Run: .venv/bin/python benchmarks/runtime.py [--ranks 2] [--microbatches 8] [--repeats 5]
 """

@@ -1,6 +1,8 @@
 """Command line: ``python -m engine simulate|run|plan ...``.
 
-Bad input: one line on stderr, exit status 2. A run that fails: one line, exit 1. Ctrl-C: one line, 130.
+Bad input: one line on stderr, exit status 2. A run that fails: one line, exit 1. Ctrl-C: "interrupted", 130;
+SIGTERM and SIGHUP the same, "interrupted by SIGTERM", 128 + the signal's number ([Note: stop signals] in
+``engine.runtime.lifetime``: a run's rank processes are ended and its folder removed first).
 A closed pipe (``… | head``): quiet, 141. Output that cannot be written (``--trace /dev/full``, ``> /dev/full``):
 one line, exit 2. An error quotes at most ``QUOTE_LIMIT`` characters of any value the user gave. Files are
 read and written under the rules of ``engine.files`` (an output never replaces an input; a FIFO is refused).
@@ -22,8 +24,10 @@ from .files import QUOTE_LIMIT, check_output, output_file, quoted, shown
 from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
 from .model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
 from .pytorch_csv import read_csv_file
+from .runtime.clocks import CLOCK_CHOICES, CLOCKS
 from .runtime.config import BACKENDS, DEVICES, RunConfig
-from .runtime.result import CLOCKS
+from .runtime.interference import ESTIMATORS
+from .runtime.lifetime import Stopped, stop_signals
 from .scale.cli import add_plan_parser, plan_command
 from .schedules import FAMILIES, build_schedule
 from .search.cli import add_search_command, search_command
@@ -176,7 +180,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--repeats",
         type=_whole(1, 100),
         default=3,
-        help="measured steps after the warm-up; each action's median is shown, with its spread",
+        help="measured steps after the warm-up; each action's estimate (--estimator) is shown, with its spread",
+    )
+    run.add_argument(
+        "--estimator",
+        choices=list(ESTIMATORS),
+        default="min",
+        help="emulated: an action's cost from its repeats — min, its fastest (other work on the machine can only "
+        "slow an action down), or median",
+    )
+    run.add_argument(
+        "--clock",
+        choices=CLOCK_CHOICES,
+        default="auto",
+        help="auto: thread CPU time (CUDA events on a GPU, wall clock when distributed); instructions: "
+        "instructions retired (emulated on the CPU, where Linux's perf_event_open is allowed)",
     )
     run.add_argument("--warmup-steps", type=_whole(0, 100), default=1, help="steps run first and not measured")
     run.add_argument(
@@ -358,6 +376,8 @@ def run_command(args) -> int:
         device=args.device,
         recompute=args.recompute,
         repeats=args.repeats,
+        estimator=args.estimator,
+        clock=args.clock,
         warmup_steps=args.warmup_steps,
         transfer_ms=args.transfer_ms,
         timeout_s=args.timeout,
@@ -387,11 +407,16 @@ def run_command(args) -> int:
     for note in summary["notes"]:
         print(f"  {note}")
     low, high = summary["makespan_spread"]
+    placed = "from each action's fastest" if summary["estimator"] == "min" else "from each action's median"
+    if config.backend == "distributed":
+        placed = "the step with the median time"
     print(
-        f"makespan          {summary['makespan']:.3f} ms measured (median of {summary['repeats']} step(s); "
-        f"{low:.3f}–{high:.3f}), {summary['predicted_makespan']:.3f} ms predicted from the measured costs "
-        f"(error {summary['prediction_error']:+.1%})"
+        f"makespan          {summary['makespan']:.3f} ms measured ({placed} of {summary['repeats']} step(s); "
+        f"the steps took {low:.3f}–{high:.3f}), {summary['predicted_makespan']:.3f} ms predicted from the "
+        f"measured costs (error {summary['prediction_error']:+.1%})"
     )
+    if summary["interference"] is not None and not summary["interference"]["busy"]:  # the notice is in the notes
+        print(f"interference      {summary['interference']['sentence']}")
     print(f"clock             {summary['clock']}: {CLOCKS[summary['clock']]}")
     print(
         f"bubble_fraction   {summary['bubble_fraction']:.4f} measured, "
@@ -471,25 +496,37 @@ class _WatchedOutput:
         return getattr(self.stream, name)
 
 
+def _say(line: str) -> None:
+    """One line on stderr, unless stderr is gone (a closed terminal after SIGHUP)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     output = _WatchedOutput(sys.stdout)
     if sys.stdout is not None:  # None when stdout is closed (>&-): print() then writes nothing
         sys.stdout = output
     try:
-        args = build_parser().parse_args(_join_dashed_values(arguments))
-        code = COMMANDS[args.command](args)
-        if sys.stdout is not None:  # flushed here, not at exit: a full disk (> /dev/full) is one line, exit 2
-            sys.stdout.flush()
-        return code
+        with stop_signals():
+            args = build_parser().parse_args(_join_dashed_values(arguments))
+            code = COMMANDS[args.command](args)
+            if sys.stdout is not None:  # flushed here, not at exit: a full disk (> /dev/full) is one line, exit 2
+                sys.stdout.flush()
+            return code
     except (UsageError, ValueError) as error:  # a ScheduleError is a ValueError whose grid prints whole
         print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
         return 2
     except RuntimeError as error:  # a run that failed (ActionFailed, RunFailed): say where, exit 1
         print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
         return 1
+    except Stopped as stop:  # SIGINT, SIGTERM, SIGHUP: the run has cleaned up on its way here
+        _say(stop.message)
+        return stop.exit_status
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _say("interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (… | head): stop quietly, as a SIGPIPE'd tool would
         _silence_stdout()

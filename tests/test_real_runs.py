@@ -1,16 +1,22 @@
 """Real runs as the app makes them: in a child process, one at a time per server, bounded in time."""
 
+import os
+import shutil
+import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
 
 import pytest
+from process_checks import group_members
 
 import app.real_runs as real_runs
 from engine.model_config import ModelConfig
-from engine.runtime import RunConfig, RunFailed
+from engine.runtime import RunConfig, RunFailed, isolated, run
 from engine.runtime.budget import activation_bytes, check_budget, estimate, parameter_count
-from engine.runtime.isolated import run_isolated
+from engine.runtime.isolated import TAIL_CHARS, TAIL_LINES, Ending, _Tail, explain, run_isolated
 
 SMALL = RunConfig(
     family="1f1b",
@@ -101,3 +107,141 @@ def test_the_servers_memory_does_not_keep_what_a_run_allocated():
     after = psutil.Process().memory_info().rss
     assert sum(result.summary()["peak_memory_bytes"]) > 100 * 2**20  # the run itself held over 100 MiB
     assert after - before < 40 * 2**20
+
+
+# -- a run that ends without a result says what the evidence says (issue 14) ----------------------------------
+@pytest.mark.parametrize(
+    "exitcode, output, before, after, says, not_says",
+    [
+        (-9, "", {"machine": 3}, {"machine": 4}, "killed by signal SIGKILL): the kernel's out-of-memory killer", None),
+        (-9, "", {"machine": 3}, {"machine": 3}, "another program killed it (the kernel counted no", "ran out"),
+        (-9, "", {}, {}, "another program, or the out-of-memory killer, killed it (this machine does not say", None),
+        (
+            1,
+            "Traceback …\nMemoryError: 8 GiB",
+            {},
+            {},
+            "(exit code 1): it ran out of memory (it printed a MemoryError)",
+            None,
+        ),
+        (
+            1,
+            "Traceback …\nFileNotFoundError: outcome.partial",
+            {},
+            {},
+            "(exit code 1): it ended before sending",
+            "memory",
+        ),
+        (-11, "", {}, {}, "(killed by signal SIGSEGV): a signal ended it; it printed nothing", "memory"),
+    ],
+)
+def test_a_missing_result_is_explained_from_the_evidence(exitcode, output, before, after, says, not_says):
+    message = explain(Ending(exitcode, output, before, after))
+    assert message.startswith("the run's process ended without a result (") and says in message, message
+    assert not_says is None or not_says not in message
+    for line in output.splitlines():
+        assert f"\n  {line}" in message  # its last output, quoted
+
+
+def test_the_childs_last_output_is_kept_bounded_and_passed_on(capfd):
+    import multiprocessing
+
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    tail = _Tail(reader)
+    for number in range(50):
+        os.write(writer.fileno(), f"line {number} {'x' * 150}\n".encode())
+    os.write(writer.fileno(), b"last words without a newline")
+    writer.close()
+    text = tail.text()
+    assert len(text) <= TAIL_CHARS + 1 and text.count("\n") <= TAIL_LINES - 1
+    assert text.endswith("last words without a newline") and "line 49" in text and "line 30" not in text
+    assert "line 0 " in capfd.readouterr().err  # the server's log still gets everything
+
+
+def children_named(name: str) -> list:
+    import multiprocessing
+
+    return [child for child in multiprocessing.active_children() if child.name == name]
+
+
+@pytest.mark.slow
+def test_a_run_process_killed_mid_run_is_named_and_not_blamed_on_memory(monkeypatch):
+    monkeypatch.setattr(isolated, "oom_kills", lambda: {"machine": 7})  # the kernel counted no OOM kill
+    errors = []
+
+    def start():
+        try:
+            run_isolated(replace(SMALL, repeats=100, model=ModelConfig(kind="gpt")))
+        except RunFailed as error:
+            errors.append(str(error))
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not children_named("pplab-real-run") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(3)
+    os.kill(children_named("pplab-real-run")[0].pid, signal.SIGKILL)
+    thread.join(timeout=60)
+    (message,) = errors
+    assert message.startswith("the run's process ended without a result (killed by signal SIGKILL): another program")
+    assert "ran out of memory" not in message and "most often" not in message
+
+
+@pytest.mark.slow
+def test_a_distributed_runs_folder_removed_mid_run_is_named(tmp_path, monkeypatch):
+    """Another program cleaning up removes the run's folder: the error says so, not "out of memory"."""
+    monkeypatch.setenv("PPLAB_RUN_DIR", str(tmp_path))
+    errors = []
+    model = ModelConfig(kind="mlp", layers=8, hidden=512, batch=512)  # 100 steps: about 16 s on 2 cores
+    config = replace(SMALL, backend="distributed", repeats=100, num_microbatches=8, model=model)
+
+    def start():
+        try:
+            run(config)
+        except RunFailed as error:
+            errors.append(str(error))
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    deadline = time.monotonic() + 90
+    while not (folders := os.listdir(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    while "store" not in os.listdir(tmp_path / folders[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the ranks are meeting
+    time.sleep(2)
+    assert thread.is_alive(), "the run ended before its folder could be removed"
+    shutil.rmtree(tmp_path / folders[0])
+    thread.join(timeout=90)
+    (message,) = errors
+    assert f"the run's folder {tmp_path / folders[0]} was removed while the run was in progress" in message
+    assert "memory" not in message
+
+
+@pytest.mark.slow
+def test_a_server_killed_by_sigkill_leaves_no_run_behind(tmp_path):
+    """The app's server is killed outright mid-run (the out-of-memory killer's way): its run process and that
+    run's rank processes end, and the run's folder goes with them."""
+    script = tmp_path / "server.py"
+    script.write_text(
+        "from engine.model_config import ModelConfig\n"
+        "from engine.runtime import RunConfig\n"
+        "from engine.runtime.isolated import run_isolated\n"
+        "if __name__ == '__main__':\n"
+        "    run_isolated(RunConfig(num_ranks=2, num_microbatches=4, backend='distributed', repeats=100,\n"
+        "                           model=ModelConfig(kind='mlp', layers=4, hidden=256, batch=8)))\n"
+    )
+    runs = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "PPLAB_RUN_DIR": str(runs)}
+    server = subprocess.Popen([sys.executable, str(script)], env=env, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while not (runs.exists() and os.listdir(runs)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(5)  # the ranks are running
+    assert server.poll() is None and len(group_members(server.pid)) >= 3  # server, run process, ranks
+    server.kill()
+    server.wait()
+    deadline = time.monotonic() + 20
+    while (group_members(server.pid) or os.listdir(runs)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert group_members(server.pid) == [] and os.listdir(runs) == []

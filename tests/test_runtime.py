@@ -165,29 +165,33 @@ def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 def test_emulated_prediction_is_close_to_the_measurement(kind):
     """The simulator, fed the run's own measured per-stage costs, predicts its makespan within 5 % (issue 8's
-    target): durations are CPU time and medians of 5 steps, so a busy machine does not move them."""
+    target): durations are CPU time, each action's fastest of 5 steps, so a busy machine barely moves them."""
     result = run(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=ModelConfig(kind=kind), repeats=5))
     check(result)
     summary = result.summary()
-    assert summary["clock"] == "thread_cpu"
+    assert summary["clock"] == "thread_cpu" and summary["estimator"] == "min"
     assert abs(summary["prediction_error"]) < 0.05, summary
-    # the timeline places each action's median; the steps' own makespans bracket it, give or take how the
-    # medians of different steps combine
+    # each action's fastest repeat, placed: never longer than the fastest of the steps themselves
     low, high = summary["makespan_spread"]
-    assert low <= high and 0.95 * low <= summary["makespan"] <= 1.05 * high
+    assert low <= high and summary["makespan"] <= low * (1 + 1e-9)
 
 
-def _busy_loops(count: int) -> list:
+def _busy_loops(count: int, cpu: int) -> list:
+    """``count`` busy loops pinned to CPU ``cpu``."""
     import subprocess
     import sys
 
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    pinned = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
+    return [subprocess.Popen([sys.executable, "-c", pinned]) for _ in range(count)]
 
 
+@pytest.mark.timing
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
 def test_the_cpu_clock_does_not_count_time_the_thread_waited_for_a_core():
     """The clock choice itself: the same matmuls timed by the emulated backend's clock and by the wall clock,
-    quiet and then with four busy loops on this 2-core machine. The wall clock sees the load (2.0–3.5× here);
-    the thread's CPU time barely does (0.97–1.18×)."""
+    quiet and then sharing one CPU with two busy loops pinned to it (the same load on any number of cores).
+    The wall clock sees the load (about 3×); the thread's CPU time much less. benchmarks/crowded_host.py prints
+    the same with unpinned loops, where the ratios depend on the machine."""
     from engine.runtime.timing import ActionClock, one_intra_op_thread
 
     cpu, wall = ActionClock(torch.device("cpu")), ActionClock(torch.device("cpu"), "wall")
@@ -203,43 +207,26 @@ def test_the_cpu_clock_does_not_count_time_the_thread_waited_for_a_core():
             samples.append((cpu.stop(started[0]), wall.stop(started[1])))
         return np.median(samples, axis=0)
 
+    before = os.sched_getaffinity(0)
+    core = min(before)
     with one_intra_op_thread():
-        quiet = medians()
-        loops = _busy_loops(4)
+        os.sched_setaffinity(0, {core})
+        loops = []
         try:
+            quiet = medians()
+            loops = _busy_loops(2, core)
             time.sleep(0.3)
             loaded = medians()
         finally:
+            os.sched_setaffinity(0, before)
             for loop in loops:
                 loop.kill()
                 loop.wait()
     cpu_ratio, wall_ratio = loaded / quiet
-    assert wall_ratio > 1.5, "the busy loops did not load the machine: the check proves nothing"
+    assert wall_ratio > 1.5, "the busy loops did not load the CPU: the check proves nothing"
     # a busy hyperthread sibling can slow the work itself (seen once: 1.64× against the wall's 3.68×): the
     # claim is that the CPU clock sees at most half the slowdown the wall clock sees
     assert cpu_ratio - 1 < 0.5 * (wall_ratio - 1), (cpu_ratio, wall_ratio)
-
-
-def test_a_busy_machine_barely_moves_the_emulated_timeline():
-    """End to end, two busy loops alongside: the makespan stays within a generous bound of the quiet one."""
-    config = RunConfig(
-        family="1f1b",
-        num_ranks=4,
-        num_microbatches=8,
-        repeats=5,
-        model=ModelConfig(kind="mlp", layers=8, hidden=256, batch=64),
-    )
-    quiet = run(config)
-    loops = _busy_loops(2)
-    try:
-        time.sleep(0.3)
-        loaded = run(config)
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
-    assert 0.5 < loaded.measured.makespan / quiet.measured.makespan < 2.0
-    assert abs(loaded.prediction_error) < 0.05
 
 
 def test_emulated_failure_names_rank_and_action():

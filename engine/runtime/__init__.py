@@ -1,6 +1,7 @@
 """The real pipeline runtime: the same schedules, executed on toy models, timed and checked.
 
-Importing this package does not import PyTorch: the backends load on the first run.
+Importing this package imports nothing else (PEP 562: the names below load on first use), so the command line
+can install its signal handlers first; PyTorch loads with the backends, on the first run.
 
     python -m engine run  →  RunConfig (checks the input, builds the plan once)
                           →  run(): emulated.run_emulated | distributed.run_distributed
@@ -10,17 +11,55 @@ Importing this package does not import PyTorch: the backends load on the first r
 
 from __future__ import annotations
 
-from .config import BACKENDS, DEVICES, RunConfig, RunPlan
-from .errors import ActionFailed, RunFailed
-from .progress import Progress, no_progress
-from .result import GRADIENT_TOLERANCE, RunResult
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_HOMES = {
+    "BACKENDS": "config",
+    "DEVICES": "config",
+    "RunConfig": "config",
+    "RunPlan": "config",
+    "ActionFailed": "errors",
+    "RunFailed": "errors",
+    "Progress": "progress",
+    "no_progress": "progress",
+    "GRADIENT_TOLERANCE": "result",
+    "RunResult": "result",
+}
+"""Each public name this module does not define → the submodule that does."""
 
 
-def run(config: RunConfig, *, progress: Progress = no_progress) -> RunResult | None:
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly (``as``: re-exported)
+    from .config import BACKENDS as BACKENDS
+    from .config import DEVICES as DEVICES
+    from .config import RunConfig as RunConfig
+    from .config import RunPlan as RunPlan
+    from .errors import ActionFailed as ActionFailed
+    from .errors import RunFailed as RunFailed
+    from .progress import Progress as Progress
+    from .progress import no_progress as no_progress
+    from .result import GRADIENT_TOLERANCE as GRADIENT_TOLERANCE
+    from .result import RunResult as RunResult
+
+
+def run(config: RunConfig, *, progress: Progress | None = None) -> RunResult | None:
     """Run ``config`` on its backend and return the measured timeline, the prediction and the checks
     (None on a torchrun rank other than 0)."""
     from .budget import check_budget
+    from .progress import no_progress
 
+    progress = progress or no_progress
+
+    check_clock(config)
     check_budget(config)  # refuse, with the arithmetic, a run this machine cannot hold
     if config.backend == "emulated":
         from .emulated import run_emulated
@@ -31,13 +70,30 @@ def run(config: RunConfig, *, progress: Progress = no_progress) -> RunResult | N
     return run_distributed(config, progress=progress)
 
 
-def run_many(configs: list[RunConfig], *, progress: Progress = no_progress) -> list[RunResult]:
+def check_clock(config: RunConfig) -> None:
+    """Refuse, saying why, a clock this machine cannot give (``--clock instructions`` where Linux refuses the
+    hardware counter)."""
+    from .clocks import INSTRUCTIONS
+
+    if config.clock == INSTRUCTIONS:
+        from .perf import unavailable
+
+        reason = unavailable()
+        if reason is not None:
+            raise ValueError(f"--clock instructions is not available here: {reason}")
+
+
+def run_many(configs: list[RunConfig], *, progress: Progress | None = None) -> list[RunResult]:
     """Several runs; distributed ones share one set of processes (they must have the same number of ranks)."""
+    from .progress import no_progress
+
+    progress = progress or no_progress
     if all(config.backend == "distributed" for config in configs):
         from .budget import check_budget
         from .distributed import run_distributed_many
 
         for config in configs:
+            check_clock(config)
             check_budget(config)
 
         return run_distributed_many(configs, progress=progress)

@@ -13,6 +13,8 @@ from ..model_config import ModelConfig, partition
 from ..pytorch_csv import read_csv
 from ..schedules import build_schedule
 from ..validate import validate
+from .clocks import CLOCK_CHOICES, INSTRUCTIONS
+from .interference import ESTIMATORS
 
 BACKENDS = ("emulated", "distributed")
 DEVICES = ("auto", "cpu", "cuda")
@@ -64,8 +66,16 @@ class RunConfig:
     """Steps run and thrown away first: they pay one-off costs (autograd's start-up, ~0.5 s in a fresh
     process; first-touch allocations)."""
     repeats: int = 3
-    """Measured steps after the warm-up: the timeline uses each action's median, the spread its min and max.
-    Weights are not updated between steps, so every step is checked against the same unsplit reference."""
+    """Measured steps after the warm-up: the timeline uses each action's estimate over them (``estimator``), the
+    spread its min and max. Weights are not updated between steps, so every step is checked against the same
+    unsplit reference."""
+    estimator: str = "min"
+    """Emulated: each action's cost from its repeats — "min" (the fastest: other work on the machine can only
+    slow an action down, see [Note: interference only slows]) or "median". The distributed backend shows one
+    real step, the one with the median wall time, and predicts from the median durations."""
+    clock: str = "auto"
+    """"auto" (thread CPU time, CUDA events on a GPU, wall clock when distributed) or "instructions" (emulated on
+    the CPU: instructions retired, where Linux's perf_event_open is allowed; ``engine.runtime.perf``)."""
     transfer_ms: float | None = None
     """Emulated: time for an activation to reach another device; None = measured (the copy's own time)."""
     timeout_s: float = 30.0
@@ -83,6 +93,15 @@ class RunConfig:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         whole_number("warm-up steps", self.warmup_steps, 0, MAX_STEPS)
         whole_number("repeats", self.repeats, 1, MAX_STEPS)
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}")
+        if self.clock not in CLOCK_CHOICES:
+            raise ValueError(f"clock must be one of {', '.join(CLOCK_CHOICES)}, got {self.clock!r}")
+        if self.clock == INSTRUCTIONS and (self.backend != "emulated" or self.device == "cuda"):
+            raise ValueError(
+                "--clock instructions times the emulated backend's actions on the CPU; the distributed backend "
+                "keeps the wall clock and a GPU its CUDA events"
+            )
         if self.schedule_csv is not None:  # the sizes are the CSV's
             schedule = read_csv(self.schedule_csv, name="edited").schedule
             for name, value in (

@@ -2,8 +2,11 @@
 virtual clock per device at max(device free, inputs ready + transfer) — what a machine with one device per
 rank would show, on any number of cores. The durations are measured; the device clocks are virtual.
 
-Durations are the thread's CPU time on the CPU (CUDA events on a GPU), so a busy machine barely moves them;
-after ``warmup_steps`` thrown-away steps, ``repeats`` steps are measured and each action's median is placed.
+Durations are the thread's CPU time on the CPU (CUDA events on a GPU; instructions retired with ``--clock
+instructions``), so time the thread waited for a core is not counted; after ``warmup_steps`` thrown-away steps,
+``repeats`` steps are measured and each action's estimate is placed: its fastest repeat by default, which other
+work on the machine can only inflate ([Note: interference only slows], ``interference.py``), or its median.
+The spread of the repeats and the share of the wall clock the thread ran say when the host was too busy.
 """
 
 from __future__ import annotations
@@ -15,35 +18,48 @@ import numpy as np
 import torch
 
 from ..dependencies import CompiledSchedule, walk
-from .clocks import CLOCKS, THREAD_CPU
+from .clocks import CLOCKS, INSTRUCTIONS, THREAD_CPU
 from .config import RunConfig
 from .devices import choose_devices, device_label
 from .execute import InProcess, Watch, execute
 from .gradients import gradient_errors, reference_gradients
+from .interference import ESTIMATORS, assess, estimate
 from .progress import Progress, no_progress
 from .result import RunResult, assemble
 from .stage import build_worker
-from .timing import ActionClock, median_and_spread, one_intra_op_thread
+from .timing import ActionClock, InstructionCounter, median_and_spread, one_intra_op_thread
 
 
 def run_emulated(config: RunConfig, *, progress: Progress = no_progress) -> RunResult:
     devices = choose_devices(config)
     on_cpu = devices[0].type == "cpu"
+    if config.clock == INSTRUCTIONS and not on_cpu:
+        raise ValueError("--clock instructions counts CPU instructions; this run is on a GPU: add --device cpu")
     with one_intra_op_thread() if on_cpu else contextlib.nullcontext():
-        return _measure(config, devices, progress)
+        counter = InstructionCounter() if config.clock == INSTRUCTIONS else None
+        try:
+            return _measure(config, devices, progress, counter)
+        finally:
+            if counter is not None:
+                counter.close()
 
 
-def _measure(config: RunConfig, devices: list[torch.device], progress: Progress) -> RunResult:
+def _measure(
+    config: RunConfig, devices: list[torch.device], progress: Progress, counter: InstructionCounter | None
+) -> RunResult:
     plan = config.plan
     c = plan.compiled
     workers = {rank: build_worker(config, rank, devices[rank]) for rank in range(config.num_ranks)}
-    clocks = {rank: ActionClock(device) for rank, device in enumerate(devices)}
+    kind = INSTRUCTIONS if counter is not None else None
+    clocks = {rank: ActionClock(device, kind, counter) for rank, device in enumerate(devices)}
     actions = [i for slot in plan.order for i in c.slot_actions(slot)]  # every rank's, in an order one process can run
     steps = config.warmup_steps + config.repeats
     watch = _Progress(progress, c, config)
     durations = np.zeros((config.repeats, c.num_actions))
-    copies: list[float] = []
+    copies: list[list[float]] = []
+    """Per measured step, its copies' durations (the same copies, in the same order, every step)."""
     step_cpu_ms = wall_ms = timed_ms = 0.0
+    cpu_total_ms = wall_total_ms = 0.0
 
     for step in range(steps):
         measuring = step >= config.warmup_steps
@@ -60,19 +76,24 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
                 clocks[rank].milliseconds(measured.readings[i]) for i, rank in enumerate(c.rank.tolist())
             ]
             step_copy_ms = [clocks[0].milliseconds(reading) for reading in transport.copies]
-            copies += step_copy_ms
+            copies.append(step_copy_ms)
             timed_ms = float(durations[step - config.warmup_steps].sum()) + sum(step_copy_ms)
             step_cpu_ms = (time.thread_time() - cpu_begin) * 1e3
             wall_ms = (time.perf_counter() - wall_begin) * 1e3
+            cpu_total_ms, wall_total_ms = cpu_total_ms + step_cpu_ms, wall_total_ms + wall_ms
     memory, peak = measured.memory, measured.peak
 
-    # place the measured durations on virtual device clocks: the medians for the timeline, each repeat for
-    # the spread of the makespan
+    # place the estimates on virtual device clocks for the timeline, each repeat for the spread of the makespan;
+    # a copy's estimate is taken over the repeats like an action's, then the median over the copies
+    num_copies = len(copies[0]) if copies else 0
     transfer_ms = (
-        config.transfer_ms if config.transfer_ms is not None else (float(np.median(copies)) if copies else 0.0)
+        config.transfer_ms
+        if config.transfer_ms is not None
+        else (float(np.median(estimate(np.array(copies), config.estimator))) if num_copies else 0.0)
     )
     median, low, high = median_and_spread(durations)
-    starts, ends, _ = walk(plan.schedule, np.bincount(c.slot, weights=median, minlength=c.num_slots), transfer_ms)
+    chosen = estimate(durations, config.estimator)
+    starts, ends, _ = walk(plan.schedule, np.bincount(c.slot, weights=chosen, minlength=c.num_slots), transfer_ms)
     makespans = [
         max(walk(plan.schedule, np.bincount(c.slot, weights=d, minlength=c.num_slots), transfer_ms).ends, default=0.0)
         for d in durations
@@ -85,19 +106,28 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
     loss = sum(sum(worker.losses.values()) for worker in workers.values())
     # bookkeeping: the step's CPU time outside the timed actions and copies (CPU clock only)
     overhead = max(0.0, step_cpu_ms - timed_ms) / step_cpu_ms if step_cpu_ms and clocks[0].kind == THREAD_CPU else None
+    # the host's share of wall-clock time the thread ran: a CPU question (a GPU's clock is its own)
+    on_cpu = devices[0].type == "cpu"
+    interference = assess(durations, cpu_total_ms / wall_total_ms if on_cpu and wall_total_ms > 0 else None)
     notes = [
-        f"emulated: the durations are measured ({CLOCKS[clocks[0].kind]}; median of {config.repeats} "
-        f"step(s) after {config.warmup_steps} warm-up), the device clocks are virtual (one device per rank)"
+        f"emulated: the durations are measured ({CLOCKS[clocks[0].kind]}; {ESTIMATORS[config.estimator]} "
+        f"over {config.repeats} step(s) after {config.warmup_steps} warm-up), the device clocks are virtual "
+        f"(one device per rank)"
     ]
+    if interference.busy:
+        notes.append(interference.sentence)
     if len(set(devices)) < len(devices) and devices[0].type == "cuda":
         notes.append("several ranks share a GPU: memory is torch.cuda.memory_allocated of the shared device")
     if config.transfer_ms is None:
-        notes.append(f"transfer: median measured activation copy, {transfer_ms:.4f} ms over {len(copies)} copies")
+        notes.append(
+            f"transfer: measured activation copy, {transfer_ms:.4f} ms (the median over {num_copies} copies of "
+            f"each copy's {'fastest' if config.estimator == 'min' else 'median'} repeat)"
+        )
     return assemble(
         config,
         starts=starts,
         ends=ends,
-        compute_ms=median,
+        compute_ms=chosen,
         memory_bytes=memory,
         memory_peak=peak,
         transfer_ms=transfer_ms,
@@ -112,6 +142,9 @@ def _measure(config: RunConfig, devices: list[torch.device], progress: Progress)
         makespan_spread=(min(makespans), max(makespans)),
         duration_min=low,
         duration_max=high,
+        duration_median=median,
+        estimator=config.estimator,
+        interference=interference,
     )
 
 

@@ -2,102 +2,243 @@
 allocated goes back to the operating system when it ends, a run past its time limit is ended, and progress
 comes back as it happens.
 
-The result returns through a file, not the pipe (FIELD-NOTES: large results sent through a multiprocessing
-queue before ``join`` can deadlock); the pipe carries only small progress messages.
+Everything comes back through pipes the parent reads while the child runs — progress, then the outcome (the
+result, or what went wrong) — so there is no file for another program cleaning the temporary folder to take
+away, and no queue to deadlock (FIELD-NOTES: a queue filled before ``join``). The child's standard error goes
+through a third pipe: the parent copies it to its own (the server's log) and keeps the last lines.
+
+When the child ends without an outcome, the error says what the evidence says ([Note: a run that left no
+result]): the exit code or the signal, the out-of-memory killer only when the kernel counted a kill during
+the run (or the child printed a MemoryError), and the child's last lines.
+
+The child is bound to the parent ([Note: stop signals], ``lifetime.py``): SIGTERM — from the parent ending
+it, or from the kernel when the parent dies, even by SIGKILL — unwinds it, so a distributed run inside ends
+its ranks and removes its folder.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import pickle
-import queue as queue_module
-import shutil
 import signal
 import sys
-import tempfile
+import threading
 import time
 import traceback
+from collections import deque
+from dataclasses import dataclass
 
 from .config import RunConfig
 from .errors import RunFailed
+from .lifetime import Stopped, start_child, stop_signals
 from .progress import Progress, no_progress
 from .result import RunResult
 
 REPORT_EVERY_S = 0.1
+TAIL_LINES = 10
+TAIL_CHARS = 1000
+"""How much of the child's last output an error quotes."""
 
 
-def _child(config: RunConfig, messages, workdir: str) -> None:
-    from . import run
-
-    # ended by the parent: unwind (so a distributed launcher ends its rank processes), then exit
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-
+def _child(config: RunConfig, channel, stderr_pipe) -> None:
+    os.dup2(stderr_pipe.fileno(), 2)  # the parent keeps the last lines and copies them to its own stderr
+    stderr_pipe.close()
     last = [0.0]
 
     def progress(done: int, total: int, note: str) -> None:
         now = time.monotonic()
         if now - last[0] >= REPORT_EVERY_S or done == total:
             last[0] = now
-            messages.put((done, total, note))
+            channel.send(("progress", (done, total, note)))
 
     outcome: dict[str, object]  # the result, or what went wrong: kind, message and where
+    # the parent ends the run with SIGTERM (and the kernel sends it when the parent dies): unwind, so a
+    # distributed launcher ends its rank processes and removes its folder; Ctrl-C and SIGHUP are the parent's
+    with stop_signals(ignore=tuple(s for s in (signal.SIGINT, getattr(signal, "SIGHUP", None)) if s is not None)):
+        try:
+            from . import run
+
+            outcome = {"result": run(config, progress=progress)}
+        except Stopped:
+            sys.exit(143)
+        except ValueError as error:
+            outcome = {"kind": "refused", "message": str(error)}
+        except MemoryError as error:
+            outcome = {"kind": "failed", "message": f"the run ran out of memory (MemoryError: {error})"}
+        except RuntimeError as error:
+            outcome = {"kind": "failed", "message": str(error)}
+        except Exception as error:  # noqa: BLE001 - reported to the parent, in one line
+            outcome = {
+                "kind": "failed",
+                "message": f"{type(error).__name__}: {error}",
+                "where": traceback.format_exc(limit=-3),
+            }
+        try:
+            channel.send(("outcome", outcome))
+        except Exception as error:  # noqa: BLE001 - something in it does not pickle: say what went wrong
+            channel.send(("outcome", {"kind": "failed", "message": f"the run's outcome could not be sent: {error}"}))
+
+
+class _Tail:
+    """Copies a pipe to this process's stderr as it comes and keeps its last ``TAIL_LINES`` lines."""
+
+    def __init__(self, reader) -> None:
+        self.reader = reader
+        self.lines: deque[str] = deque(maxlen=TAIL_LINES)
+        self.partial = ""
+        self.thread = threading.Thread(target=self._copy, daemon=True, name="pplab-run-stderr")
+        self.thread.start()
+
+    def _copy(self) -> None:
+        descriptor = self.reader.fileno()
+        try:
+            while chunk := os.read(descriptor, 65536):  # b"" once every writer (child, its ranks) has closed
+                _echo(chunk)
+                text = self.partial + chunk.decode(errors="replace")
+                *complete, self.partial = text.split("\n")
+                self.lines.extend(line for line in complete if line.strip())
+                self.partial = self.partial[-TAIL_CHARS:]
+        except OSError:
+            pass
+        finally:
+            self.reader.close()
+
+    def text(self, wait_s: float = 2.0) -> str:
+        """The last lines (at most ``TAIL_CHARS`` characters), once the pipe has closed or ``wait_s`` passed."""
+        self.thread.join(timeout=wait_s)
+        lines = list(self.lines) + ([self.partial] if self.partial.strip() else [])
+        text = "\n".join(lines[-TAIL_LINES:])
+        return text if len(text) <= TAIL_CHARS else "…" + text[-TAIL_CHARS:]
+
+
+def _echo(chunk: bytes) -> None:
+    """The child's output, on to this process's stderr (the server's log), as it was before it was kept."""
     try:
-        result = run(config, progress=progress)
-        outcome = {"result": result}
-    except ValueError as error:
-        outcome = {"kind": "refused", "message": str(error)}
-    except RuntimeError as error:
-        outcome = {"kind": "failed", "message": str(error)}
-    except Exception as error:  # noqa: BLE001 - reported to the parent, in one line
-        outcome = {
-            "kind": "failed",
-            "message": f"{type(error).__name__}: {error}",
-            "where": traceback.format_exc(limit=-3),
-        }
-    with open(os.path.join(workdir, "outcome.partial"), "wb") as handle:
-        pickle.dump(outcome, handle)
-    os.replace(os.path.join(workdir, "outcome.partial"), os.path.join(workdir, "outcome.pkl"))
+        stream = sys.stderr
+        if hasattr(stream, "buffer"):
+            stream.buffer.write(chunk)
+        else:
+            stream.write(chunk.decode(errors="replace"))
+        stream.flush()
+    except (OSError, ValueError, AttributeError):  # no stderr (closed, or a server without one)
+        pass
+
+
+def oom_kills() -> dict[str, int]:
+    """The kernel's counts of processes its out-of-memory killer ended: this cgroup's (``memory.events``,
+    cgroup v2) and the machine's (``/proc/vmstat``), those that can be read here."""
+    counts = {}
+    try:
+        with open("/proc/self/cgroup") as handle:
+            path = next(line.split(":", 2)[2].strip() for line in handle if line.startswith("0::"))
+        with open(f"/sys/fs/cgroup{path.rstrip('/')}/memory.events") as handle:
+            counts["cgroup"] = next(int(line.split()[1]) for line in handle if line.startswith("oom_kill "))
+    except (OSError, StopIteration, ValueError, IndexError):
+        pass
+    try:
+        with open("/proc/vmstat") as handle:
+            counts["machine"] = next(int(line.split()[1]) for line in handle if line.startswith("oom_kill "))
+    except (OSError, StopIteration, ValueError, IndexError):
+        pass
+    return counts
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a run's child process ended without an outcome: the evidence ``explain`` reads."""
+
+    exitcode: int | None
+    output: str
+    """Its last lines on stderr (bounded)."""
+    oom_before: dict[str, int]
+    oom_after: dict[str, int]
+
+
+def explain(ending: Ending) -> str:
+    """[Note: a run that left no result] One message from the evidence: how the process ended, why when the
+    evidence says (the out-of-memory killer only when the kernel counted a kill meanwhile, or the child
+    printed a MemoryError), and its last lines."""
+    code = ending.exitcode
+    if code is None:
+        how = "still running when the parent stopped waiting"
+    elif code < 0:
+        try:
+            how = f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"killed by signal {-code}"
+    else:
+        how = f"exit code {code}"
+    rose = {k: (ending.oom_before[k], v) for k, v in ending.oom_after.items() if v > ending.oom_before.get(k, v)}
+    if code == -signal.SIGKILL and rose:
+        counts = ", ".join(f"{where}: {a} → {b}" for where, (a, b) in rose.items())
+        cause = f"the kernel's out-of-memory killer ended it (its count of kills rose during the run; {counts})"
+    elif "MemoryError" in ending.output:
+        cause = "it ran out of memory (it printed a MemoryError)"
+    elif code == -signal.SIGKILL:
+        cause = (
+            "another program killed it (the kernel counted no out-of-memory kill during the run)"
+            if ending.oom_after
+            else "another program, or the out-of-memory killer, killed it (this machine does not say which)"
+        )
+    elif code is not None and code < 0:
+        cause = "a signal ended it"
+    else:
+        cause = "it ended before sending its result"
+    message = f"the run's process ended without a result ({how}): {cause}"
+    if ending.output:
+        message += "; its last output:\n" + "\n".join(f"  {line}" for line in ending.output.splitlines())
+    else:
+        message += "; it printed nothing"
+    return message
 
 
 def run_isolated(config: RunConfig, *, progress: Progress = no_progress, time_limit_s: float = 600.0) -> RunResult:
     """``run(config)`` in a child process. ValueError when the run is refused (bad input, over the memory
     budget), RunFailed when it fails or runs past ``time_limit_s``."""
     context = mp.get_context("spawn")
-    messages = context.Queue()
-    workdir = tempfile.mkdtemp(prefix="pplab-isolated-")
-    child = context.Process(target=_child, args=(config, messages, workdir), name="pplab-real-run")
+    receiver, sender = context.Pipe(duplex=False)
+    stderr_reader, stderr_writer = context.Pipe(duplex=False)
+    oom_before = oom_kills()
     started = time.monotonic()
-    child.start()
+    child = start_child(
+        context,
+        _child,
+        (config, sender, stderr_writer),
+        death_signal=signal.SIGTERM,
+        name="pplab-real-run",
+    )
+    sender.close()  # the child holds the writing ends now: they close, and reads see the end, when it ends
+    stderr_writer.close()
+    tail = _Tail(stderr_reader)
+    outcome: dict | None = None
     try:
-        while child.is_alive():
-            try:
-                done, total, note = messages.get(timeout=0.1)
-                progress(done, total, note)
-            except queue_module.Empty:
-                pass
+        while outcome is None:
+            if receiver.poll(0.1):
+                try:
+                    kind, payload = receiver.recv()
+                except (EOFError, OSError):  # the child is gone
+                    break
+                if kind == "progress":
+                    progress(*payload)
+                else:
+                    outcome = payload
+            elif not child.is_alive() and not receiver.poll(0):
+                break
             if time.monotonic() - started > time_limit_s:
                 raise RunFailed(
                     f"the run took longer than its limit of {time_limit_s:.0f} s on this server and was "
                     f"ended: try fewer micro-batches, repeats or a smaller model"
                 )
-        path = os.path.join(workdir, "outcome.pkl")
-        if not os.path.exists(path):
-            raise RunFailed(
-                f"the run's process ended without a result (exit code {child.exitcode}); "
-                f"most often the machine ran out of memory"
-            )
-        with open(path, "rb") as handle:
-            outcome = pickle.load(handle)
     finally:
-        if child.is_alive():
+        if child.is_alive() and outcome is None:
             child.terminate()  # SIGTERM unwinds the child, whose launcher ends its rank processes
-            child.join(timeout=10)
+        child.join(timeout=10)
         if child.is_alive():
             child.kill()
-        child.join(timeout=10)
-        messages.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+            child.join(timeout=10)
+        receiver.close()
+    if outcome is None:
+        raise RunFailed(explain(Ending(child.exitcode, tail.text(), oom_before, oom_kills())))
     if "result" in outcome:
         return outcome["result"]
     if outcome["kind"] == "refused":

@@ -16,6 +16,7 @@ from ..simulate import simulate
 from ..timeline import Timeline, before_on_rank
 from .clocks import CLOCKS, WALL
 from .config import RunConfig
+from .interference import Interference
 
 GRADIENT_TOLERANCE = 1e-5
 """A run's gradients "match" the unsplit model when every parameter's relative difference is below this."""
@@ -26,7 +27,9 @@ class RunResult:
     config: RunConfig
     schedule: Schedule
     measured: Timeline
-    """Milliseconds. Emulated: measured durations placed on virtual device clocks. Distributed: wall clock."""
+    """Milliseconds. Emulated: each action's estimated duration (``estimator``) placed on virtual device clocks.
+    Distributed: wall clock. Per action, ``compute_ms`` is the estimate the prediction uses, ``duration_min``,
+    ``duration_median`` and ``duration_max`` its measured repeats' fastest, median and slowest."""
     predicted: Timeline
     """The simulator's timeline for the same schedule under the per-stage costs this run measured."""
     loss: float
@@ -48,6 +51,11 @@ class RunResult:
     """The smallest and largest makespan over the measured steps (the timeline shows the medians)."""
     prediction_costs: Costs | None = None
     """What the prediction was simulated with: the measured per-stage costs and transfer time."""
+    estimator: str = "median"
+    """How each action's duration was estimated from its repeats (``interference.ESTIMATORS``)."""
+    interference: Interference | None = None
+    """How disturbed the measurement was, and the busy-host notice (emulated on the CPU; None otherwise).
+    When ``interference.busy``, its sentence is also in ``notes``."""
 
     def __post_init__(self) -> None:
         assert self.clock in CLOCKS, f"a backend reported an unknown clock {self.clock!r}"
@@ -135,6 +143,8 @@ class RunResult:
             "clock": self.clock,
             "repeats": self.config.repeats,
             "makespan_spread": list(self.makespan_spread) if self.makespan_spread else None,
+            "estimator": self.estimator,
+            "interference": self.interference.as_dict() if self.interference else None,
             "prediction_error_per_rank": self.prediction_error_per_rank(),
             "idle_by_cause": self.idle_attribution().as_dict(),
             "notes": list(self.notes),
@@ -184,6 +194,7 @@ def assemble(
     notes: tuple[str, ...] = (),
     duration_min=None,
     duration_max=None,
+    duration_median=None,
     memory_peak=None,
     **fields,
 ) -> RunResult:
@@ -210,6 +221,7 @@ def assemble(
         compute_ms=np.asarray(compute_ms),
         duration_min=np.asarray(compute_ms if duration_min is None else duration_min),
         duration_max=np.asarray(compute_ms if duration_max is None else duration_max),
+        duration_median=np.asarray(compute_ms if duration_median is None else duration_median),
         memory_model=predicted.frame["memory_after"].to_numpy(),
         memory_peak=np.asarray(memory_bytes if memory_peak is None else memory_peak, float),
     )

@@ -94,6 +94,7 @@ def assemble_distributed(config: RunConfig, gathered: list[dict], device, refere
         makespan_spread=(min(spans), max(spans)),
         duration_min=low,
         duration_max=high,
+        duration_median=median,
         notes=(
             f"distributed: wall-clock timestamps, the step with the median time of {config.repeats}; "
             f"transfer estimated at {transfer_ms:.4f} ms (median wait past the producer's end, when "

@@ -1,7 +1,11 @@
 """Starting the rank processes on this machine, watching them, and ending them all when one fails.
 
-File-store rendezvous in a fresh temporary folder, so two runs at once never share a port or a store. The
-unsplit reference is computed once, here, and each rank gets only its own parameters' gradients.
+File-store rendezvous in a fresh folder of the run's own ([Note: run folders], ``workdirs.py``), so two runs at
+once never share a port or a store. The unsplit reference is computed once, here, and each rank gets only its
+own parameters' gradients. The ranks are started bound to this process ([Note: stop signals],
+``lifetime.py``): they ignore Ctrl-C and SIGHUP (this process stops them), and die if it dies, even by SIGKILL.
+Whatever ends the run, the ranks are ended and the folder removed — unless this process is killed outright,
+and then the next run removes the folder.
 
 When a run goes wrong the launcher names the rank that caused it, in this order of evidence: a rank killed
 by a foreign signal (SIGKILL, SIGSEGV…); a rank stopped (SIGSTOP); a rank whose own action raised; the rank
@@ -15,7 +19,6 @@ import os
 import pickle
 import shutil
 import signal
-import tempfile
 import time
 from dataclasses import replace
 
@@ -27,8 +30,10 @@ from ..config import RunConfig
 from ..devices import choose_devices
 from ..errors import RunFailed
 from ..gradients import reference_gradients
+from ..lifetime import shielded, start_child
 from ..progress import Progress, no_progress
 from ..result import RunResult
+from ..workdirs import make as make_run_folder
 from .rank import rank_entry
 from .status import BETWEEN_STEPS, COMPUTING, FIELDS, FINISHED, RECEIVING, STARTING, process_state, read, silent_rank
 
@@ -98,29 +103,47 @@ def run_distributed_many(configs: list[RunConfig], *, progress: Progress = no_pr
     for config in configs:  # fail on bad input before starting any process
         check_message_order(config)
     num_ranks = configs[0].num_ranks
-    workdir = tempfile.mkdtemp(prefix="pplab-run-")
-    context = None
-    status = mp.get_context("spawn").Array("d", FIELDS * num_ranks, lock=False)
+    context = mp.get_context("spawn")
+    processes: list = []
+    status = context.Array("d", FIELDS * num_ranks, lock=False)
+    workdir = make_run_folder("run")
     try:
         _write_references(configs, workdir)
-        context = mp.start_processes(
-            rank_entry,
-            args=(configs, workdir, f"file://{workdir}/store", status),
-            nprocs=num_ranks,
-            join=False,
-            start_method="spawn",
-        )
-        _watch(context, configs, workdir, status, progress)
-        with open(os.path.join(workdir, "result.pkl"), "rb") as handle:
-            results = pickle.load(handle)
+        with shielded():  # a stop waits until every started rank is in the list the clean-up ends
+            for rank in range(num_ranks):
+                processes.append(
+                    start_child(
+                        context,
+                        rank_entry,
+                        (rank, configs, workdir, f"file://{workdir}/store", status),
+                        death_signal=signal.SIGKILL,
+                        name=f"pplab-rank-{rank}",
+                        daemon=True,
+                    )
+                )
+        _watch(processes, configs, workdir, status, progress)
+        try:
+            with open(os.path.join(workdir, "result.pkl"), "rb") as handle:
+                results = pickle.load(handle)
+        except FileNotFoundError:
+            raise RunFailed(_vanished(workdir, "the ranks finished, but their result file is gone")) from None
         return [replace(result, notes=tuple(core_warning(result.config)) + result.notes) for result in results]
     finally:
-        if context is not None:
-            _end(context.processes)
-        shutil.rmtree(workdir, ignore_errors=True)
+        with shielded():  # a stop that comes now is raised once the ranks are ended and the folder is gone
+            _end(processes)
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Progress) -> None:
+def _vanished(workdir: str, what: str) -> str:
+    return (
+        f"{what}: the run's folder {workdir} was removed while the run was in progress (another program "
+        f"cleaning {os.path.dirname(workdir)}?); nothing of this run could be read back"
+        if not os.path.isdir(workdir)
+        else f"{what} ({workdir} is still there)"
+    )
+
+
+def _watch(processes: list, configs: list[RunConfig], workdir: str, status, progress: Progress) -> None:
     """Wait for every rank; on a failure or a stall, raise RunFailed naming the rank to blame."""
     num_ranks = configs[0].num_ranks
     total = sum((c.warmup_steps + c.repeats) * c.plan.compiled.num_actions for c in configs)
@@ -132,7 +155,7 @@ def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Pr
     limit_s = LAUNCH_GRACE_S + sum(c.timeout_s * (c.warmup_steps + c.repeats + 1) for c in configs)
     started = time.monotonic()
     while True:
-        codes = [process.exitcode for process in context.processes]
+        codes = [process.exitcode for process in processes]
         if all(code == 0 for code in codes):
             progress(total, total, "done")
             return
@@ -141,10 +164,10 @@ def _watch(context, configs: list[RunConfig], workdir: str, status, progress: Pr
         busy = [row for row in rows if row["state"] in (COMPUTING, RECEIVING)]
         progress(done, total, f"rank {busy[0]['rank']}" if busy else "starting the ranks")
         if any(code not in (None, 0) for code in codes):
-            raise RunFailed(_blame(context.processes, rows, workdir, configs[0]))
+            raise RunFailed(_blame(processes, rows, workdir, configs[0]))
         moved = max((row["updated"] for row in rows), default=0.0)
         if moved and time.time() - moved > timeout + 2 * POLL_S:
-            raise RunFailed(_blame(context.processes, rows, workdir, configs[0], stalled_s=time.time() - moved))
+            raise RunFailed(_blame(processes, rows, workdir, configs[0], stalled_s=time.time() - moved))
         if time.monotonic() - started > limit_s:
             raise RunFailed(
                 f"the run did not finish within its limit of {limit_s:.0f} s "
@@ -176,6 +199,9 @@ def _blame(processes, rows: list[dict], workdir: str, config: RunConfig, stalled
                 f"rank {rank} stopped responding {_doing(rows, rank, config)}: its process {process.pid} is "
                 f"stopped (SIGSTOP?); the other ranks waited {config.timeout_s:g} s for it"
             )
+    if not os.path.isdir(workdir):
+        codes = ", ".join(f"rank {r}: {p.exitcode}" for r, p in enumerate(processes))
+        return _vanished(workdir, f"the ranks could not go on (exit codes {codes})")
     reports = _reports(workdir)
     own = [r for r in reports if r["own"]]
     if own:
@@ -197,8 +223,12 @@ def _blame(processes, rows: list[dict], workdir: str, config: RunConfig, stalled
 
 
 def _reports(workdir: str) -> list[dict]:
-    reports = []
-    for name in os.listdir(workdir):
+    reports: list[dict] = []
+    try:
+        names = os.listdir(workdir)
+    except OSError:  # removed meanwhile
+        return reports
+    for name in names:
         if name.startswith("error-") and name.endswith(".json"):
             try:
                 with open(os.path.join(workdir, name)) as handle:

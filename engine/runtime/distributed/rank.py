@@ -13,6 +13,7 @@ import json
 import os
 import pickle
 import socket
+import sys
 import time
 from datetime import timedelta
 
@@ -35,7 +36,8 @@ from .transport import ProcessGroup
 
 
 def rank_entry(rank: int, configs: list[RunConfig], workdir: str, init_method: str, status_array) -> None:
-    """What ``torch.multiprocessing`` starts: every run of ``configs`` as rank ``rank``; rank 0 writes results."""
+    """What the launcher starts (through ``lifetime.start_child``): every run of ``configs`` as rank ``rank``;
+    rank 0 writes the results."""
     torch.set_num_threads(1)  # FIELD-NOTES: more threads than cores made each rank 15-20× slower
     current = {"action": None}
     status = RankStatus(status_array, rank)
@@ -56,7 +58,7 @@ def rank_entry(rank: int, configs: list[RunConfig], workdir: str, init_method: s
         status.set(FINISHED)
         if rank == 0:
             _write_atomically(os.path.join(workdir, "result.pkl"), pickle.dumps(results))
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the launcher reports it, once
+    except KeyboardInterrupt:  # ranks ignore Ctrl-C (lifetime.start_child); the launcher reports a stop, once
         os._exit(130)
     except BaseException as error:
         cause = error.cause if isinstance(error, ActionFailed) else error
@@ -67,8 +69,11 @@ def rank_entry(rank: int, configs: list[RunConfig], workdir: str, init_method: s
             "own": isinstance(error, ActionFailed),
             "time": time.time(),
         }
-        _write_atomically(os.path.join(workdir, f"error-{rank}.json"), json.dumps(report).encode())
-        raise
+        try:
+            _write_atomically(os.path.join(workdir, f"error-{rank}.json"), json.dumps(report).encode())
+        except OSError:  # the run's folder is gone: the launcher says so
+            pass
+        sys.exit(1)  # reported to the launcher, which names the rank in one line: no traceback on stderr
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

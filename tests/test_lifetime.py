@@ -1,0 +1,118 @@
+"""Stop signals and child processes ([Note: stop signals], engine/runtime/lifetime.py), and the lazy packages
+that let ``python -m engine`` install its handlers before the heavy imports."""
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from engine.runtime import lifetime
+from engine.runtime.lifetime import Stopped, shielded, stop_signals
+
+
+@pytest.mark.parametrize(
+    "name, status, message", [("SIGTERM", 143, "interrupted by SIGTERM"), ("SIGINT", 130, "interrupted")]
+)
+def test_a_stop_signal_raises_stopped_and_the_handlers_come_back(name, status, message):
+    number = getattr(signal, name)
+    before = signal.getsignal(number)
+    with pytest.raises(Stopped) as caught, stop_signals():
+        os.kill(os.getpid(), number)
+        time.sleep(1)  # interrupted by the handler well before
+    assert caught.value.exit_status == status and caught.value.message == message
+    assert isinstance(caught.value, KeyboardInterrupt)  # whatever unwinds for Ctrl-C unwinds for it
+    assert signal.getsignal(number) is before
+
+
+def test_a_stop_waits_for_the_clean_up_and_a_second_one_is_dropped():
+    finished = []
+    with pytest.raises(Stopped) as caught, stop_signals():
+        with shielded():
+            os.kill(os.getpid(), signal.SIGHUP)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            finished.append("clean-up")
+    assert finished == ["clean-up"] and caught.value.signum == signal.SIGHUP
+
+
+def test_ignored_signals_stay_ignored_inside():
+    with stop_signals(ignore=(signal.SIGHUP,)):
+        os.kill(os.getpid(), signal.SIGHUP)
+        time.sleep(0.1)
+
+
+def _report_signals() -> None:
+    """In a child started by ``start_child``: what it sees."""
+    print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN, signal.getsignal(signal.SIGHUP) == signal.SIG_IGN)
+    print(sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])), flush=True)
+
+
+def test_a_child_ignores_ctrl_c_and_sighup_and_starts_with_nothing_blocked(capfd):
+    context = multiprocessing.get_context("spawn")
+    child = lifetime.start_child(context, _report_signals, (), death_signal=signal.SIGTERM, name="t")
+    child.join(timeout=60)
+    out = capfd.readouterr().out.split("\n")
+    assert child.exitcode == 0 and out[0] == "True True" and out[1] == "[]"
+    assert not set(signal.pthread_sigmask(signal.SIG_BLOCK, [])) & set(lifetime.STOP_SIGNALS)  # ours unblocked
+
+
+@pytest.mark.slow
+def test_a_child_dies_with_its_parent_even_by_sigkill(tmp_path):
+    """The parent (a stand-in for the app's server) starts a child that would sleep a minute, then is killed."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import multiprocessing, signal, time\n"
+        "from engine.runtime import lifetime\n"
+        "if __name__ == '__main__':\n"
+        "    child = lifetime.start_child(multiprocessing.get_context('spawn'), time.sleep, (60,),\n"
+        "                                 death_signal=signal.SIGKILL, name='sleeper')\n"
+        "    print(child.pid, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()}
+    )
+    child = int(parent.stdout.readline())
+    time.sleep(1)  # bound to the parent by now (it printed after start)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while not gone(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert gone(child)
+
+
+def gone(pid: int) -> bool:
+    """Exited (a zombie waiting for its new parent to reap it counts)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_python_m_engine_installs_its_handlers_before_the_heavy_imports():
+    code = (
+        "import sys, engine, engine.runtime, engine.runtime.lifetime; "
+        "print(sorted({'pandas', 'numpy', 'torch'} & set(sys.modules)))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_lazy_package_keeps_its_names():
+    import engine
+    import engine.simulate  # the submodule, loaded: engine.simulate must stay the function
+    import engine.validate
+    from engine import FAMILIES, Costs, Timeline, simulate, validate
+    from engine.runtime import GRADIENT_TOLERANCE, RunConfig, RunResult, run
+
+    assert callable(simulate) and callable(validate) and engine.simulate is simulate
+    assert Costs and FAMILIES and Timeline and RunConfig and RunResult and run and GRADIENT_TOLERANCE
+    assert set(engine.__all__) <= set(dir(engine))
+    with pytest.raises(AttributeError):
+        engine.no_such_name  # noqa: B018
