@@ -19,14 +19,15 @@ import numpy as np
 
 from ..closed_forms import (
     EQUAL_STAGES,
+    NO_RECOMPUTE,
     NO_TRANSFER,
     UNIT_COSTS,
     Assumption,
     ClosedForm,
     Setting,
     form,
-    held,
     number,
+    peak,
     worst_idle,
 )
 from ..ir import Action, Kind, Schedule
@@ -383,25 +384,26 @@ def v_shape_forms(
     s: Setting,
     timeline: Timeline,
     *,
-    peak: tuple[str, int, list[Assumption]],
+    held: tuple[str, int, list[Assumption]],
     idle: tuple[str, float, int],
     rate: str,
 ) -> list[ClosedForm]:
     """A V-shape family's two forms: its peak, min(m, the authors' count), and the idle time of each rank at
-    F = I = W. ``peak`` is (formula in p, its value, extra assumptions); ``idle`` is (formula, its value in F, the
+    F = I = W. ``held`` is (formula in p, its value, extra assumptions); ``idle`` is (formula, its value in F, the
     fewest ranks it holds on)."""
-    peak_formula, peak_count, peak_assumptions = peak
+    peak_formula, peak_count, peak_assumptions = held
     idle_formula, idle_in_f, fewest_ranks = idle
     return [
-        held(
+        form(
             s,
-            timeline,
             "peak activation memory, micro-batches held at once (every rank)",
             f"min(m, {peak_formula})",
             f"min({s.m}, {peak_count})",
-            min(s.m, peak_count),
+            float(min(s.m, peak_count)),
+            peak(timeline),
+            "memory",
             "Qi et al. 2024; the authors' table (HF space sail/pipeline-parallelism-with-controllable-memory)",
-            peak_assumptions,
+            [NO_RECOMPUTE, *peak_assumptions],
         ),
         form(
             s,
@@ -431,7 +433,7 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
     return v_shape_forms(
         s,
         timeline,
-        peak=("⌊(p + 2)/2⌋", v_half_peak(s.p), []),
+        held=("⌊(p + 2)/2⌋", v_half_peak(s.p), []),
         idle=("3⌊(p − 1)/2⌋ − 1/2", v_half_idle(s.p), 3),
         rate="p/(2m) of the step",
     )

@@ -72,7 +72,7 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
     return v_shape_forms(
         s,
         timeline,
-        peak=("⌊(p + 4)/3⌋", v_min_peak(s.p), [NOT_TWO_RANKS]),
+        held=("⌊(p + 4)/3⌋", v_min_peak(s.p), [NOT_TWO_RANKS]),
         idle=("2p − 5/2 − [3 divides p]", v_min_idle(s.p), 2),
         rate="2p/(3m) of the step",
     )
