@@ -68,8 +68,10 @@ def v_half(num_ranks: int, num_microbatches: int) -> Schedule:
 
     V placement: rank r holds stage r (chunk 0) and stage 2p−1−r (chunk 1). The building block places one
     micro-batch's F↓ at slot 2r, F↑ at 3p−2−r, I↑ at 3p−1+2r and I↓ at 6p−2−r (three slots later for both
-    backwards when p is even); its lifespan on a rank is about 3p slots, half a period's worth of micro-batches
-    per chunk, so about p/2 + 1 micro-batches are held at once. Phases (``v_shape_schedule``):
+    backwards when p is even). The paper's accounting (§2: a block repeated every T holds lifespan/T of its
+    activations): the two chunks' lifespans on a rank add up to about 6p slots, p periods of half a micro-batch
+    each, so about p/2 micro-batches are held — ⌊(p + 2)/2⌋ with the W's, the authors' count.
+    Phases (``v_shape_schedule``):
 
     * repeat: the block once every 6 slots; each W takes the first free slot after its I (the up chunk's
       first);
@@ -396,7 +398,7 @@ def v_shape_forms(
     return [
         form(
             s,
-            "peak activation memory, micro-batches held at once (every rank)",
+            "peak activation memory, micro-batches held at once (the most on any rank)",
             f"min(m, {peak_formula})",
             f"min({s.m}, {peak_count})",
             float(min(s.m, peak_count)),
@@ -407,13 +409,13 @@ def v_shape_forms(
         ),
         form(
             s,
-            "idle time of each rank, inside its span too (when F = I = W)",
+            "idle time of each rank per step (when F = I = W)",
             f"({idle_formula}) × F",
             f"{number(idle_in_f)} × {number(s.F)}",
             idle_in_f * s.F,
             worst_idle(timeline.idle_per_rank()),
             "time",
-            f"the lab's count of the authors' order, checked for p ≤ 16 (Qi et al. 2024 give the rate, about {rate})",
+            f"the lab's count of the authors' order, checked up to p = 48 (Qi et al. 2024 give the rate, about {rate})",
             [NO_TRANSFER, EQUAL_STAGES, UNIT_COSTS, at_least_ranks(fewest_ranks), M_AT_LEAST_2P],
         ),
     ]

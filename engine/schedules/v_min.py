@@ -31,9 +31,10 @@ def v_min(num_ranks: int, num_microbatches: int) -> Schedule:
 
     V placement: rank r holds stage r (chunk 0) and stage 2p−1−r (chunk 1). The building block places one
     micro-batch's F↓ at slot r, F↑ at 2p−1−r, I↑ at 2p+r and I↓ at 4p−1−r (two slots later for both
-    backwards when 3 divides p): every pass runs one slot after its input, so a micro-batch's activations live
-    about 4p − 2r slots on rank r, two thirds of a period's worth per chunk; about p/3 + 1 micro-batches are
-    held at once. The price: the block leaves holes that only W's can fill, about 2p/(3m) of the step idle.
+    backwards when 3 divides p): every pass runs one slot after its input, so the two chunks' lifespans on a
+    rank add up to about 4p slots, 2p/3 periods of half a micro-batch each (the paper's §2 accounting): about
+    p/3 micro-batches held — ⌊(p + 4)/3⌋ with the W's, the authors' count. The price: the block leaves holes
+    that only W's can fill, about 2p/(3m) of the step idle.
     Phases, as V-Half's (``v_half.v_half``):
 
     * repeat: the block once every 6 slots; each W takes the first free slot after its I (the up chunk's
