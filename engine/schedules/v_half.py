@@ -82,8 +82,8 @@ def v_half(num_ranks: int, num_microbatches: int) -> Schedule:
       place, then again letting the W's fill the free slots;
     * the W's fill the free slots once more, and each rank runs its actions in slot order.
 
-    The order does not depend on the costs. Accepts any p ≥ 1, m ≥ 1 (with few micro-batches the squeeze
-    of the cool-down never starts, as in the authors' code).
+    The order does not depend on the costs. Accepts any p ≥ 1, m ≥ 1, as the authors' code does (with few
+    micro-batches its squeeze of the cool-down never starts; the lab keeps that); PyTorch has no V-Half.
     """
     return v_shape_schedule("v-half", num_ranks, num_microbatches, v_half_block)
 

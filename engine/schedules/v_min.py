@@ -46,7 +46,8 @@ def v_min(num_ranks: int, num_microbatches: int) -> Schedule:
       place, then again letting the W's fill the free slots;
     * the W's fill the free slots once more, and each rank runs its actions in slot order.
 
-    The order does not depend on the costs. Accepts any p ≥ 1, m ≥ 1.
+    The order does not depend on the costs. Accepts any p ≥ 1, m ≥ 1, as the authors' code does; PyTorch has
+    no V-Min.
     """
     return v_shape_schedule("v-min", num_ranks, num_microbatches, v_min_block)
 
