@@ -70,6 +70,8 @@ DISTRIBUTED_RANKS = {
     "interleaved-zb": 2,
     "zb-v": 2,
     "dualpipev": 2,
+    "v-half": 2,
+    "v-min": 3,  # 3 divides p: the block with two extra slots
 }
 
 

@@ -14,6 +14,8 @@ from . import (
     interleaved_zb,
     looped_bfs,
     one_f_one_b,
+    v_half,
+    v_min,
     zb_h1,
     zb_h2,
     zb_v,
@@ -32,6 +34,8 @@ FAMILIES: dict[str, Family] = {
         interleaved_zb.FAMILY,
         zb_v.FAMILY,
         dualpipev.FAMILY,
+        v_half.FAMILY,
+        v_min.FAMILY,
     )
 }
 
