@@ -8,11 +8,12 @@ import streamlit as st
 
 from engine import FAMILIES
 from engine.model_config import MODEL_TITLES
+from engine.runtime.interference import ESTIMATORS
 from engine.schedules import Family
 
 from . import limits, state
 from .codec import flag
-from .run_settings import RunSettings
+from .run_settings import ESTIMATOR_TITLES, RunSettings
 from .settings import LabSettings
 
 PROJECTOR = "app_projector"
@@ -175,11 +176,20 @@ def bind_run(link: dict[str, str] | None, *, edited: bool) -> tuple[RunSettings,
             "distributed: one process per rank (torch.distributed), wall clock.",
         )
         st.slider(
-            "Measured steps (median shown)",
+            "Measured steps",
             1,
             limits.REAL_RUN_MAX_REPEATS,
             key=key("repeats"),
             help="After one warm-up step; the spread over them is drawn as whiskers.",
+        )
+        st.radio(
+            "Each action's cost",
+            list(ESTIMATORS),
+            horizontal=True,
+            key=key("estimator"),
+            format_func=ESTIMATOR_TITLES.get,
+            help="Other work on this machine can only slow an action down, so its fastest repeat is the least "
+            "disturbed estimate; the median is the typical one.",
         )
     state.remember(defaults)
     values = {name: st.session_state[name] for name in defaults}

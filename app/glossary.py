@@ -36,6 +36,13 @@ TERMS: tuple[Term, ...] = (
     ),
     Term("stage", "A run of consecutive layers of the model; stage 0 holds the first layers.", ("stages",)),
     Term(
+        "idle time by cause",
+        "Each rank's idle time split into parts that add up to it — the textbook bubble, then what unequal stages, "
+        "unequal F, B, I and W, transfers and (on a real run) everything else add — by simulating the same "
+        "schedule once per added cause.",
+        ("idle by cause",),
+    ),
+    Term(
         "rank",
         "One device (a GPU) of the pipeline, numbered from 0; it holds one stage, or several chunks.",
         ("ranks",),

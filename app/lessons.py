@@ -43,6 +43,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine import Schedule, Timeline, build_schedule, simulate
+from engine.attribution import CAUSES, attribute_simulated
 from engine.model_config import ModelConfig
 from engine.runtime import RunConfig
 
@@ -55,6 +56,8 @@ CLAIM = re.compile(r"\[\[([^|\]]+)\|([^\]]+)\]\]")
 LIVE = re.compile(r"\{\{([^}:]+)(?::([^}]+))?\}\}")
 MAIN = "main"
 
+CAUSE_KEYS = {cause: "idle_" + cause.replace(" ", "_") for cause in CAUSES}
+"""Each cause of idle time (``engine.attribution.CAUSES``) as a metric name: "cost ratios" → idle_cost_ratios."""
 SIMULATED_METRICS = {
     "makespan": lambda t: t.makespan,
     "bubble_fraction": lambda t: t.bubble_fraction,
@@ -68,6 +71,9 @@ SIMULATED_METRICS = {
     "transfers": lambda t: t.num_transfers,
     "busy_per_rank": lambda t: max(t.busy_per_rank()),
 }
+CAUSE_METRICS = {key: cause for cause, key in CAUSE_KEYS.items() if cause != "overhead"}
+"""A simulated step's idle time by cause, summed over the ranks (``engine.attribution``), e.g. idle_imbalance;
+the real runs have each with _ms, and idle_overhead_ms."""
 PLAN_METRICS = {
     "step_seconds": lambda r: r.step_seconds,
     "pipeline_seconds": lambda r: r.pipeline_seconds,
@@ -99,7 +105,8 @@ REAL_METRICS = {
     "reference_loss": lambda r: r.reference_loss,
     "peak_bytes": lambda r: max(r.summary()["peak_memory_bytes"]),
     "peak_kib": lambda r: max(r.summary()["peak_memory_bytes"]) / 1024,
-}
+    "idle_ms": lambda r: float(r.idle_attribution().idle.sum()),
+} | {f"{key}_ms": (lambda r, cause=cause: r.idle_attribution().total(cause)) for cause, key in CAUSE_KEYS.items()}
 
 
 SIZE_NAMES = {
@@ -421,10 +428,13 @@ def evaluate(expression: str, step: Step, real_results: dict | None = None) -> f
             raise LessonError(f"{expression!r}: no configuration named {config!r}")
         if name in SIZE_NAMES:
             return float(SIZE_NAMES[name](settings, settings.costs()))
+        if name in CAUSE_METRICS:
+            schedule, timeline = simulated(settings)
+            return attribute_simulated(schedule, settings.costs(), timeline).total(CAUSE_METRICS[name])
         if name not in SIMULATED_METRICS:
             raise LessonError(
-                f"{expression!r}: {name} is not a metric ({', '.join(SIMULATED_METRICS)}) nor a size "
-                f"({', '.join(SIZE_NAMES)})"
+                f"{expression!r}: {name} is not a metric ({', '.join([*SIMULATED_METRICS, *CAUSE_METRICS])}) nor "
+                f"a size ({', '.join(SIZE_NAMES)})"
             )
         return float(SIMULATED_METRICS[name](simulated(settings)[1]))
 

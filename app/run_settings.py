@@ -2,7 +2,7 @@
 the engine's names, its URL codec, its widget keys and defaults, its limits and its conversion to the
 engine's ``RunConfig`` — and the hand-off of a schedule from the editor, which is this class's business too.
 
-    /real-run?schedule=zb-h1&ranks=4&microbatches=8&model=gpt&layers=8&hidden=128&recompute=0&backend=emulated&repeats=3
+    /real-run?schedule=zb-h1&ranks=4&microbatches=8&model=gpt&layers=8&hidden=128&recompute=0&backend=emulated&repeats=3&estimator=min
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 from engine import FAMILIES
 from engine.model_config import MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
 from engine.runtime import BACKENDS, RunConfig
+from engine.runtime.interference import ESTIMATORS
 
 from . import limits
 from .codec import choice, flag, shown, whole
@@ -28,9 +29,12 @@ RUN_KEYS = (
     "recompute",
     "backend",
     "repeats",
+    "estimator",
 )
 SAMPLES_PER_MICROBATCH = {"mlp": 16, "gpt": 4}
 """Samples in one micro-batch: the batch is this × m, so it splits evenly for every m."""
+ESTIMATOR_TITLES = {"min": "fastest repeat", "median": "median repeat"}
+"""The estimators (``engine.runtime.interference.ESTIMATORS``) in a few words, for the radio and the table."""
 PREFIX = "rr"
 
 
@@ -58,6 +62,8 @@ class RunSettings:
     """"emulated" or "distributed" (URL ``backend``)."""
     repeats: int = 3
     """Measured steps after one warm-up step (URL ``repeats``)."""
+    estimator: str = "min"
+    """Each action's cost from its repeats: "min" (the fastest) or "median" (URL ``estimator``)."""
     schedule_csv: str | None = None
     """A schedule sent from the editor, run instead of the family (never in the URL: it can be large)."""
 
@@ -69,7 +75,13 @@ class RunSettings:
             hidden=self.hidden,
             batch=SAMPLES_PER_MICROBATCH[self.model] * self.num_microbatches,
         )
-        common = dict(model=model, recompute=self.recompute, backend=self.backend, repeats=self.repeats)
+        common = dict(
+            model=model,
+            recompute=self.recompute,
+            backend=self.backend,
+            repeats=self.repeats,
+            estimator=self.estimator,
+        )
         if self.schedule_csv is not None:
             return RunConfig(schedule_csv=self.schedule_csv, **common)  # type: ignore[arg-type]
         return RunConfig(
@@ -97,6 +109,7 @@ class RunSettings:
             "recompute": str(int(self.recompute)),
             "backend": self.backend,
             "repeats": str(self.repeats),
+            "estimator": self.estimator,
         }
 
     @classmethod
@@ -121,6 +134,7 @@ class RunSettings:
             recompute=flag(query, "recompute", base.recompute, problems),
             backend=choice(query, "backend", BACKENDS, base.backend, problems),
             repeats=whole(query, "repeats", 1, limits.REAL_RUN_MAX_REPEATS, base.repeats, problems),
+            estimator=choice(query, "estimator", tuple(ESTIMATORS), base.estimator, problems),
         )
         settings = replace(
             settings,

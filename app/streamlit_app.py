@@ -9,10 +9,20 @@ import streamlit as st
 
 from app.navigation import PAGES, sidebar_links
 from app.style import PAGE_CSS
+from engine.runtime.workdirs import sweep
+
+
+@st.cache_resource
+def folders_of_killed_runs_removed() -> list[str]:
+    """Once per server: a run killed by SIGKILL (or the out-of-memory killer) could not remove its folder; the
+    next run would sweep it, but a server that never runs again should not keep it either."""
+    return sweep()
+
 
 # no page_icon: a Material icon is fetched from fonts.gstatic.com, a request to another host on every visit
 st.set_page_config(page_title="Pipeline-parallelism lab", layout="wide")
 current = st.navigation([page.streamlit_page() for page in PAGES], position="hidden")
 st.html(f"<style>{PAGE_CSS}</style>")
 sidebar_links()
+folders_of_killed_runs_removed()
 current.run()

@@ -43,6 +43,13 @@ def check(label: str, config: RunConfig) -> bool:
         f" ({summary['prediction_error']:+.1%}) overhead {'-' if overhead is None else f'{overhead:.1%}'} "
         f"peak {max(summary['peak_memory_bytes']):,} B, {time.perf_counter() - started:.1f} s"
     )
+    # the measured idle time by cause (engine.attribution), summed over the ranks; on a GPU the "overhead"
+    # part is mostly kernel launches and host bookkeeping the cost model does not see
+    causes = summary["idle_by_cause"]["total"]
+    idle = sum(causes.values())
+    shares = ", ".join(f"{cause} {round(value, 3) + 0.0:.3f} ms" for cause, value in causes.items())
+    launch = f"{causes['overhead'] / idle:.0%} of the idle time" if idle > 0 else "no idle time"
+    print(f"   {'':<22} idle by cause: {shares}; overhead is {launch}")
     return ok
 
 

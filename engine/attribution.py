@@ -62,6 +62,10 @@ class IdleAttribution:
     levels: tuple[Timeline, ...]
     """The simulations S0–S3 (``LEVELS``), for the page to show next to the run."""
 
+    def total(self, cause: str) -> float:
+        """``cause``'s idle time summed over the ranks."""
+        return float(self.per_rank[:, self.causes.index(cause)].sum())
+
     def as_dict(self) -> dict:
         """For ``--json``: per rank, each cause's time, and the total."""
         return {

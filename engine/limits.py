@@ -11,6 +11,9 @@ from __future__ import annotations
 MAX_RANKS = 256
 MAX_MICROBATCHES = 16384
 MAX_CHUNKS = 64
+MAX_SQUEEZED_RANKS = 128
+"""V-Half and V-Min squeeze their warm-up and cool-down slot by slot, work that grows about as p³: about
+5 s at 128 ranks on the 2-core reference machine, 20–30 s at 256, so they stop at 128."""
 MAX_PAIRS = 131_072
 """p × m × v: (stage, micro-batch) pairs in one schedule."""
 MAX_CSV_BYTES = 8 * 1024 * 1024

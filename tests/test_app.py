@@ -330,6 +330,12 @@ def test_real_run_runs_once_on_run_and_not_on_a_later_change():
     assert any(name.endswith("modelled") for name in names)
     assert {"schedule", "imbalance"} <= names  # the idle time split by cause, one bar per rank
     assert any("Why the measured step is longer" in h.value for h in at.subheader)
+    result = at.session_state["rr_result"][1]
+    costs = at.table[0].value  # each stage's cost under the run's estimator, then the median beside it
+    assert result.estimator == "min" and "F (ms, fastest repeat)" in costs and "F (ms, median repeat)" in costs
+    assert (costs["F (ms, fastest repeat)"] <= costs["F (ms, median repeat)"]).all()
+    shown_notes = [n.value for n in at.caption] + [n.value for n in at.warning]
+    assert result.interference.sentence.replace("--repeats", "Measured steps") in shown_notes
     at.slider(key="rr_layers").set_value(2)
     at.run()
     assert at.session_state["rr_runs"] == 1  # still the one run

@@ -314,21 +314,23 @@ a Ctrl-C during the imports happens before ``main`` and is not what these tests 
 
 
 def interrupt(args: list[str], *, started: str, after: float) -> tuple[subprocess.CompletedProcess, bool]:
-    """Run the CLI, wait for ``started`` on its stderr, then ``after`` seconds, then send SIGINT."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    seen = ""
+    """Run the CLI, wait for ``started`` on its stderr, then ``after`` seconds, then send SIGINT.
+
+    The pipe is read a byte at a time with ``os.read``: a buffered text reader would keep bytes past
+    ``started`` that ``communicate`` then never sees.
+    """
+    child = subprocess.Popen([sys.executable, "-c", CHILD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
     assert child.stderr is not None
-    while started not in seen:
-        char = child.stderr.read(1)
-        assert char, f"the CLI ended before {started!r}: {seen!r}"
-        seen += char
+    while started.encode() not in seen:
+        byte = os.read(child.stderr.fileno(), 1)
+        assert byte, f"the CLI ended before {started!r}: {seen!r}"
+        seen += byte
     time.sleep(after)
     running = child.poll() is None
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=120)
-    return subprocess.CompletedProcess(child.args, child.returncode, out, seen + err), running
+    return subprocess.CompletedProcess(child.args, child.returncode, out.decode(), (seen + err).decode()), running
 
 
 @pytest.mark.slow

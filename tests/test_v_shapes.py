@@ -136,3 +136,11 @@ def test_the_family_record(name):
     validate(schedule)
     every = sorted(str(action) for actions in schedule.ranks for action in actions)
     assert every == sorted(f"{stage}{kind}0" for stage in range(6) for kind in "FIW")
+
+
+@pytest.mark.parametrize("family", ["v-half", "v-min"])
+def test_beyond_the_squeeze_limit_the_refusal_shows_the_arithmetic(family):
+    from engine.limits import MAX_SQUEEZED_RANKS
+
+    with pytest.raises(ValueError, match=rf"{family}: ranks must be from 1 to {MAX_SQUEEZED_RANKS}, got 256: .*8\.0×"):
+        build_schedule(family, 256, 2)

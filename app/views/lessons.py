@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import state
 from app.charts import run_figure, timeline_figure
+from app.charts.attribution import attribution_figure
 from app.charts.plan import memory_figure
 from app.charts.player import player
 from app.codec import shown
@@ -165,6 +166,11 @@ def show_real_results(results: dict, projector: bool) -> None:
     for position, (name, result) in enumerate(results.items()):
         with st.expander(f"Measured timeline: {name}", expanded=position == 0):
             st.plotly_chart(run_figure(result, projector=projector), width="stretch", key=f"{PAGE}_real_{name}")
+            st.plotly_chart(
+                attribution_figure(result.idle_attribution(), time_unit="ms", projector=projector),
+                width="stretch",
+                key=f"{PAGE}_real_{name}_causes",
+            )
 
 
 # -- the learner's own values: explore inputs and try buttons ------------------------------------------------

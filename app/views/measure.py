@@ -18,7 +18,7 @@ from app.explain import chart_summary, idle_causes
 from app.limits import REAL_RUN_MAX_RANKS
 from app.navigation import link_to
 from app.real_runs import memory_check, run_one
-from app.run_settings import RUN_KEYS, RunSettings
+from app.run_settings import ESTIMATOR_TITLES, RUN_KEYS, RunSettings
 from app.search_settings import SearchSettings
 from engine import FAMILIES
 from engine.ir import Kind
@@ -68,13 +68,21 @@ def run_now(config, kept):
 
 
 def stage_cost_table(result) -> pd.DataFrame:
-    """Median ms of F, B, I, W on each stage (the kinds the schedule runs), and the transfer per hop."""
-    costs = measured_stage_costs(result.schedule, result.measured.frame["compute_ms"].to_numpy())
-    ran = set(result.measured.frame["kind"])
+    """Each stage's measured ms of F, B, I, W (the kinds the schedule runs) under the run's estimator — the
+    costs the prediction is built from — then the median over the repeats, and the transfer per hop."""
+    frame = result.measured.frame
+    ran = [kind for kind in Kind if kind.name in set(frame["kind"])]
+    used = ESTIMATOR_TITLES.get(result.estimator, result.estimator)
+    columns = {f"{kind.name} (ms, {used})": kind for kind in ran}
+    costs = measured_stage_costs(result.schedule, frame["compute_ms"].to_numpy())
     table = pd.DataFrame(
         {"stage": [f"stage {stage} (rank {result.schedule.rank_of(stage)})" for stage in range(len(costs))]}
-        | {f"{kind.name} (ms)": [round(row[kind], 3) for row in costs] for kind in Kind if kind.name in ran}
+        | {label: [round(row[kind], 3) for row in costs] for label, kind in columns.items()}
     ).set_index("stage")
+    if result.estimator != "median" and "duration_median" in frame:
+        medians = measured_stage_costs(result.schedule, frame["duration_median"].to_numpy())
+        for kind in ran:
+            table[f"{kind.name} (ms, median repeat)"] = [round(row[kind], 3) for row in medians]
     table["transfer to the next rank (ms)"] = round(result.transfer_ms, 4)
     return table
 
@@ -83,14 +91,26 @@ def show_result(ran, result, config, projector: bool) -> None:
     if ran != config:
         st.caption("Below: your last run. The sidebar has changed since — press Run to measure the new configuration.")
     summary = result.summary()
+    interference = summary["interference"]
     for note in summary["notes"]:
+        if interference and note == interference["sentence"]:
+            continue  # said below, in the page's words
         (st.warning if note.startswith("warning") else st.caption)(note)
+    if interference:
+        sentence = interference["sentence"].replace("raise --repeats", "raise Measured steps")
+        (st.warning if interference["busy"] else st.caption)(sentence)
     low, high = summary["makespan_spread"]
+    used = ESTIMATOR_TITLES.get(summary["estimator"], summary["estimator"])
     cards = st.columns(4)
     cards[0].metric(
         "Makespan, measured",
         f"{summary['makespan']:.2f} ms",
-        help=f"median of {summary['repeats']} measured step(s); they ranged {low:.2f}–{high:.2f} ms",
+        help=(
+            f"the step of median length among {summary['repeats']} measured, wall clock"
+            if config.backend == "distributed"
+            else f"each action's {used} of {summary['repeats']} measured step(s), placed on the devices' clocks"
+        )
+        + f"; the whole steps took {low:.2f}–{high:.2f} ms",
     )
     error = summary["prediction_error"]
     cards[1].metric(

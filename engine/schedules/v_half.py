@@ -31,6 +31,7 @@ from ..closed_forms import (
     worst_idle,
 )
 from ..ir import Action, Kind, Schedule
+from ..limits import MAX_SQUEEZED_RANKS
 from .common import check_sizes
 from .family import Family
 
@@ -102,6 +103,12 @@ def v_shape_schedule(family: str, num_ranks: int, num_microbatches: int, block: 
     order, computed with running memory states instead of recounting a rank's memory for every try. Beyond
     ``greedy_microbatches`` the steady round is repeated instead of squeezed again."""
     check_sizes(family, num_ranks, num_microbatches, 2)
+    if num_ranks > MAX_SQUEEZED_RANKS:
+        raise ValueError(
+            f"{family}: ranks must be from 1 to {MAX_SQUEEZED_RANKS}, got {num_ranks}: its warm-up and cool-down "
+            f"are squeezed slot by slot, work that grows about as ranks³ ({num_ranks}³ / {MAX_SQUEEZED_RANKS}³ = "
+            f"{(num_ranks / MAX_SQUEEZED_RANKS) ** 3:.1f}× the largest accepted)"
+        )
     p, m = num_ranks, num_microbatches
     built = min(m, greedy_microbatches(p))
     ranks = squeezed_ranks(p, built, block)
