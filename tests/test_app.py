@@ -13,6 +13,8 @@ from streamlit.testing.v1 import AppTest
 from app.settings import CompareSettings, LabSettings
 from engine import FAMILIES, Costs, build_schedule, simulate
 
+pytestmark = pytest.mark.slow  # AppTest runs the whole app script per test
+
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
 
 

@@ -22,6 +22,7 @@ def chunks(name: str) -> int | None:
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.slow
 def test_the_parts_add_up_to_each_ranks_idle_time(name):
     for costs in COST_MIXES:
         for scale in (None, "uneven"):
@@ -79,6 +80,7 @@ def test_measured_levels_keep_each_stages_work_and_add_the_transfer_last():
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.slow
 def test_simulate_json_splits_each_ranks_idle_by_cause(name, capsys):
     import json
 

@@ -27,6 +27,7 @@ def decoded(array) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.slow
 def test_every_figure_passes_plotlys_validation(name):
     chunks = 3 if FAMILIES[name].takes_chunks else None
     costs = Costs(forward=1, backward_input=1, backward_weight=0.5, comm=0.2, recompute=True)
@@ -62,6 +63,7 @@ def test_large_timelines_are_binned_and_the_bins_keep_the_busy_time():
     "name, ranks, microbatches, limit_kib",
     [("zb-v", 8, 32, 300), ("interleaved-1f1b", 8, 32, 300), ("zb-v", 32, 256, 1200)],
 )
+@pytest.mark.slow
 def test_figures_stay_small(name, ranks, microbatches, limit_kib):
     """A binned chart carries its actions packed for zooming in (13 bytes each, base64): 49k actions ≈ 0.85 MB."""
     timeline = simulate(build_schedule(name, ranks, microbatches), UNIT)
@@ -100,6 +102,7 @@ def test_the_memory_chart_and_the_peak_card_are_one_series(name, recompute):
         assert highest > timeline.frame["memory_after"].max() + 0.2  # a backward rebuilds what was dropped
 
 
+@pytest.mark.slow
 def test_the_plan_attribution_and_frontier_figures_pass_plotlys_validation():
     from app.charts.attribution import attribution_figure
     from app.charts.plan import allreduce_traces, memory_figure

@@ -140,6 +140,7 @@ def test_bad_arguments_give_one_line_and_exit_2(capsys, args, message):
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_module_entry_point_runs():
     result = subprocess.run(
         [
@@ -163,6 +164,7 @@ def test_module_entry_point_runs():
     assert result.returncode == 0 and json.loads(result.stdout)["bubble_fraction"] == pytest.approx(1 / 3)
 
 
+@pytest.mark.slow
 def test_run_json_has_the_promised_fields(capsys):
     code, out, err = run_cli(
         capsys,
@@ -498,6 +500,7 @@ def test_unwritable_trace_is_one_line(capsys):
     assert code == 2 and err == "error: cannot write the trace to /dev/full: No space left on device\n"
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_is_a_quiet_exit():
     command = f"{sys.executable} -m engine simulate --schedule zb-h1 --ranks 8 --microbatches 400 --grid | head -1"
     result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)

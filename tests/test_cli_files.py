@@ -168,6 +168,7 @@ def test_reading_refuses_devices_and_missing_files(tmp_path):
 
 # -- standard output on a full disk ------------------------------------------------------------------------------
 @pytest.mark.parametrize("buffered", [True, False], ids=["buffered: fails at the flush", "unbuffered: at print"])
+@pytest.mark.slow
 def test_stdout_on_a_full_disk_is_one_line_and_exit_2(buffered):
     env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
     if not buffered:

@@ -224,6 +224,7 @@ def sweep(name: str, sizes, costs_list) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.slow
 def test_every_closed_form_the_app_shows_holds_under_its_assumptions(name):
     """Where a configuration keeps a formula's assumptions, the formula and the simulator agree; where it
     breaks one, the panel names it (a small grid: the fast tier)."""

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
 
 
@@ -52,6 +54,7 @@ def test_no_import_cycle_inside_the_engine():
     assert len(graph) > 20  # the walk saw the engine
 
 
+@pytest.mark.slow
 def test_simulate_never_imports_torch():
     result = subprocess.run(
         [

@@ -362,6 +362,7 @@ def open_lessons(query: dict) -> AppTest:
     return at
 
 
+@pytest.mark.slow
 def test_a_deep_link_opens_the_staircase_with_a_third_idle():
     at = open_lessons({"lesson": "2"})
     assert at.title[0].value == "Lesson 2 · Micro-batches and the bubble"
@@ -371,6 +372,7 @@ def test_a_deep_link_opens_the_staircase_with_a_third_idle():
     assert at.query_params == {"lesson": "3", "step": "2"} and "Recomputation" in at.subheader[0].value
 
 
+@pytest.mark.slow
 def test_a_bad_deep_link_warns_and_opens_the_first_lesson():
     at = open_lessons({"lesson": "42"})
     assert any("lesson `42`" in w.value for w in at.warning) and at.title[0].value.startswith("Lesson 1 ·")
@@ -442,6 +444,7 @@ def test_walk_every_lesson_answering_each_question_wrong_then_right():
     assert seen == len(STEPS)
 
 
+@pytest.mark.slow
 def test_predict_then_reveal_on_lesson_2_step_3():
     """8 × 8: nothing on the page says 46.7 % until the learner answers; then the cards and the chart, with the
     bubble outlined and named by its term."""
@@ -458,6 +461,7 @@ def test_predict_then_reveal_on_lesson_2_step_3():
     assert any("(p − 1)·(F + B) = 21" in a["text"] for a in figure["layout"]["annotations"])
 
 
+@pytest.mark.slow
 def test_try_buttons_set_the_values_in_place_and_back():
     lesson, step = BY_NUMBER[2], BY_NUMBER[2].steps[1]
     at = open_lessons({"lesson": "2", "step": "2"})
@@ -477,6 +481,7 @@ def test_try_buttons_set_the_values_in_place_and_back():
     assert {m.label: m.value for m in at.metric}["Bubble fraction"] == "33.3%" and "**3**/**9**" in page_text(at)
 
 
+@pytest.mark.slow
 def test_a_failed_real_run_says_retry_and_the_stand_in_stays(monkeypatch):
     import app.real_runs
 
@@ -493,6 +498,7 @@ def test_a_failed_real_run_says_retry_and_the_stand_in_stays(monkeypatch):
     assert at.button(key="ls_run").label == "Retry" and at.get("plotly_chart")
 
 
+@pytest.mark.slow
 def test_the_glossary_is_in_the_sidebar_and_the_playground_points_to_lesson_1():
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()

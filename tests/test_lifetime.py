@@ -51,6 +51,7 @@ def _report_signals() -> None:
     print(sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])), flush=True)
 
 
+@pytest.mark.slow
 def test_a_child_ignores_ctrl_c_and_sighup_and_starts_with_nothing_blocked(capfd):
     context = multiprocessing.get_context("spawn")
     child = lifetime.start_child(context, _report_signals, (), death_signal=signal.SIGTERM, name="t")

@@ -7,6 +7,7 @@ from engine.narrate import Narration
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.slow
 def test_every_event_tells_what_the_timeline_shows(name):
     chunks = 2 if FAMILIES[name].takes_chunks else None
     costs = Costs(forward=1, backward_input=1.5, backward_weight=0.5, comm=0.25)

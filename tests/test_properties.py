@@ -35,6 +35,7 @@ def configs(draw):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs())
+@pytest.mark.slow
 def test_every_accepted_config_simulates_correctly(config):
     schedule = build_schedule(config["name"], config["p"], config["m"], config["chunks"])  # all accepted
     timeline = simulate(schedule, config["costs"])
@@ -46,6 +47,7 @@ anything = st.one_of(st.integers(-3, 70), st.floats(allow_nan=True), st.text(max
 
 @settings(max_examples=300, deadline=None)
 @given(name=st.sampled_from(sorted(FAMILIES)), p=anything, m=anything, chunks=anything)
+@pytest.mark.slow
 def test_rejected_configs_raise_value_error_only(name, p, m, chunks):
     try:
         schedule = build_schedule(name, p, m, chunks)
@@ -56,6 +58,7 @@ def test_rejected_configs_raise_value_error_only(name, p, m, chunks):
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.slow
 def test_every_family_accepts_fewer_microbatches_than_ranks(name):
     chunks = 2 if FAMILIES[name].takes_chunks else None
     for p in (1, 2, 3, 5, 8):

@@ -28,6 +28,7 @@ def sweep():
 
 
 @pytest.mark.parametrize("family, costs", [("interleaved-1f1b", FULL_BACKWARD), ("interleaved-zb", SPLIT_BACKWARD)])
+@pytest.mark.slow
 def test_interleaved_families_match_or_beat_pytorch_on_every_microbatch_count(family, costs):
     """Where PyTorch accepts (p, m, v) — its rounds must divide m — the lab's makespan is at most PyTorch's;
     where it refuses, the lab still runs all m micro-batches, deadlock-free."""

@@ -18,6 +18,8 @@ from engine.runtime import RunConfig, RunFailed, isolated, run
 from engine.runtime.budget import activation_bytes, check_budget, estimate, parameter_count
 from engine.runtime.isolated import TAIL_CHARS, TAIL_LINES, Ending, _Tail, explain, run_isolated
 
+pytestmark = pytest.mark.slow  # each test starts a process and runs a real model
+
 SMALL = RunConfig(
     family="1f1b",
     num_ranks=2,

@@ -38,6 +38,7 @@ def check(result):
 @pytest.mark.parametrize("recompute", [False, True], ids=["plain", "recompute"])
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 @pytest.mark.parametrize("name", list(FAMILIES))
+@pytest.mark.slow
 def test_emulated_matches_the_unsplit_model(name, kind, recompute):
     check(run(RunConfig(family=name, model=small(kind), recompute=recompute, repeats=1, warmup_steps=0, **sizes(name))))
 
@@ -46,6 +47,7 @@ def test_emulated_matches_the_unsplit_model(name, kind, recompute):
     "name, ranks, partition",
     [("1f1b", 4, "1,4,2,1"), ("zb-h1", 4, "llama3"), ("zb-v", 2, "0,4,4,0"), ("interleaved-1f1b", 2, "2,1,3,2")],
 )
+@pytest.mark.slow
 def test_uneven_partitions(name, ranks, partition):
     config = RunConfig(
         family=name,
@@ -121,6 +123,7 @@ def test_distributed_matches_the_unsplit_model(name):
         assert summary["wall_ms_per_step"] >= summary["makespan"] * 0.999
 
 
+@pytest.mark.slow
 def test_measured_memory_follows_the_theory():
     """GPipe's peak on rank 0 grows with micro-batches; 1F1B's stays bounded by the ranks; recomputation lowers it."""
 
@@ -148,6 +151,7 @@ def test_measured_memory_follows_the_theory():
     assert peak("1f1b", 8, recompute=True) < 0.5 * one_f_one_b_8
 
 
+@pytest.mark.slow
 def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
     def peak(name, m):
         config = RunConfig(
@@ -165,6 +169,7 @@ def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
 
 
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
+@pytest.mark.slow
 def test_emulated_prediction_is_close_to_the_measurement(kind):
     """The simulator, fed the run's own measured per-stage costs, predicts its makespan within 5 % (issue 8's
     target): durations are CPU time, each action's fastest of 5 steps, so a busy machine barely moves them."""
@@ -319,6 +324,7 @@ def test_emulated_on_cuda(name):
 
 
 @pytest.mark.parametrize("name, chunks", [("1f1b", None), ("interleaved-1f1b", 2), ("zb-h1", None), ("zb-h2", None)])
+@pytest.mark.slow
 def test_measured_memory_of_identical_stages_follows_the_memory_model(name, chunks):
     """Ranks 1 and 2 of 4 hold identical blocks (rank 0 also has the embedding, rank 3 the head): the ratio of
     their measured peak bytes must be the ratio of the simulator's modelled peaks."""

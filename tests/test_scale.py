@@ -89,6 +89,7 @@ def test_llama3_exact_parameter_counts(name, layers, hidden, ffn, heads, publish
 
 
 # -- FLOPs: Eq. 3 ------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_eq3_for_megatron_1t_and_the_aggregate_at_52_percent(megatron_1t):
     B, s, L, h, v = 3072, 2048, 128, 25_600, 51_200
     by_hand = 96 * B * s * L * h**2 + 16 * B * s**2 * L * h + 6 * B * s * h * v  # Eq. 3 multiplied out
@@ -462,6 +463,7 @@ def test_bad_plans_give_one_line_and_exit_2(capsys, args, message):
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_plan_never_imports_torch():
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "engine", *DONE_WHEN], capture_output=True, text=True

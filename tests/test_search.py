@@ -147,6 +147,7 @@ ENUMERATED = [
 
 
 @pytest.mark.parametrize(("placement", "p", "m", "costs", "budget"), ENUMERATED)
+@pytest.mark.slow
 def test_exact_method_equals_the_best_of_all_orders(placement, p, m, costs, budget):
     problem = SearchProblem(p, m, costs, budget, placement, time_limit_s=30)
     best = best_of_all_orders(problem)
@@ -178,6 +179,7 @@ def test_unit_costs_never_worse_than_the_zero_bubble_schedules_within_their_memo
     assert result.status == OPTIMAL
 
 
+@pytest.mark.slow
 def test_below_1f1b_memory_the_search_still_runs_and_is_proven():
     result = check(search(SearchProblem(4, 8, UNIT, 3, time_limit_s=20)))
     assert result.status == OPTIMAL and result.method == "exact"
@@ -201,6 +203,7 @@ def test_lower_bounds_hold_for_the_hand_made_families():
 
 @pytest.mark.parametrize("placement", ["loop", "v"])
 @pytest.mark.parametrize("method", ["heuristic", "auto"])
+@pytest.mark.slow
 def test_every_result_passes_the_validator_and_matches_the_simulator(placement, method):
     for costs, budget in ((UNIT, 2), (UNEVEN, 3), (HALVES, 2.5), (Costs(stage_costs=None, comm=0.25), 1)):
         check(search(SearchProblem(3, 5, costs, budget, placement, time_limit_s=1), method))
@@ -213,6 +216,7 @@ def test_per_stage_costs_are_searched_as_the_simulator_times_them():
     assert result.status == OPTIMAL
 
 
+@pytest.mark.slow
 def test_the_greedy_never_stalls_times_its_order_as_the_simulator_does_and_stays_above_the_bounds():
     chooser = random.Random(18)
     for _ in range(40):
@@ -235,6 +239,7 @@ def test_the_greedy_never_stalls_times_its_order_as_the_simulator_does_and_stays
             assert bound <= timeline.makespan + 1e-9, (problem, variant)
 
 
+@pytest.mark.slow
 def test_lower_bounds_hold_against_optima_found_without_them(monkeypatch):
     """CP-SAT is told the bounds; here it is not, so an optimum below a bound would show."""
     import engine.search.solve
@@ -253,6 +258,7 @@ def test_lower_bounds_hold_against_optima_found_without_them(monkeypatch):
 
 
 @pytest.mark.parametrize(("placement", "family"), [("loop", "zb-h1"), ("v", "zb-v")])
+@pytest.mark.slow
 def test_the_heuristic_handles_32_ranks_and_256_microbatches_in_seconds(placement, family):
     yardstick = simulate(build_schedule(family, 32, 256), UNIT)
     budget = max(yardstick.peak_memory_per_rank())
@@ -272,6 +278,7 @@ def test_the_minimum_budget_is_enough():
 # -- frontier and time limit -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_frontier_is_monotone_and_lists_the_families():
     found = frontier(3, 4, UNEVEN, "loop", time_limit_per_budget_s=2)
     budgets = [point.memory_budget for point in found.points]
@@ -287,6 +294,7 @@ def test_the_frontier_is_monotone_and_lists_the_families():
     assert found.best_family_within(0.5) is None
 
 
+@pytest.mark.slow
 def test_the_time_limit_is_obeyed_and_an_early_stop_says_not_proven():
     problem = SearchProblem(4, 8, UNIT, 2, "v", time_limit_s=2)  # V at a tight budget: no proof in 2 s
     started = time.perf_counter()
@@ -387,6 +395,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(capsys, args, message):
     assert message in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_simulate_never_imports_ortools():
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "engine", "simulate", "--schedule", "zb-h1", "--ranks", "4",

@@ -40,6 +40,7 @@ def test_the_order_is_the_authors(name, p, m):
 
 
 @pytest.mark.parametrize("name", ["v-half", "v-min"])
+@pytest.mark.slow
 def test_every_small_size_validates_simulates_and_holds_the_authors_peak(name):
     """Every p ≤ 8, m ≤ 3p + 2: no deadlock, every action once, and every rank's peak is min(m, the authors'
     count) — ⌊(p + 2)/2⌋ for V-Half, ⌊(p + 4)/3⌋ for V-Min — against 1F1B's p on rank 0. V-Min on 2 ranks holds
@@ -60,6 +61,7 @@ def test_every_small_size_validates_simulates_and_holds_the_authors_peak(name):
 
 
 @pytest.mark.parametrize("fraction", [0.0, 1.0])
+@pytest.mark.slow
 def test_the_peak_does_not_depend_on_what_w_keeps(fraction):
     """The peak comes at a forward, not between an I and its W: the same whatever share W still needs."""
     costs = Costs(backward_input=1, backward_weight=1, w_memory_fraction=fraction)
@@ -82,6 +84,7 @@ def test_half_and_a_third_of_1f1b():
 
 
 @pytest.mark.parametrize("name", ["v-half", "v-min"])
+@pytest.mark.slow
 def test_idle_time_is_the_closed_form_at_unit_costs(name):
     """F = I = W, no transfer time, m ≥ 2p: every rank idles V-Half 3⌊(p − 1)/2⌋ − 1/2 (p ≥ 3), V-Min
     2p − 5/2 − [3 | p] (p ≥ 2) times F, all of it inside its span; the paper's rates ≈ p/(2m) and ≈ 2p/(3m)."""
