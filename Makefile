@@ -14,7 +14,7 @@ test: lint
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit 5): failing, a test run must run tests"; fi; \
 	exit $$status
 
-# the fast tier: engine and app logic, no processes, no browser, no timing ratios (under a minute on 2 cores)
+# the fast tier: engine and app logic, no processes, no AppTest, no browser, no timing ratios (about 30 s on 2 cores)
 test-fast: $(VENV)/.requirements-dev
 	$(PYTHON) -m pytest -m "not slow and not timing" -q
 
