@@ -8,11 +8,17 @@ PORT ?= 8501
 run: $(VENV)/.requirements
 	$(PYTHON) -m streamlit run app/streamlit_app.py --server.port $(PORT) --browser.gatherUsageStats false
 
-# lint first (style and types are CI's job), then every test; pytest's exit 5 (no tests) is a failure
+# lint first (style and types are CI's job), then every test: all but `timing` on two workers (pytest-xdist),
+# then the `timing` tests alone, since they measure time or watch the whole machine. pytest's exit 5 (no tests
+# collected) is a failure: a test run must run tests
 test: lint
-	@status=0; $(PYTHON) -m pytest || status=$$?; \
-	if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit 5): failing, a test run must run tests"; fi; \
-	exit $$status
+	@first=0; second=0; \
+	$(PYTHON) -m pytest -n 2 --dist worksteal -m "not timing" || first=$$?; \
+	$(PYTHON) -m pytest -p no:xdist -m timing || second=$$?; \
+	for status in $$first $$second; do \
+	    if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit 5): failing, a test run must run tests"; fi; \
+	done; \
+	if [ $$first -ne 0 ]; then exit $$first; fi; exit $$second
 
 # the fast tier: engine and app logic, no processes, no AppTest, no browser, no timing ratios (about 30 s on 2 cores)
 test-fast: $(VENV)/.requirements-dev

@@ -23,17 +23,14 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from engine.dependencies import walk  # noqa: E402
-from engine.model_config import ModelConfig  # noqa: E402
-from engine.runtime import RunConfig, run  # noqa: E402
-from engine.runtime.timing import ActionClock, one_intra_op_thread  # noqa: E402
+from engine.dependencies import walk
+from engine.model_config import ModelConfig
+from engine.runtime import RunConfig, run
+from engine.runtime.timing import ActionClock, one_intra_op_thread
 
 SCHEDULES = ("1f1b", "zb-h1")
 TARGET = 1.25

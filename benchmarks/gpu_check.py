@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+# a bare GPU machine gets the working tree, not an installed lab: import it from here
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402

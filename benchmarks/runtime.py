@@ -22,20 +22,17 @@ import sys
 import tempfile
 import time
 from datetime import timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from engine.model_config import ModelConfig  # noqa: E402
-from engine.models import ToyModel, make_batch, split_model  # noqa: E402
-from engine.runtime import RunConfig, run  # noqa: E402
-from engine.runtime.distributed import run_rank  # noqa: E402
+from engine.model_config import ModelConfig
+from engine.models import ToyModel, make_batch, split_model
+from engine.runtime import RunConfig, run
+from engine.runtime.distributed import run_rank
 
 FAMILIES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B", "interleaved-1f1b": "ScheduleInterleaved1F1B"}
 

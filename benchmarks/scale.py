@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import timeit
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.scale import Layout, plan  # noqa: E402
-from engine.schedules import FAMILIES  # noqa: E402
+from engine.scale import Layout, plan
+from engine.schedules import FAMILIES
 
 GOAL_SECONDS = 1.0
 

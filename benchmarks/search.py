@@ -10,14 +10,10 @@ Run: .venv/bin/python benchmarks/search.py [--time-limit S]
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine import UNIT, Costs  # noqa: E402
-from engine.search import OPTIMAL, SearchProblem, SearchResult, search  # noqa: E402
-from engine.search.frontier import family_points  # noqa: E402
+from engine import UNIT, Costs
+from engine.search import OPTIMAL, SearchProblem, SearchResult, search
+from engine.search.frontier import family_points
 
 UNEVEN = Costs(forward=1, backward_input=2, backward_weight=1, comm=0.5)
 SLOW_W = Costs(forward=2, backward_input=2, backward_weight=1)

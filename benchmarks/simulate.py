@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine import UNIT, build_schedule, simulate, validate  # noqa: E402
+from engine import UNIT, build_schedule, simulate, validate
 
 
 def timed(function, repeat: int) -> tuple[float, object]:

@@ -233,18 +233,29 @@ class Timeline:
         """Per rank, the activation memory over time as one step series (x, level): 0 from the start; while a
         slot runs, the most it holds (``memory_peak``: a recomputing backward's rebuilt activations count);
         after it, ``memory_after``. The chart draws this series and the peak is its maximum, so the two agree."""
+        # numpy, not a pandas groupby: the closed-form panel and the sweeps ask for thousands of these
         frame = self.frame
-        slot = frame.groupby(["rank", "step"], sort=True).agg(
-            start=("start", "min"), end=("end", "max"), peak=("memory_peak", "max"), after=("memory_after", "last")
-        )
+        if frame.empty:
+            return tuple((np.zeros(1), np.zeros(1)) for _ in range(self.num_ranks))
+        rank, step = frame["rank"].to_numpy(), frame["step"].to_numpy()
+        order = np.lexsort((np.arange(len(frame)), step, rank))  # by rank, then step, then row order
+        rank, step = rank[order], step[order]
+        first = np.flatnonzero(np.r_[True, (rank[1:] != rank[:-1]) | (step[1:] != step[:-1])])
+        last = np.r_[first[1:], len(order)] - 1
+        starts = np.minimum.reduceat(frame["start"].to_numpy()[order], first)
+        ends = np.maximum.reduceat(frame["end"].to_numpy()[order], first)
+        peaks = np.maximum.reduceat(frame["memory_peak"].to_numpy()[order], first)
+        afters = frame["memory_after"].to_numpy()[order][last]
+        slot_rank = rank[first]
         curves = []
-        for rank in range(self.num_ranks):
-            if rank not in slot.index.get_level_values(0):
+        for r in range(self.num_ranks):
+            mine = np.flatnonzero(slot_rank == r)
+            if not len(mine):
                 curves.append((np.zeros(1), np.zeros(1)))
                 continue
-            mine = slot.loc[rank].sort_values("start")
-            x = np.r_[0.0, np.column_stack([mine["start"], mine["end"]]).ravel()]
-            y = np.r_[0.0, np.column_stack([mine["peak"], mine["after"]]).ravel()]
+            mine = mine[np.argsort(starts[mine], kind="stable")]
+            x = np.r_[0.0, np.column_stack([starts[mine], ends[mine]]).ravel()]
+            y = np.r_[0.0, np.column_stack([peaks[mine], afters[mine]]).ravel()]
             curves.append((x, y))
         return tuple(curves)
 

@@ -31,8 +31,14 @@ def _settle(page) -> None:
     raise AssertionError("the page never settled")
 
 
-def _press(page, slider_index: int, pause_ms: int) -> None:
-    page.locator('[data-testid="stSlider"] input[type="range"]').nth(slider_index).focus()
+def _slider(page, label: str):
+    """The slider by its visible name (an index would silently pick another slider when the sidebar changes)."""
+    return page.locator(f'[data-testid="stSlider"] input[type="range"][aria-label="{label}"]')
+
+
+def _press(page, label: str, pause_ms: int) -> None:
+    _slider(page, label).focus()
+    assert page.evaluate("document.activeElement.getAttribute('aria-label')") == label
     for _ in range(PRESSES):
         page.keyboard.press("ArrowRight")
         if pause_ms:
@@ -40,8 +46,16 @@ def _press(page, slider_index: int, pause_ms: int) -> None:
     _settle(page)
 
 
-def _slider_value(page, slider_index: int) -> int:
-    return int(page.locator('[data-testid="stSlider"] input[type="range"]').nth(slider_index).input_value())
+def _slider_value(page, label: str) -> int:
+    return int(_slider(page, label).input_value())
+
+
+def _sliders(page) -> dict[str, str]:
+    """Every slider's name and value, for a failure message."""
+    return page.evaluate(
+        "() => Object.fromEntries([...document.querySelectorAll('[data-testid=stSlider] input[type=range]')]"
+        ".map(i => [i.getAttribute('aria-label'), i.value]))"
+    )
 
 
 def _query(page) -> dict[str, str]:
@@ -66,11 +80,11 @@ def test_sixty_fast_presses_end_where_they_should_everywhere():
                 page = browser.new_page(viewport={"width": 1440, "height": 900})
                 page.goto(f"{url}/?schedule=1f1b&ranks=4&microbatches=1")
                 page.wait_for_selector(IDLE, timeout=90_000)
-                _press(page, 1, pause_ms)
+                _press(page, "Micro-batches, m", pause_ms)
                 target = 1 + PRESSES
                 expected = simulate(build_schedule("1f1b", 4, target), Costs(forward=1, backward=2)).makespan
                 card = page.locator('[data-testid="stMetric"]', has_text="Makespan").first.inner_text().split()[-1]
-                assert (_slider_value(page, 1), _query(page)["microbatches"], card) == (
+                assert (_slider_value(page, "Micro-batches, m"), _query(page)["microbatches"], card) == (
                     target,
                     str(target),
                     f"{expected:.4g}",
@@ -78,16 +92,16 @@ def test_sixty_fast_presses_end_where_they_should_everywhere():
                 page.close()
             # Compare (micro-batches), Search (micro-batches) and Real run (blocks): slider and link agree
             for path, slider, key, start in (
-                ("compare?microbatches=1", 1, "microbatches", 1),
-                ("search?microbatches=1", 1, "microbatches", 1),
-                ("real-run?layers=1", 2, "layers", 1),
+                ("compare?microbatches=1", "Micro-batches, m", "microbatches", 1),
+                ("search?microbatches=1", "Micro-batches, m", "microbatches", 1),
+                ("real-run?layers=1", "Blocks", "layers", 1),
             ):
                 page = browser.new_page(viewport={"width": 1440, "height": 900})
                 page.goto(f"{url}/{path}")
                 page.wait_for_selector(IDLE, timeout=90_000)
                 _press(page, slider, 0)
                 value = _slider_value(page, slider)
-                assert value == min(start + PRESSES, 32 if key == "layers" else 256), path
+                assert value == min(start + PRESSES, 32 if key == "layers" else 256), (path, _sliders(page))
                 assert _query(page)[key] == str(value), path
                 page.close()
         finally:

@@ -14,7 +14,7 @@ import time
 import pytest
 from process_checks import group_members
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]  # timeouts, and /dev/shm is machine-wide
 
 # long enough to signal a rank mid-run (about 16 s here): 2 ranks on 2 cores, 100 measured steps
 RUN = [

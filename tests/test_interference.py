@@ -126,6 +126,7 @@ def test_clock_instructions_is_for_the_emulated_backend_on_the_cpu(capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
 def test_a_run_sharing_its_cpu_with_two_busy_loops_says_the_host_was_busy():
     """Load induced the same on any machine: this process and two busy loops pinned to one CPU, so the run's

@@ -170,6 +170,7 @@ def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
 
 @pytest.mark.parametrize("kind", ["mlp", "gpt"])
 @pytest.mark.slow
+@pytest.mark.timing
 def test_emulated_prediction_is_close_to_the_measurement(kind):
     """The simulator, fed the run's own measured per-stage costs, predicts its makespan within 5 % (issue 8's
     target): durations are CPU time, each action's fastest of 5 steps, so a busy machine barely moves them."""
