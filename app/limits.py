@@ -20,6 +20,11 @@ MAX_COST = 100.0
 MAX_OVERLAPPED = 2 * MAX_COST
 """DualPipeV's F&B pair is at most an F plus a B."""
 
+MAX_MEMORY_BUDGET = 2.0 * MAX_RANKS
+"""The Search page's budget, in micro-batches of a rank's share: 2p is more than any family holds (ZB-H2 holds
+2p − 1), so a larger budget constrains nothing."""
+MAX_FRONTIER_BUDGETS = 9
+"""Budgets evenly spread on the frontier (each one a search; p and 2p − 1 are added: ``frontier_budgets``)."""
 MAX_SEARCH_SECONDS = 30.0
 """The longest one search may run on the server (the page never blocks longer)."""
 MAX_PLAN_DEGREE = 16_384

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from engine.runtime import RunConfig, budget
-from engine.runtime.budget import BUDGET_SHARE, estimate, human_bytes
+from engine.runtime.budget import estimate, human_bytes
 from engine.runtime.isolated import run_isolated
 
 ONE_AT_A_TIME = threading.Lock()
@@ -34,16 +34,15 @@ BUSY = Busy()
 def memory_check(config: RunConfig) -> tuple[str, str | None]:
     """(a line saying what the run will use, or the refusal with the arithmetic)."""
     needed = estimate(config)
-    free = budget.available_bytes()
-    allowed = int(BUDGET_SHARE * free)
+    room = budget.allowance()
     line = (
-        f"Estimated memory: {human_bytes(needed.total)} of the {human_bytes(allowed)} a run may use here "
-        f"({BUDGET_SHARE:.0%} of {human_bytes(free)} free)."
+        f"Estimated memory: {human_bytes(needed.total)} of the {human_bytes(room.allowed)} a run may use here "
+        f"({room.reason})."
     )
-    if needed.total > allowed:
+    if needed.total > room.allowed:
         return line, (
             f"This run would need about {human_bytes(needed.total)} ({needed.describe()}), more than the "
-            f"{human_bytes(allowed)} a run may use on this machine: choose fewer blocks, a narrower "
+            f"{human_bytes(room.allowed)} a run may use here ({room.reason}): choose fewer blocks, a narrower "
             f"hidden width, fewer micro-batches or fewer ranks."
         )
     return line, None

@@ -7,12 +7,14 @@ budget and a time limit; its URL codec, widget keys, limits and conversion to th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 from engine import Costs
 from engine.search import SearchProblem
 from engine.search.cli import parse_costs
+from engine.search.frontier import default_budgets
 
 from . import limits
 from .codec import choice, number, plain, shown, whole, written
@@ -58,6 +60,20 @@ class SearchSettings:
             time_limit_s=self.time_limit_s,
         )
 
+    def frontier_budgets(self) -> tuple[float, ...]:
+        """The budgets the frontier searches: every whole one from the least any schedule needs to 2p, or, when
+        that is more than ``limits.MAX_FRONTIER_BUDGETS``, the ends, p (1F1B's peak), 2p − 1 (ZB-H2's) and whole
+        numbers evenly between. Each is one search: all 2p at p = 32 would take over a minute. ValueError (with
+        the arithmetic) when these settings cannot be searched."""
+        every = default_budgets(self.to_problem())
+        if len(every) <= limits.MAX_FRONTIER_BUDGETS:
+            return every
+        low, high = every[0], every[-1]
+        step = (high - low) / (limits.MAX_FRONTIER_BUDGETS - 1)
+        marks = (float(self.num_ranks), 2.0 * self.num_ranks - 1)
+        between = (float(round(low + i * step)) for i in range(1, limits.MAX_FRONTIER_BUDGETS - 1))
+        return tuple(sorted({low, high, *(b for b in (*marks, *between) if low < b < high)}))
+
     # -- the address bar -----------------------------------------------------------------------------------
     def to_query(self) -> dict[str, str]:
         return {
@@ -82,7 +98,8 @@ class SearchSettings:
             time_limit_s=number(query, "time", limits.MAX_SEARCH_SECONDS, base.time_limit_s, problems),
         )
         settings = replace(
-            settings, memory_budget=number(query, "memory", 4.0 * limits.MAX_RANKS, float(settings.num_ranks), problems)
+            settings,
+            memory_budget=number(query, "memory", limits.MAX_MEMORY_BUDGET, float(settings.num_ranks), problems),
         )
         text = query.get("costs")
         if text is not None:
@@ -114,8 +131,12 @@ class SearchSettings:
         forward, full, backward_input, backward_weight = (list(column) for column in zip(*table, strict=True))
         inputs = [i if i > 0 else b / 2 for i, b in zip(backward_input, full, strict=True)]
         weights = [w if w > 0 else b / 2 for w, b in zip(backward_weight, full, strict=True)]
+        # three significant digits of the largest cost, every cost on that grid: the exact method needs a factor
+        # of at most 1000 that makes each cost whole (engine.search.exact.MAX_SCALE), which 4 significant digits
+        # of each cost on its own almost never have
+        unit = 10.0 ** (math.floor(math.log10(max(forward + inputs + weights))) - 2)
         text = ",".join(
-            f"{name}=" + ":".join(f"{value:.4g}" for value in values)
+            f"{name}=" + ":".join(f"{max(round(value / unit), 1) * unit:.10g}" for value in values)
             for name, values in (("F", forward), ("I", inputs), ("W", weights))
         )
         return cls(num_ranks, num_microbatches, placement, text, memory_budget=float(num_ranks))

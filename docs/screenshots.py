@@ -25,8 +25,8 @@ PAGES = {
     "plan": "/plan?preset=llama3-405b-as-trained",
     "real-run": "/real-run?schedule=zb-h1&ranks=4&microbatches=8&model=mlp&layers=8&hidden=256&repeats=3",
 }
-PRESS = {"search": "Search", "real-run": "Run", "lessons": "Show me"}
-"""Pages whose picture needs a button pressed first."""
+PRESS = {"real-run": "Run", "lessons": "Show me"}
+"""Pages whose picture needs a button pressed first (a link to Search shows its result at once)."""
 
 
 def settle(page) -> None:

@@ -123,26 +123,30 @@ class Leftovers:
 
 
 @pytest.mark.parametrize("victim", [0, 1])
-def test_a_killed_rank_is_named_and_nothing_is_left(victim):
-    process, ranks = start([])
+def test_a_killed_rank_is_named_and_nothing_is_left(tmp_path, victim):
+    """No process, no file in the temporary folder or /dev/shm, no run folder: the launcher cleans up after a
+    rank it did not stop itself."""
+    leftovers = Leftovers(tmp_path)
+    process, ranks = start([], env=leftovers.env)
     os.kill(ranks[victim], signal.SIGKILL)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 1, err
     assert err.startswith(f"error: rank {victim} died") and "killed by signal SIGKILL" in err, err
     assert "Expecting value" not in err and err.count("\n") == 1
-    time.sleep(1)
+    leftovers.check_none_after(process)
     assert alive(ranks) == []
 
 
-def test_a_stopped_rank_is_named_within_the_timeout():
-    process, ranks = start(["--timeout", "5"])
+def test_a_stopped_rank_is_named_within_the_timeout(tmp_path):
+    leftovers = Leftovers(tmp_path)
+    process, ranks = start(["--timeout", "5"], env=leftovers.env)
     os.kill(ranks[1], signal.SIGSTOP)
     stopped = time.monotonic()
     _, err = process.communicate(timeout=60)
     took = time.monotonic() - stopped
     assert process.returncode == 1 and "error: rank 1 stopped responding" in err, err
     assert took < 5 + 5, took
-    time.sleep(1)
+    leftovers.check_none_after(process)
     assert alive(ranks) == []
 
 

@@ -88,7 +88,8 @@ def test_the_budget_refuses_with_the_arithmetic():
     config = RunConfig(family="1f1b", model=ModelConfig(kind="mlp", hidden=8192, layers=32, batch=128))
     needed = estimate(config).total
     check_budget(config, available=4 * needed)  # fits in half of twice... of four times itself
-    with pytest.raises(ValueError, match=r"this run needs about .* GiB .* a run may use 50% of it"):
+    refusal = r"this run needs about .* GiB .* a run may use .* \(50% of the .* this machine has free\)"
+    with pytest.raises(ValueError, match=refusal):
         check_budget(config, available=needed)
 
 

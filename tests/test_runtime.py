@@ -32,6 +32,13 @@ def check(result):
     measured = result.measured.frame
     assert len(measured) == result.schedule.num_actions
     assert (measured["end"] >= measured["start"]).all()
+    # issue 16: the --json idle split, on every family and both backends (every run test comes through here):
+    # each rank's causes add up to its measured idle time within 1 % of the makespan
+    tolerance = 0.01 * summary["makespan"]
+    split = summary["idle_by_cause"]
+    for rank, (parts, idle) in enumerate(zip(split["per_rank"], result.measured.idle_per_rank(), strict=True)):
+        assert parts["idle"] == pytest.approx(idle, abs=tolerance), rank
+        assert sum(parts[cause] for cause in split["causes"]) == pytest.approx(idle, abs=tolerance), (rank, parts)
     return summary
 
 

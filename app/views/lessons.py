@@ -16,7 +16,7 @@ from app.charts import run_figure, timeline_figure
 from app.charts.attribution import attribution_figure
 from app.charts.plan import memory_figure
 from app.charts.player import player
-from app.codec import shown
+from app.codec import plain, shown
 from app.controls import projector_query, projector_toggle
 from app.explain import chart_summary, lecture_controls, legend_notes, metric_cards
 from app.lessons import (
@@ -138,7 +138,7 @@ def real_runs(step: Step, real_key) -> dict | None:
         waiting.empty()
     if real_key in failed:
         st.error(
-            f"The run failed: {failed[real_key]}. Press **Retry** to run it again"
+            f"The run failed: {plain(failed[real_key])}. Press **Retry** to run it again"
             + (" — meanwhile the simulated stand-in below shows the same schedule." if step.stand_in else ".")
         )
     return results

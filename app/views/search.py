@@ -13,18 +13,19 @@ from app.explain import chart_summary
 from app.run_settings import RunSettings
 from app.search_settings import PLACEMENTS, SEARCH_KEYS, SearchSettings
 from app.simulation import simulated
-from engine import FAMILIES, UNIT
+from engine import FAMILIES, UNIT, Costs
 from engine.search import OPTIMAL, family_points, frontier, search
 
 PAGE = "sr"
 RESULTS = f"{PAGE}_results"
 BUSY = f"{PAGE}_busy"
 FRONTIER_SECONDS = 1.0
-"""Time per budget when drawing the frontier (the greedy and the hand-made families answer large sizes)."""
+"""At most this per budget when drawing the frontier, and the time limit shared out between the budgets."""
 key = SearchSettings.widget_key
 
 
-def bind() -> tuple[SearchSettings, bool]:
+def bind() -> tuple[SearchSettings, bool, bool]:
+    """The sidebar → the settings, the projector switch, and whether a link with search settings was opened."""
     link = state.opened_link(PAGE, SEARCH_KEYS + (state.PROJECTOR_KEY,))
     problems: list[str] = []
     if link:
@@ -50,22 +51,30 @@ def bind() -> tuple[SearchSettings, bool]:
             "(a real run's measured costs arrive that way).",
         )
         st.number_input("Transfer between ranks", min_value=0.0, max_value=limits.MAX_COST, step=0.25, key=key("comm"))
-        st.slider(
+        # a number box with fixed bounds: a slider whose maximum followed p would be a new widget at each p,
+        # and Streamlit would reset the budget to its minimum (a change of p must not overwrite it)
+        st.number_input(
             "Memory budget per rank (micro-batches of its share)",
-            0.5,
-            float(2 * max(ranks, 1)),
+            min_value=0.0,
+            max_value=limits.MAX_MEMORY_BUDGET,
             step=0.5,
             key=key("memory_budget"),
-            help=f"1F1B holds p = {ranks} on its busiest rank; ZB-H2 2p − 1.",
+            help=f"1F1B holds p = {ranks} on its busiest rank, ZB-H2 2p − 1 = {2 * ranks - 1}; above 2p = "
+            f"{2 * ranks} nothing is constrained. Too small a budget is refused with the arithmetic.",
         )
         st.slider("Time limit (s)", 1.0, limits.MAX_SEARCH_SECONDS, step=1.0, key=key("time_limit_s"))
     state.remember(defaults)
     values = {name: st.session_state[name] for name in defaults}
-    values[key("memory_budget")] = min(values[key("memory_budget")], 2.0 * values[key("num_ranks")])
     settings = SearchSettings.from_widgets(values)
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
     warn_about(problems)
-    return settings, projector
+    return settings, projector, bool(link and set(link) & set(SEARCH_KEYS))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def hand_made(num_ranks: int, num_microbatches: int, costs: Costs):
+    """Every family simulated at these sizes (seconds at 32 × 256): once per sizes and costs, not per rerun."""
+    return family_points(num_ranks, num_microbatches, costs)
 
 
 def run_search(settings: SearchSettings):
@@ -98,7 +107,7 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
     st.caption(f"{result.method}: {result.detail}; {result.wall_time_s:.2f} s. {status.capitalize()}.")
     fits = [
         point
-        for point in family_points(settings.num_ranks, settings.num_microbatches, costs)
+        for point in hand_made(settings.num_ranks, settings.num_microbatches, costs)
         if point.peak_memory <= settings.memory_budget + 1e-9 and point.timeline is not None
     ]
     rows = [{"schedule": "searched", "makespan": f"{result.makespan:.4g}", "bubble": f"{result.bubble_fraction:.1%}",
@@ -117,7 +126,7 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
     if not fits:
         st.caption(f"No hand-made family holds at most {settings.memory_budget:g} micro-batches on these sizes.")
     timelines = {"Searched schedule": result.timeline} | {
-        point.title: point.timeline for point in sorted(fits, key=lambda p: p.makespan)[:3] if point.timeline
+        point.title: point.timeline for point in sorted(fits, key=lambda p: p.makespan) if point.timeline
     }
     figure = compare_figure(timelines, projector=projector)
     player("sr_gantt", figure, name="The searched schedule and the families that fit, on one time axis",
@@ -134,10 +143,13 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
 
 def show_frontier(settings: SearchSettings, projector: bool) -> None:
     st.subheader("Step time against memory")
+    budgets = settings.frontier_budgets()
+    seconds = min(FRONTIER_SECONDS, settings.time_limit_s / len(budgets))
     st.caption(
-        "For each budget from the least any schedule needs to 2p, the best step found (one second each, so large "
-        "sizes show the greedy's answer), with every hand-made family as a point: the trade-off the Zero Bubble "
-        "and controllable-memory papers are about."
+        f"For {len(budgets)} budgets from the least any schedule needs to 2p ({', '.join(f'{b:g}' for b in budgets)}), "
+        f"the best step found in at most {seconds:.2g} s each (the time limit shared out, so large sizes show the "
+        "greedy's answer), with every hand-made family as a point: the trade-off the Zero Bubble and "
+        "controllable-memory papers are about."
     )
     if st.button("Draw the frontier", key=f"{PAGE}_frontier"):
         if st.session_state.get(BUSY):
@@ -151,7 +163,8 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
                     settings.num_microbatches,
                     settings.engine_costs(),
                     settings.placement,
-                    time_limit_per_budget_s=FRONTIER_SECONDS,
+                    budgets,
+                    time_limit_per_budget_s=seconds,
                 )
             st.session_state[f"{PAGE}_frontier_for"] = (settings, found)
         finally:
@@ -169,7 +182,7 @@ def search_page() -> None:
         "constraint model (CP-SAT) proves the optimum for small sizes, a Zero-Bubble-style greedy answers large "
         "ones, and a lower bound says how far from the optimum the answer can be."
     )
-    settings, projector = bind()
+    settings, projector, linked = bind()
     _, one_f_one_b = simulated("1f1b", settings.num_ranks, settings.num_microbatches, None, UNIT)
     st.caption(
         f"For scale: {FAMILIES['1f1b'].title} holds {max(one_f_one_b.peak_memory_per_rank()):g} micro-batches "
@@ -181,7 +194,8 @@ def search_page() -> None:
         st.error(f"This search cannot run: {plain(error)}")
         return
     result = st.session_state.get(RESULTS, {}).get(settings)
-    if st.button("Search" if result is None else "Search again", type="primary", key=f"{PAGE}_go"):
+    pressed = st.button("Search" if result is None else "Search again", type="primary", key=f"{PAGE}_go")
+    if pressed or (linked and result is None):  # a shared link shows its result, as the sender saw it
         result = run_search(settings) or result
     if result is None:
         st.info("Set the sizes, costs and budget, then press Search.")
