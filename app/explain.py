@@ -167,6 +167,25 @@ def idle_causes(split: IdleAttribution, *, key: str, time_unit: str, projector: 
     st.caption(" ".join(f"{cause.capitalize()}: {words}." for cause, words in DEFINITIONS.items()))
 
 
+def shared_links_effect(shared: Timeline, delayed: Timeline) -> str:
+    """What occupying the links changes: the step against the delay model's, and the transfers that queued."""
+    waits = shared.link_waits()
+    queued = waits[waits > 1e-9]
+    change = shared.makespan - delayed.makespan
+    step = (
+        f"the step takes {shared.makespan:.4g} against {delayed.makespan:.4g} with transfers as pure delays "
+        f"({change:+.4g}, {change / delayed.makespan:+.1%})"
+        if delayed.makespan
+        else f"the step takes {shared.makespan:.4g}"
+    )
+    if not len(queued):
+        return f"Shared links: no transfer waited for its link, so {step}."
+    return (
+        f"Shared links: {len(queued)} of {len(waits)} transfers waited for their link, {queued.sum():.4g} in all "
+        f"and at most {queued.max():.4g} (dotted on the sender's lane); {step}."
+    )
+
+
 def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> None:
     binned = len(timeline.frame) > BAR_LIMIT
     notes = [

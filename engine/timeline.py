@@ -50,8 +50,9 @@ class Timeline:
     """Measured runs on separate processes: time each rank spent blocked on a receive, one row per wait
     (rank, start, end, waiting_for); kept apart from compute, so busy time is compute only."""
     transfers: pd.DataFrame | None = None
-    """One row per hand-off between ranks (``TRANSFER_COLUMNS``): the producer's end (``depart``) and the
-    arrival ``comm`` later; an action on the same rank as its producer needs no transfer."""
+    """One row per hand-off between ranks (``TRANSFER_COLUMNS``): when the producer ended (``made``), when the
+    product left (``depart``: at ``made``, or later when it waited for a shared link) and arrived ``comm``
+    later; an action on the same rank as its producer needs no transfer."""
 
     COLUMNS = (
         "rank",  # device index
@@ -68,8 +69,9 @@ class Timeline:
         "source",  # "simulated" or "measured"
         "recompute",  # time at the start of a B or I spent re-running the forward (0 without recomputation)
     )
-    TRANSFER_COLUMNS = ("from_rank", "to_rank", "depart", "arrive", "what", "for", "needed_at")
-    """A transfer of ``what`` (the producer's label) for ``for`` (the consumer's), which starts at ``needed_at``."""
+    TRANSFER_COLUMNS = ("from_rank", "to_rank", "depart", "arrive", "what", "for", "needed_at", "made")
+    """A transfer of ``what`` (the producer's label) for ``for`` (the consumer's), which starts at ``needed_at``;
+    ``depart`` − ``made`` is the time it waited for its link (0 where transfers are pure delays)."""
 
     @classmethod
     def from_columns(
@@ -141,6 +143,7 @@ class Timeline:
                 "what": c.labels(producer),
                 "for": c.labels(remote),
                 "needed_at": start[remote],
+                "made": end[producer],
             },
             columns=list(cls.TRANSFER_COLUMNS),
         )
@@ -227,6 +230,13 @@ class Timeline:
     def num_transfers(self) -> int:
         """Hand-offs that cross from one rank to another (each pays the transfer time once)."""
         return 0 if self.transfers is None else len(self.transfers)
+
+    def link_waits(self) -> np.ndarray:
+        """Per transfer, the time its product waited for a busy link before leaving (``depart`` − ``made``): all
+        0 when transfers are pure delays, positive where a shared link queued it (``engine.links``)."""
+        if self.transfers is None or self.transfers.empty:
+            return np.zeros(0)
+        return np.maximum((self.transfers["depart"] - self.transfers["made"]).to_numpy(float), 0.0)
 
     @cached_property
     def _memory_curves(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
@@ -327,8 +337,9 @@ class Timeline:
                 }
             )
         moves = self.transfers if self.transfers is not None else pd.DataFrame(columns=list(self.TRANSFER_COLUMNS))
-        for flow, (source, target, depart, arrive, what, consumer, needed) in enumerate(
-            zip(*(moves[column].tolist() for column in self.TRANSFER_COLUMNS), strict=True)
+        columns = ("from_rank", "to_rank", "depart", "arrive", "what", "for", "needed_at", "made")
+        for flow, (source, target, depart, arrive, what, consumer, needed, made) in enumerate(
+            zip(*(moves[column].tolist() for column in columns), strict=True)
         ):
             label = f"{what} → {consumer}"
             args = {"from_rank": int(source), "to_rank": int(target)}
@@ -339,7 +350,7 @@ class Timeline:
                 )  # fmt: skip
             # the arrow: from the producer's end, through the transfer, to the consumer's start
             events.append({"name": label, "cat": "hand-off", "ph": "s", "id": flow, "pid": int(source),
-                           "tid": compute, "ts": depart * time_unit_us - 1e-3})  # fmt: skip
+                           "tid": compute, "ts": made * time_unit_us - 1e-3})  # fmt: skip
             events.append({"name": label, "cat": "hand-off", "ph": "f", "bp": "e", "id": flow,
                            "pid": int(target), "tid": compute, "ts": needed * time_unit_us})  # fmt: skip
         if self.waits is not None:

@@ -63,3 +63,23 @@ def test_the_perfetto_trace_puts_transfers_on_their_own_track_with_flow_arrows()
     computes = [e for e in events if e["ph"] == "X" and e["cat"] in "FB"]
     assert len(computes) == len(timeline.frame) and {e["tid"] for e in computes} == {0}
     assert {e["pid"] for e in computes} == {0, 1, 2}  # one process per rank
+
+
+def test_each_transfer_says_how_long_it_waited_for_its_link_and_the_playground_says_so():
+    """The same GPipe burst: the k-th activation waits k transfer times for the link (hand count), none waits under
+    the delay model, and the Playground's sentence gives the engine's counts and both step times."""
+    from app.explain import shared_links_effect
+
+    m, comm = 4, 1.0
+    schedule = build_schedule("gpipe", 2, m)
+    shared = simulate(schedule, Costs(forward=0, backward=1e-9, comm=comm, shared_links=True))
+    delayed = simulate(schedule, Costs(forward=0, backward=1e-9, comm=comm))
+    forward = shared.transfers["from_rank"].to_numpy() == 0
+    assert sorted(shared.link_waits()[forward]) == pytest.approx([comm * k for k in range(m)])
+    assert not delayed.link_waits().any() and (shared.transfers["made"] <= shared.transfers["depart"]).all()
+    sentence = shared_links_effect(shared, delayed)
+    waited = int((shared.link_waits() > 1e-9).sum())
+    total = shared.link_waits().sum()  # the forwards' 0 + 1 + 2 + 3 and as much again on the way back
+    assert total == pytest.approx(2 * 6 * comm)
+    assert sentence.startswith(f"Shared links: {waited} of {2 * m} transfers waited for their link, {total:.4g} in all")
+    assert f"the step takes {shared.makespan:.4g} against {delayed.makespan:.4g}" in sentence

@@ -298,6 +298,40 @@ def _add_transfers(traces: list, timeline: Timeline, show_legend: bool, lanes: L
                 hoverinfo="text",
             )
         )
+    queued = moves[moves["depart"] > moves["made"] + 1e-9]
+    if not queued.empty:  # shared links: the product was made, its link still busy with an earlier one
+        traces.append(
+            dict(
+                type="bar",
+                name="transfer: waiting for the link",
+                legendgroup="transfer",
+                showlegend=show_legend,
+                orientation="h",
+                y=queued["from_rank"].to_numpy(np.int16),
+                base=queued["made"].to_numpy(np.float32),
+                x=(queued["depart"] - queued["made"]).to_numpy(np.float32),
+                width=width,
+                offset=offset,
+                marker=dict(
+                    color="rgba(255,255,255,0)",
+                    line=dict(width=0.5, color=SEND_COLOUR),
+                    pattern=dict(shape=".", fgcolor=SEND_COLOUR, size=4, solidity=0.4),
+                ),
+                hovertext=[
+                    f"rank {r} · {what} → {consumer} waits for the link to rank {t} · {a:{fmt}} → {b:{fmt}}"
+                    for r, t, what, consumer, a, b in zip(
+                        queued["from_rank"],
+                        queued["to_rank"],
+                        queued["what"],
+                        queued["for"],
+                        queued["made"],
+                        queued["depart"],
+                        strict=True,
+                    )  # fmt: skip
+                ],
+                hoverinfo="text",
+            )
+        )
     count, middle = len(moves), offset + width / 2
     x = np.column_stack([moves["depart"], moves["arrive"], np.full(count, np.nan)]).ravel()
     y = np.column_stack([moves["from_rank"] + middle, moves["to_rank"] + middle, np.full(count, np.nan)]).ravel()

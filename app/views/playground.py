@@ -1,6 +1,7 @@
 """Playground: pick a schedule and the sizes, play the simulated timeline, see its bubble and memory and why."""
 
 import json
+from dataclasses import replace
 
 import streamlit as st
 
@@ -9,7 +10,16 @@ from app.charts import timeline_figure
 from app.charts.player import player
 from app.codec import plain
 from app.controls import bind_lab, projector_query, projector_toggle, warn_about
-from app.explain import chart_summary, idle_causes, lecture_controls, legend_notes, metric_cards, rank_table, why_panel
+from app.explain import (
+    chart_summary,
+    idle_causes,
+    lecture_controls,
+    legend_notes,
+    metric_cards,
+    rank_table,
+    shared_links_effect,
+    why_panel,
+)
 from app.navigation import link_to
 from app.search_settings import SearchSettings
 from app.settings import LAB_KEYS
@@ -75,6 +85,15 @@ def playground() -> None:
     player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
     st.plotly_chart(figure, width="stretch", key="pg_gantt")
     legend_notes(timeline, costs, schedule.num_chunks)
+    if costs.shared_links and costs.comm > 0:  # where occupying the links changes the step, against pure delays
+        _, delayed = simulated(
+            settings.family,
+            settings.num_ranks,
+            settings.num_microbatches,
+            settings.requested_chunks,
+            replace(costs, shared_links=False),
+        )
+        st.caption(shared_links_effect(timeline, delayed))
     if schedule.num_chunks == 1 or schedule.placement == "v":
         search = SearchSettings(
             num_ranks=settings.num_ranks,
