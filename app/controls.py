@@ -78,18 +78,25 @@ def bind_lab(
                 help="Model chunks each rank holds (interleaved schedules only).",
             )
         st.markdown("**Costs** (one micro-batch through one rank's share of the model)")
-        number = dict(min_value=0.0, max_value=limits.MAX_COST, step=0.25)
-        st.number_input("F forward", key=key("forward"), **number)
+        st.number_input("F forward", key=key("forward"), min_value=0.0, max_value=limits.MAX_COST, step=0.25)
         if family.splits_backward if split_costs is None and family is not None else bool(split_costs):
             st.number_input(
                 "I input-gradient backward",
                 key=key("backward_input"),
-                **number,
+                min_value=0.0,
+                max_value=limits.MAX_COST,
+                step=0.25,
                 help="The Zero Bubble paper calls this pass B.",
             )
-            st.number_input("W weight-gradient backward", key=key("backward_weight"), **number)
+            st.number_input(
+                "W weight-gradient backward",
+                key=key("backward_weight"),
+                min_value=0.0,
+                max_value=limits.MAX_COST,
+                step=0.25,
+            )
         else:
-            st.number_input("B full backward", key=key("backward"), **number)
+            st.number_input("B full backward", key=key("backward"), min_value=0.0, max_value=limits.MAX_COST, step=0.25)
         overlapped = family is not None and family.overlaps_forward_backward
         if overlapped if show_overlapped is None else show_overlapped:
             st.number_input(
@@ -103,7 +110,9 @@ def bind_lab(
         st.number_input(
             "Transfer between ranks",
             key=key("comm"),
-            **number,
+            min_value=0.0,
+            max_value=limits.MAX_COST,
+            step=0.25,
             help="Time from the end of an action to its output's arrival on another rank.",
         )
         if st.session_state.get(key("comm"), 0) > 0:

@@ -88,7 +88,8 @@ class SearchSettings:
 
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> tuple[SearchSettings, list[str]]:
-        base, problems = cls(), []
+        base = cls()
+        problems: list[str] = []
         settings = replace(
             base,
             num_ranks=whole(query, "ranks", 1, limits.MAX_RANKS, base.num_ranks, problems),

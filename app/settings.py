@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from engine import FAMILIES, Costs
 from engine.schedules import Family
@@ -121,7 +122,7 @@ class LabSettings:
 
     def split_costs(self) -> Costs:
         """F, I, W (B = I + W) and F&B whatever the family: the costs of a pasted schedule (the editor)."""
-        extra = {} if self.overlapped is None else {"overlapped": self.overlapped}
+        extra: dict[str, Any] = {} if self.overlapped is None else {"overlapped": self.overlapped}
         return Costs(
             forward=self.forward,
             backward_input=self.backward_input,

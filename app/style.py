@@ -62,8 +62,8 @@ def kind_pattern(kind: str, fill: str, ink: str) -> dict:
 def _luminance(hex_colour: str) -> float:
     """WCAG relative luminance."""
 
-    def channel(c: int) -> float:
-        c = c / 255
+    def channel(byte: int) -> float:
+        c = byte / 255
         return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
 
     red, green, blue = (channel(c) for c in _rgb(hex_colour))

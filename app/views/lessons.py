@@ -336,7 +336,7 @@ def question(step: Step, real_key, results: dict | None) -> None:
     key = answer_key(real_key)
     if asked.kind == "choice":
         labels = [label for label, _ in asked.options] + ([asked.tie] if asked.tie else [])
-        given = st.radio("Your answer", labels, key=key, index=None)
+        given: str | float | None = st.radio("Your answer", labels, key=key, index=None)
     else:
         given = st.number_input(
             "Your answer" + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%.2f"

@@ -230,8 +230,10 @@ def real_run() -> None:
         and kept[0].num_ranks > cores
         and st.button("Show the emulated view of this run", key=f"{PAGE}_emulated")
     )
-    if clicked or emulated_view:
-        kept = run_now(config if clicked else replace(kept[0], backend="emulated"), kept)
+    if clicked:
+        kept = run_now(config, kept)
+    elif emulated_view and kept is not None:
+        kept = run_now(replace(kept[0], backend="emulated"), kept)
     if kept is None:
         st.info("Choose a configuration and press Run.")
         return

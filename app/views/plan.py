@@ -36,7 +36,6 @@ def bind() -> tuple[PlanSettings, bool]:
     projector = projector_toggle(link)
     defaults = PlanSettings().widget_values()
     state.restore(defaults | {f"{PAGE}_preset": "—"})
-    number = dict(step=1, min_value=1)
     with st.sidebar:
         st.selectbox(
             "Start from a published layout",
@@ -50,12 +49,12 @@ def bind() -> tuple[PlanSettings, bool]:
         )
         if model == "custom":
             with st.expander("Custom model", expanded=True):
-                st.number_input("Layers", max_value=10_000, key=key("layers"), **number)
-                st.number_input("Hidden size h", max_value=1_000_000, key=key("hidden"), **number)
-                st.number_input("FFN size", max_value=1_000_000, key=key("ffn"), **number)
-                st.number_input("Attention heads", max_value=1_000_000, key=key("heads"), **number)
-                st.number_input("Key/value heads", max_value=1_000_000, key=key("kv_heads"), **number)
-                st.number_input("Vocabulary", max_value=1_000_000, key=key("vocab"), **number)
+                st.number_input("Layers", max_value=10_000, key=key("layers"), min_value=1, step=1)
+                st.number_input("Hidden size h", max_value=1_000_000, key=key("hidden"), min_value=1, step=1)
+                st.number_input("FFN size", max_value=1_000_000, key=key("ffn"), min_value=1, step=1)
+                st.number_input("Attention heads", max_value=1_000_000, key=key("heads"), min_value=1, step=1)
+                st.number_input("Key/value heads", max_value=1_000_000, key=key("kv_heads"), min_value=1, step=1)
+                st.number_input("Vocabulary", max_value=1_000_000, key=key("vocab"), min_value=1, step=1)
                 st.radio("Style", MODEL_STYLES, key=key("style"), horizontal=True)
                 st.toggle("Tied embeddings", key=key("tied_embeddings"))
         gpu = st.selectbox(
@@ -67,7 +66,7 @@ def bind() -> tuple[PlanSettings, bool]:
                 st.number_input("Memory (GB)", min_value=0.1, key=key("memory_gb"))
                 st.number_input("NVLink (GB/s)", min_value=0.1, key=key("nvlink_gb_s"))
                 st.number_input("Network per GPU (GB/s)", min_value=0.1, key=key("internode_gb_s"))
-                st.number_input("GPUs per node", max_value=1024, key=key("gpus_per_node"), **number)
+                st.number_input("GPUs per node", max_value=1024, key=key("gpus_per_node"), min_value=1, step=1)
         st.slider(
             "Efficiency: share of peak a layer's kernels reach",
             0.05,
@@ -78,14 +77,16 @@ def bind() -> tuple[PlanSettings, bool]:
         )
         st.markdown("**Layout**")
         left, right = st.columns(2)
-        left.number_input("TP", max_value=limits.MAX_PLAN_DEGREE, key=key("tp"), **number)
-        right.number_input("PP (ranks)", max_value=limits.MAX_PLAN_DEGREE, key=key("pp"), **number)
-        left.number_input("DP", max_value=limits.MAX_PLAN_DEGREE, key=key("dp"), **number)
-        right.number_input("CP", max_value=limits.MAX_PLAN_DEGREE, key=key("cp"), **number)
-        st.number_input("Sequence length", max_value=1_000_000, key=key("seq"), **number)
+        left.number_input("TP", max_value=limits.MAX_PLAN_DEGREE, key=key("tp"), min_value=1, step=1)
+        right.number_input("PP (ranks)", max_value=limits.MAX_PLAN_DEGREE, key=key("pp"), min_value=1, step=1)
+        left.number_input("DP", max_value=limits.MAX_PLAN_DEGREE, key=key("dp"), min_value=1, step=1)
+        right.number_input("CP", max_value=limits.MAX_PLAN_DEGREE, key=key("cp"), min_value=1, step=1)
+        st.number_input("Sequence length", max_value=1_000_000, key=key("seq"), min_value=1, step=1)
         left, right = st.columns(2)
-        left.number_input("Global batch (sequences)", max_value=10_000_000, key=key("global_batch"), **number)
-        right.number_input("Micro-batch size", max_value=1_000_000, key=key("microbatch_size"), **number)
+        left.number_input(
+            "Global batch (sequences)", max_value=10_000_000, key=key("global_batch"), min_value=1, step=1
+        )
+        right.number_input("Micro-batch size", max_value=1_000_000, key=key("microbatch_size"), min_value=1, step=1)
         family = st.selectbox("Schedule", list(FAMILIES), key=key("schedule"), format_func=lambda n: FAMILIES[n].title)
         if FAMILIES[family].takes_chunks:
             st.slider("Chunks per rank, v", 2, 8, key=key("chunks"))
