@@ -16,8 +16,8 @@ from engine import ScheduleError, build_schedule
 
 PAGE = "ed"
 TEXT = f"{PAGE}_csv"
+# the most the editor takes, pasted or uploaded (a 32-rank × 256-micro-batch ZB schedule is ~130 KiB)
 EDITOR_MAX_BYTES = 256 * 1024
-"""The most the editor takes, pasted or uploaded (a 32-rank × 256-micro-batch ZB schedule is ~130 KiB)."""
 REAL_RUN = "views/measure.py"
 
 

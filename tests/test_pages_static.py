@@ -1,0 +1,20 @@
+"""What Streamlit would draw by accident: a page module's bare string (after its docstring) is rendered by
+Streamlit's "magic" as Markdown at the top of the page, so constants are documented with comments there."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PAGES = sorted((Path(__file__).resolve().parents[1] / "app" / "views").glob("*.py"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
+def test_a_page_module_has_no_bare_string_but_its_docstring(page):
+    body = ast.parse(page.read_text()).body
+    strays = [
+        node.lineno
+        for node in body[1:]
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    ]
+    assert strays == [], f"{page.name}: bare strings on lines {strays} would be drawn on the page"
