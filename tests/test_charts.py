@@ -9,7 +9,7 @@ import plotly.io as pio
 import pytest
 
 from app.charts import BAR_LIMIT, compare_figure, timeline_figure, tradeoff_figure
-from app.charts.gantt import busy_by_bin
+from app.charts.bins import busy_by_bin
 from app.style import KIND_COLOURS, chunk_shade, contrast, text_colour
 from engine import FAMILIES, UNIT, Costs, build_schedule, simulate
 

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import glossary
-from app.charts.gantt import phase_intervals
+from app.charts.phases import phase_intervals
 from app.explain import card_rows, chart_summary
 from app.lessons import (
     EXPLORE,

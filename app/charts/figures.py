@@ -14,7 +14,9 @@ import plotly.graph_objects as go
 from engine import Timeline
 
 from ..style import RANK_COLOURS, sizes
-from .gantt import bubble_annotation, emphasise, gantt_traces, phase_labels, phase_traces, time_format
+from .gantt import gantt_traces
+from .lanes import time_format
+from .phases import bubble_annotation, emphasise, phase_labels, phase_traces
 from .playback import playback, slot_rows
 
 MEMORY_LINES = 8
@@ -199,7 +201,7 @@ def timeline_figure(
     ``end``.
 
     What a lesson may ask for on top (drawn only when the actions are drawn one by one): ``phases`` tints each
-    rank's warm-up, steady state and cool-down (``gantt.phase_intervals``) and names them above rank 0;
+    rank's warm-up, steady state and cool-down (``phases.phase_intervals``) and names them above rank 0;
     ``highlight`` ("idle" or a kind's letter) outlines that part and dims the rest; ``bubble_label`` (term,
     value) points at the longest idle block with "idle per rank: term = value"."""
     size = sizes(projector)

@@ -74,7 +74,7 @@ _SCRIPT = """
     });
   }
   // zoom on a binned chart: re-bin the visible range, and draw the actions one by one once few are visible
-  // (the actions travel packed in the heatmap's meta: gantt.zoom_payload)
+  // (the actions travel packed in the heatmap's meta: bins.zoom_payload)
   // Plotly's "no trace box" tag, spelled with \\x3c: Streamlit's sanitizer drops a script whose text holds "<" + a
   // letter or "/" (DOMPurify's guard against markup hidden in scripts)
   const EXTRA = '\\x3cextra>\\x3c/extra>';
