@@ -14,13 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from typing import NoReturn
 
 from .attribution import attribute_simulated
 from .costs import Costs
-from .files import QUOTE_LIMIT, check_output, output_file, quoted, shown
+from .files import check_output, output_file, quoted, shown
 from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
 from .model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
 from .pytorch_csv import read_csv_file
@@ -32,14 +31,8 @@ from .scale.cli import add_plan_parser, plan_command
 from .schedules import FAMILIES, build_schedule
 from .search.cli import add_search_command, search_command
 from .simulate import simulate
+from .terminal import UsageError, WatchedOutput, bounded, print_json, say, silence_stdout
 from .validate import ScheduleError, validate
-
-JSON_DIGITS = 12
-"""Significant digits of the floats --json prints: sums of durations leave crumbs like 22.000000000000007."""
-
-
-class UsageError(Exception):
-    """A bad command line; printed as one line, exit 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -256,24 +249,6 @@ def _numbers(text: str, flag: str) -> tuple[float, ...]:
         raise UsageError(f"{flag} takes numbers separated by commas, got {quoted(text)}") from None
 
 
-def rounded(value):
-    """``value`` with every float cut to ``JSON_DIGITS`` significant digits (lists and dicts walked)."""
-    if isinstance(value, float):
-        return float(f"{value:.{JSON_DIGITS}g}")
-    if isinstance(value, dict):
-        return {key: rounded(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [rounded(item) for item in value]
-    return value
-
-
-def _print_json(summary: dict) -> None:
-    try:
-        print(json.dumps(rounded(summary), allow_nan=False))
-    except ValueError:
-        raise UsageError("a result is not a finite number; nothing printed (use smaller costs)") from None
-
-
 def simulate_command(args) -> int:
     _check_trace(args)
     schedule, reading = _schedule_from(args)
@@ -301,7 +276,7 @@ def simulate_command(args) -> int:
     if args.json:
         if args.grid:
             summary["grid"] = schedule.grid()
-        _print_json(summary)
+        print_json(summary)
         return 0
     if reading is not None:
         print(f"{shown(args.from_csv)}: {reading.describe()}")
@@ -397,7 +372,7 @@ def run_command(args) -> int:
         _write_trace(result.measured, args)
     summary = result.summary()
     if args.json:
-        _print_json(summary)
+        print_json(summary)
         return 0
     p = config.num_ranks
     print(
@@ -440,73 +415,14 @@ def run_command(args) -> int:
 COMMANDS = {
     "simulate": simulate_command,
     "run": run_command,
-    "plan": lambda args: plan_command(args, _print_json),
+    "plan": lambda args: plan_command(args, print_json),
     "search": search_command,
 }
 
 
-LONGEST_ERROR_LINE = 1000
-"""A one-line error longer than this (a long value echoed by a module that does not quote) keeps its start
-and its end around "…"; a ScheduleError's grid has several lines and prints whole."""
-
-
-def bounded(message: str, argv: list[str]) -> str:
-    """``message`` with every long command-line value in it quoted short (``quoted``), and, if it is one
-    line, at most ``LONGEST_ERROR_LINE`` characters."""
-    values = {value.partition("=")[2] if value.startswith("--") else value for value in argv}
-    for value in sorted((v for v in values if len(v) > QUOTE_LIMIT), key=len, reverse=True):
-        message = message.replace(repr(value), quoted(value)).replace(value, quoted(value))
-    if "\n" not in message and len(message) > LONGEST_ERROR_LINE:
-        head, tail = LONGEST_ERROR_LINE // 2, LONGEST_ERROR_LINE // 4
-        message = f"{message[:head]} … {message[-tail:]} ({len(message):,} characters)"
-    return message
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null, so what is left in its buffer does not fail again at exit (the recipe of
-    Python's signal documentation for BrokenPipeError)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-
-
-class _WatchedOutput:
-    """``sys.stdout`` while a command runs: remembers a write that failed, so ``main`` can tell a full disk
-    under ``> file`` from an OSError of a library."""
-
-    def __init__(self, stream) -> None:
-        self.stream = stream
-        self.failure: OSError | None = None
-
-    def write(self, text: str) -> int:
-        try:
-            return self.stream.write(text)
-        except OSError as error:
-            self.failure = error
-            raise
-
-    def flush(self) -> None:
-        try:
-            self.stream.flush()
-        except OSError as error:
-            self.failure = error
-            raise
-
-    def __getattr__(self, name: str):
-        return getattr(self.stream, name)
-
-
-def _say(line: str) -> None:
-    """One line on stderr, unless stderr is gone (a closed terminal after SIGHUP)."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    output = _WatchedOutput(sys.stdout)
+    output = WatchedOutput(sys.stdout)
     if sys.stdout is not None:  # None when stdout is closed (>&-): print() then writes nothing
         sys.stdout = output
     try:
@@ -523,19 +439,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
         return 1
     except Stopped as stop:  # SIGINT, SIGTERM, SIGHUP: the run has cleaned up on its way here
-        _say(stop.message)
+        say(stop.message)
         return stop.exit_status
     except KeyboardInterrupt:
-        _say("interrupted")
+        say("interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (… | head): stop quietly, as a SIGPIPE'd tool would
-        _silence_stdout()
+        silence_stdout()
         return 141
     except OSError as error:
         if output.failure is None:  # not the output: e.g. a library that failed to load
             print(f"error: {bounded(str(error), arguments)}", file=sys.stderr)
             return 1
-        _silence_stdout()
+        silence_stdout()
         print(f"error: cannot write the output: {error.strerror or error}", file=sys.stderr)
         return 2
     finally:

@@ -1,0 +1,95 @@
+"""What the command line writes to the terminal, and how it stays one line: JSON with finite, rounded floats;
+an error with long values quoted short; stdout watched, so a full disk is told from a library's OSError; stderr
+that may be gone after SIGHUP. ``engine.cli`` dispatches; this module only writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .files import QUOTE_LIMIT, quoted
+
+JSON_DIGITS = 12
+"""Significant digits of the floats --json prints: sums of durations leave crumbs like 22.000000000000007."""
+
+
+class UsageError(Exception):
+    """A bad command line; printed as one line, exit 2."""
+
+
+def rounded(value):
+    """``value`` with every float cut to ``JSON_DIGITS`` significant digits (lists and dicts walked)."""
+    if isinstance(value, float):
+        return float(f"{value:.{JSON_DIGITS}g}")
+    if isinstance(value, dict):
+        return {key: rounded(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(item) for item in value]
+    return value
+
+
+def print_json(summary: dict) -> None:
+    try:
+        print(json.dumps(rounded(summary), allow_nan=False))
+    except ValueError:
+        raise UsageError("a result is not a finite number; nothing printed (use smaller costs)") from None
+
+
+LONGEST_ERROR_LINE = 1000
+"""A one-line error longer than this (a long value echoed by a module that does not quote) keeps its start
+and its end around "…"; a ScheduleError's grid has several lines and prints whole."""
+
+
+def bounded(message: str, argv: list[str]) -> str:
+    """``message`` with every long command-line value in it quoted short (``quoted``), and, if it is one
+    line, at most ``LONGEST_ERROR_LINE`` characters."""
+    values = {value.partition("=")[2] if value.startswith("--") else value for value in argv}
+    for value in sorted((v for v in values if len(v) > QUOTE_LIMIT), key=len, reverse=True):
+        message = message.replace(repr(value), quoted(value)).replace(value, quoted(value))
+    if "\n" not in message and len(message) > LONGEST_ERROR_LINE:
+        head, tail = LONGEST_ERROR_LINE // 2, LONGEST_ERROR_LINE // 4
+        message = f"{message[:head]} … {message[-tail:]} ({len(message):,} characters)"
+    return message
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so what is left in its buffer does not fail again at exit (the recipe of
+    Python's signal documentation for BrokenPipeError)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+class WatchedOutput:
+    """``sys.stdout`` while a command runs: remembers a write that failed, so ``main`` can tell a full disk
+    under ``> file`` from an OSError of a library."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.failure: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as error:
+            self.failure = error
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as error:
+            self.failure = error
+            raise
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+def say(line: str) -> None:
+    """One line on stderr, unless stderr is gone (a closed terminal after SIGHUP)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
