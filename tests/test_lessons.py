@@ -14,6 +14,18 @@ from streamlit.testing.v1 import AppTest
 from app import glossary
 from app.charts.phases import phase_intervals
 from app.explain import card_rows, chart_summary
+from app.lesson_answers import (
+    answer_forms,
+    appears,
+    check_answer,
+    claims,
+    evaluate,
+    format_like,
+    render,
+    taught_metrics,
+    uses_real_runs,
+    written_forms,
+)
 from app.lessons import (
     EXPLORE,
     LIVE,
@@ -23,18 +35,8 @@ from app.lessons import (
     SIZE_NAMES,
     LessonError,
     Step,
-    answer_forms,
-    appears,
-    check_answer,
-    claims,
-    evaluate,
-    format_like,
     load_lessons,
-    render,
     simulated,
-    taught_metrics,
-    uses_real_runs,
-    written_forms,
 )
 from app.settings import LabSettings
 from engine import Costs, build_schedule, simulate

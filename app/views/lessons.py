@@ -19,18 +19,20 @@ from app.charts.player import player
 from app.codec import plain, shown
 from app.controls import projector_query, projector_toggle
 from app.explain import chart_summary, lecture_controls, legend_notes, metric_cards
+from app.lesson_answers import (
+    check_answer,
+    evaluate,
+    pretty,
+    render,
+    taught_metrics,
+)
 from app.lessons import (
     EXPLORE,
     Lesson,
     Step,
-    check_answer,
-    evaluate,
     load_lessons,
     planned,
-    pretty,
-    render,
     simulated,
-    taught_metrics,
 )
 from app.navigation import link_to
 from app.real_runs import run_one
