@@ -1,5 +1,5 @@
 """Whole figures: one timeline (Gantt over memory, one time axis, one cursor), several timelines stacked on
-one time axis (Compare), and the bubble-versus-memory trade-off.
+one time axis (Compare), and the bubble-versus-memory trade-off (a real run's figure: ``run_figure.py``).
 
 Figures are assembled from plain dicts and wrapped without plotly's validation (``_validate=False``): for
 the Playground's 8×32 that takes the figure from ~300 ms to ~30 ms. ``tests/test_charts.py`` validates
@@ -32,7 +32,7 @@ LEGEND_PER_ROW = 4
 height is estimated from the entries, and Plotly's automargin grows it if a narrow screen wraps more."""
 
 
-def _rank_axis(num_ranks: int) -> dict:
+def rank_axis(num_ranks: int) -> dict:
     every = max(1, int(np.ceil(num_ranks / 16)))
     ticks = list(range(0, num_ranks, every))
     return dict(
@@ -57,7 +57,7 @@ def _downsampled(x: np.ndarray, y: np.ndarray, points: int = MEMORY_POINTS) -> t
     return edges[:-1][keep], highest[keep]
 
 
-def _memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
+def memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
     """The engine's memory series of each rank (``Timeline.memory_curve``: the peak card is its maximum)."""
     peaks = timeline.peak_memory_per_rank()
     ranks = list(range(timeline.num_ranks))
@@ -101,7 +101,7 @@ def wrapped(title: str, width: int = TITLE_CHARACTERS) -> str:
     return "<br>".join(lines)
 
 
-def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, size, legend_entries: int = 8) -> dict:
+def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, size, legend_entries: int = 8) -> dict:
     """A layout of subplots stacked top to bottom on one time axis. Each row: {"height": px, "title": text,
     "yaxis": extra y-axis settings}. Axes are named x, x2, … and y, y2, … from the top."""
     total = sum(row["height"] for row in rows) + GAP_PX * (len(rows) - 1)
@@ -174,7 +174,7 @@ def _stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float,
     return layout
 
 
-def _figure(traces: list[dict], layout: dict, frames: list[dict]) -> go.Figure:
+def assembled(traces: list[dict], layout: dict, frames: list[dict]) -> go.Figure:
     figure = go.Figure(data=traces, layout=layout, _validate=False)
     figure._frame_objs = tuple(go.Frame(frame, _validate=False) for frame in frames)
     return figure
@@ -214,14 +214,14 @@ def timeline_figure(
     if marked and phases:
         traces = phase_traces(timeline, axes=dict(xaxis="x", yaxis="y"), show_legend=True) + traces
     traces += [trace | dict(xaxis="x", yaxis="y") for trace in extra or []]
-    rows = [dict(height=size.gantt_height(timeline.num_ranks), yaxis=_rank_axis(timeline.num_ranks))]
+    rows = [dict(height=size.gantt_height(timeline.num_ranks), yaxis=rank_axis(timeline.num_ranks))]
     if memory:
-        traces += _memory_traces(timeline, dict(xaxis="x2", yaxis="y2"))
+        traces += memory_traces(timeline, dict(xaxis="x2", yaxis="y2"))
         rows.append(
             dict(height=size.memory, title=f"activation memory ({memory_unit})", yaxis=dict(rangemode="tozero"))
         )
     entries = sum(1 for trace in traces if trace.get("showlegend", True) and trace.get("name"))
-    layout = _stacked_layout(rows, title=title, time_unit=time_unit, end=end, size=size, legend_entries=entries)
+    layout = stacked_layout(rows, title=title, time_unit=time_unit, end=end, size=size, legend_entries=entries)
     if marked and phases:
         layout["annotations"] += phase_labels(timeline, font_size=size.font - 1)
         layout["margin"]["t"] += PHASE_LABEL_PX  # the names sit above rank 0's row
@@ -240,7 +240,7 @@ def timeline_figure(
             time_format=time_format(timeline),
             cursor_at=cursor_at,
         )
-    return _figure(traces, layout, frames)
+    return assembled(traces, layout, frames)
 
 
 def compare_figure(
@@ -262,12 +262,12 @@ def compare_figure(
         traces += mine
         all_bars = all_bars and drawn == "bars"
         rows.append(
-            dict(height=size.gantt_height(timeline.num_ranks) - 40, title=name, yaxis=_rank_axis(timeline.num_ranks))
+            dict(height=size.gantt_height(timeline.num_ranks) - 40, title=name, yaxis=rank_axis(timeline.num_ranks))
         )
         slots.append(slot_rows(timeline.frame, f"y{suffix}"))
     end = max(float(t.frame["end"].max()) for t in timelines.values())
     entries = sum(1 for trace in traces if trace.get("showlegend", True) and trace.get("name"))
-    layout = _stacked_layout(rows, title="", time_unit=time_unit, end=end, size=size, legend_entries=entries)
+    layout = stacked_layout(rows, title="", time_unit=time_unit, end=end, size=size, legend_entries=entries)
     first = next(iter(timelines.values()))
     frames = playback(
         layout,
@@ -276,7 +276,7 @@ def compare_figure(
         total_rows=sum(t.num_ranks for t in timelines.values()),
         time_format=time_format(first),
     )
-    return _figure(traces, layout, frames)
+    return assembled(traces, layout, frames)
 
 
 def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
@@ -311,119 +311,3 @@ def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
         ),
     )
     return figure
-
-
-def memory_unit(values) -> tuple[str, float]:
-    """The readable unit for byte counts up to ``max(values)``: (name, divisor)."""
-    top = max(values, default=0)
-    for name, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if top >= size:
-            return name, float(size)
-    return "bytes", 1.0
-
-
-CROWDED_ACTIONS = 64
-"""Past p × m = this, the prediction's outlines and the whiskers start switched off: they would cover the bars."""
-
-
-def run_figure(result, *, projector: bool = False, outlines: bool = True, whiskers: bool = True) -> go.Figure:
-    """A real run: the measured Gantt with, when asked, the simulator's prediction drawn as outlines on the
-    same rows and time axis and each action's spread over the repeats as a whisker; below, measured memory
-    (solid) against the memory model in the same bytes (dashed)."""
-    size = sizes(projector)
-    measured, predicted = result.measured, result.predicted
-    end = max(float(measured.frame["end"].max()), float(predicted.frame["end"].max()))
-    traces, drawn = gantt_traces(measured, axes=dict(xaxis="x", yaxis="y"), show_legend=True)
-    if drawn == "bars" and outlines:
-        frame = predicted.frame.drop_duplicates(["rank", "step"])
-        traces.append(
-            dict(
-                type="bar",
-                name="predicted (outline)",
-                legendgroup="predicted",
-                orientation="h",
-                y=frame["rank"].to_numpy(np.int16),
-                base=frame["start"].to_numpy(np.float32),
-                x=(frame["end"] - frame["start"]).to_numpy(np.float32),
-                width=0.92,
-                offset=-0.46,
-                marker=dict(color="rgba(0,0,0,0)", line=dict(color="#222222", width=1.5)),
-                hovertemplate="predicted: rank %{customdata[1]} · %{base:.3f} → %{customdata[0]:.3f} ms<extra></extra>",
-                customdata=np.column_stack([frame["end"], frame["rank"]]).astype(np.float32),
-                xaxis="x",
-                yaxis="y",
-            )
-        )
-    if drawn == "bars" and whiskers:
-        actions = measured.frame
-        spread = actions["duration_max"] - actions["duration_min"]
-        if (spread > 1e-9).any():
-            count = len(actions)
-            x = np.column_stack(
-                [
-                    actions["start"] + actions["duration_min"],
-                    actions["start"] + actions["duration_max"],
-                    np.full(count, np.nan),
-                ]
-            ).ravel()
-            y = np.column_stack([actions["rank"], actions["rank"], np.full(count, np.nan)]).ravel() + 0.25
-            traces.append(
-                dict(
-                    type="scatter",
-                    name="spread over the repeats (min–max)",
-                    legendgroup="spread",
-                    x=x.astype(np.float32),
-                    y=y.astype(np.float32),
-                    mode="lines+markers",
-                    line=dict(color="#111111", width=1.2),
-                    marker=dict(
-                        symbol="line-ns",
-                        size=np.tile(np.array([7, 7, 0], np.int8), count),
-                        line=dict(width=1.2, color="#111111"),
-                    ),
-                    hoverinfo="skip",
-                    xaxis="x",
-                    yaxis="y",
-                )
-            )
-    unit, divisor = memory_unit(measured.peak_memory_per_rank())
-    for rank in range(measured.num_ranks):
-        colour = RANK_COLOURS[rank % len(RANK_COLOURS)]
-        for label, (x, values), dash in (
-            ("measured", measured.memory_curve(rank), "solid"),  # the same series the peak table reads
-            ("modelled", result.modelled_memory_curve(rank), "dash"),
-        ):
-            traces.append(
-                dict(
-                    type="scatter",
-                    name=f"rank {rank}, {label}",
-                    legendgroup=f"memory {label}",
-                    x=np.asarray(x, np.float32),
-                    y=(np.asarray(values) / divisor).astype(np.float32),
-                    mode="lines",
-                    line=dict(shape="hv", width=1.5, color=colour, dash=dash),
-                    hovertemplate=f"rank {rank} {label} · %{{x:.3f}} ms · %{{y:.3g}} {unit}<extra></extra>",
-                    xaxis="x2",
-                    yaxis="y2",
-                )
-            )
-    rows = [
-        dict(height=size.gantt_height(measured.num_ranks), yaxis=_rank_axis(measured.num_ranks)),
-        dict(
-            height=size.memory + 40,
-            title=f"activation memory ({unit}): measured solid, modelled dashed",
-            yaxis=dict(rangemode="tozero"),
-        ),
-    ]
-    entries = sum(1 for trace in traces if trace.get("showlegend", True) and trace.get("name"))
-    layout = _stacked_layout(
-        rows, title="Measured, with the prediction outlined", time_unit="ms", end=end, size=size, legend_entries=entries
-    )
-    frames = playback(
-        layout,
-        end,
-        [slot_rows(measured.frame, "y")] if drawn == "bars" else [],
-        total_rows=measured.num_ranks,
-        time_format=".3f",
-    )
-    return _figure(traces, layout, frames)

@@ -10,8 +10,8 @@ import streamlit as st
 
 from app import state
 from app.charts import memory_unit, run_figure
-from app.charts.figures import CROWDED_ACTIONS
 from app.charts.player import player
+from app.charts.run_figure import CROWDED_ACTIONS
 from app.codec import plain
 from app.controls import bind_run, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, idle_causes
