@@ -15,8 +15,9 @@ One call gives the Plan page everything: ``plan(model, gpu, layout, efficiency) 
 from .hardware import DEFAULT_EFFICIENCY, GPU_PRESETS, GpuSpec
 from .layout import RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES, Layout
 from .models import MODEL_PRESETS, ModelSpec, narayanan_flops, narayanan_parameters
-from .plan import AllReduce, FamilyComparison, Plan, RankMemory, compare_families, plan, plan_preset
+from .plan import Plan, compare_families, plan, plan_preset
 from .presets import LAYOUT_PRESETS, LayoutPreset
+from .records import AllReduce, FamilyComparison, RankMemory
 
 __all__ = [
     "DEFAULT_EFFICIENCY",

@@ -17,8 +17,9 @@ from ..schedules import FAMILIES
 from .hardware import DEFAULT_EFFICIENCY, GPU_PRESETS, GpuSpec, gpu_named
 from .layout import RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES, Layout
 from .models import MODEL_PRESETS, MODEL_STYLES, custom_model, model_named
-from .plan import Plan, gigabytes, plan
+from .plan import Plan, plan
 from .presets import LAYOUT_PRESETS, layout_preset_named
+from .records import gigabytes
 
 DEFAULT_MODEL, DEFAULT_GPU = "llama3-405b", "h100"
 

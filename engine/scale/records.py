@@ -1,0 +1,94 @@
+"""What a plan reports beside its timeline: each pipeline rank's memory at its peak, each rank's DP all-reduce,
+and one family's row of the comparison table — records only; ``plan`` computes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .hardware import BYTES_PER_GB
+
+
+def gigabytes(num_bytes: float) -> str:
+    """Bytes as the page and the messages write them: decimal GB, one decimal."""
+    return f"{num_bytes / BYTES_PER_GB:.1f} GB"
+
+
+@dataclass(frozen=True)
+class RankMemory:
+    """What one GPU of a pipeline rank holds at its peak, bytes."""
+
+    rank: int
+    """Pipeline rank."""
+    stages: tuple[int, ...]
+    """The model stages on it (v of them)."""
+    layers: int
+    """Transformer layers on it."""
+    parameters: float
+    """Parameters one of its GPUs holds (its stages' over TP)."""
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    """Peak activation bytes in the simulated step."""
+    peak_microbatches_in_flight: float
+    """The simulator's peak for this rank: micro-batches through the rank's share of the model held at once
+    (``Timeline.peak_memory_per_rank``)."""
+    capacity: float
+    """The GPU's memory, bytes."""
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+    @property
+    def label(self) -> str:
+        stages = ", ".join(map(str, self.stages))
+        return f"pipeline rank {self.rank} (stage{'s' if len(self.stages) > 1 else ''} {stages})"
+
+    @property
+    def reason(self) -> str:
+        """Why it does (not) fit, in words: the total against the capacity and the largest part."""
+        verdict = "needs" if not self.fits else "holds"
+        head = f"{self.label} {verdict} {gigabytes(self.total)} of {self.capacity / BYTES_PER_GB:g} GB"
+        states = self.weights + self.gradients + self.optimizer
+        if self.activations >= states:
+            return (
+                f"{head}: activations of {self.peak_microbatches_in_flight:g} micro-batches in flight "
+                f"({gigabytes(self.activations)})"
+            )
+        return (
+            f"{head}: weights, gradients and optimizer states of {self.parameters / 1e9:.2f}B parameters "
+            f"({gigabytes(states)})"
+        )
+
+
+@dataclass(frozen=True)
+class AllReduce:
+    """One pipeline rank's DP gradient all-reduce at the end of the step, seconds."""
+
+    rank: int
+    start: float
+    """When the rank's last action ends."""
+    end: float
+    gradient_bytes: float
+    """BF16 gradients one GPU sends (its parameters × 2)."""
+
+
+@dataclass(frozen=True)
+class FamilyComparison:
+    """One row of ``compare_families``: a family at the same layout."""
+
+    family: str
+    title: str
+    chunks: int | None
+    step_seconds: float | None
+    bubble_fraction: float | None
+    peak_memory_bytes: float | None
+    """The largest per-GPU total over the ranks."""
+    fits: bool
+    error: str | None = None
+    """Why this family cannot run the layout (then the numbers are None)."""
