@@ -10,8 +10,9 @@ import pytest
 
 from engine import UNIT, Costs, build_schedule, simulate, validate
 from engine.schedules import FAMILIES
-from engine.schedules.v_half import greedy_microbatches, squeezed_ranks, v_half_block, v_half_idle, v_half_peak
+from engine.schedules.v_half import v_half_block, v_half_idle, v_half_peak
 from engine.schedules.v_min import v_min_block, v_min_idle, v_min_peak
+from engine.schedules.v_shape import greedy_microbatches, squeezed_ranks
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PEAK = {"v-half": v_half_peak, "v-min": v_min_peak}

@@ -1,5 +1,5 @@
 """V-Min (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory"): the tightest V-shaped building
-block, at about a third of 1F1B's activation memory. Built like V-Half (``v_half.v_shape_schedule``); only the
+block, at about a third of 1F1B's activation memory. Built like V-Half (``v_shape.v_shape_schedule``); only the
 block differs."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..closed_forms import Assumption, ClosedForm, Setting
 from ..ir import Schedule
 from .family import Family
-from .v_half import v_shape_forms, v_shape_schedule
+from .v_shape import v_shape_forms, v_shape_schedule
 
 if TYPE_CHECKING:
     from ..timeline import Timeline
