@@ -8,15 +8,13 @@ reveal] in ``app/lessons.py``)."""
 
 from dataclasses import replace
 
-import pandas as pd
 import streamlit as st
 
 from app import state
-from app.charts import run_figure, timeline_figure
-from app.charts.attribution import attribution_figure
+from app.charts import timeline_figure
 from app.charts.plan import memory_figure
 from app.charts.player import player
-from app.codec import plain, shown
+from app.codec import shown
 from app.controls import projector_query, projector_toggle
 from app.explain import chart_summary, lecture_controls, legend_notes, metric_cards
 from app.lesson_answers import (
@@ -26,6 +24,7 @@ from app.lesson_answers import (
     render,
     taught_metrics,
 )
+from app.lesson_runs import real_runs, show_real_results
 from app.lessons import (
     EXPLORE,
     Lesson,
@@ -35,14 +34,12 @@ from app.lessons import (
     simulated,
 )
 from app.navigation import link_to
-from app.real_runs import run_one
 from app.settings import LabSettings
-from engine.runtime.result import measured_stage_costs
 
 PAGE = "ls"
 LESSON, STEP = f"{PAGE}_lesson", f"{PAGE}_step"
 LESSON_KEYS = ("lesson", "step")
-OUTCOMES, REVEALED, VALUES, FAILED = f"{PAGE}_outcomes", f"{PAGE}_revealed", f"{PAGE}_values", f"{PAGE}_real_failed"
+OUTCOMES, REVEALED, VALUES = f"{PAGE}_outcomes", f"{PAGE}_revealed", f"{PAGE}_values"
 
 
 @st.cache_resource(show_spinner=False)
@@ -100,79 +97,6 @@ def progress_in_sidebar(by_number: dict[int, Lesson], lesson: Lesson, visited: s
     st.sidebar.caption(
         f"Lessons finished: {', '.join(done)}" if done else "Your progress is kept while this tab is open."
     )
-
-
-# -- real runs ------------------------------------------------------------------------------------------------
-def real_runs(step: Step, real_key) -> dict | None:
-    """The step's real runs: run on the button, kept per visitor and step. After a failure the button says
-    Retry, and the failure stays named until a run succeeds (meanwhile the step draws its simulated stand-in)."""
-    results = st.session_state.setdefault(f"{PAGE}_real", {}).get(real_key)
-    failed: dict = st.session_state.setdefault(FAILED, {})
-    if not step.real:
-        return results
-    label = "Retry" if real_key in failed else ("Run it for real" if results is None else "Run again")
-    if st.button(
-        label,
-        key=f"{PAGE}_run",
-        type="primary",
-        help="Measure the configurations this step describes on real tensors (a few seconds each).",
-    ):
-        bar = st.progress(0.0, text="Starting (a fresh process imports PyTorch: a few seconds)…")
-        waiting = st.empty()
-        fresh = {}
-        try:
-            for position, (name, config) in enumerate(step.real.items()):
-
-                def progress(done, total, note, position=position, name=name):
-                    waiting.empty()
-                    bar.progress(
-                        min((position + done / max(total, 1)) / len(step.real), 1.0),
-                        text=f"{name}: {done:,} / {total:,} actions · {note}",
-                    )
-
-                fresh[name] = run_one(config, progress=progress, waiting=waiting.info)
-            st.session_state[f"{PAGE}_real"][real_key] = results = fresh
-            failed.pop(real_key, None)
-        except (ValueError, RuntimeError, TimeoutError) as error:
-            failed[real_key] = str(error)
-            st.rerun()  # drawn again: the button now says Retry, the failure named above the stand-in
-        bar.empty()
-        waiting.empty()
-    if real_key in failed:
-        st.error(
-            f"The run failed: {plain(failed[real_key])}. Press **Retry** to run it again"
-            + (" — meanwhile the simulated stand-in below shows the same schedule." if step.stand_in else ".")
-        )
-    return results
-
-
-def show_real_results(results: dict, projector: bool) -> None:
-    rows = []
-    for name, result in results.items():
-        summary = result.summary()
-        stage_ms = [
-            round(f + b + i + w, 2)
-            for f, b, i, w in measured_stage_costs(result.schedule, result.measured.frame["compute_ms"].to_numpy())
-        ]
-        rows.append(
-            {
-                "run": name,
-                "measured step (ms)": round(summary["makespan"], 2),
-                "predicted (ms)": round(summary["predicted_makespan"], 2),
-                "gradients match": "yes" if summary["gradients_match"] else "no",
-                "peak memory (KiB)": round(max(summary["peak_memory_bytes"]) / 1024),
-                "F + B per stage (ms)": ", ".join(map(str, stage_ms)),
-            }
-        )
-    st.table(pd.DataFrame(rows).set_index("run"))
-    for position, (name, result) in enumerate(results.items()):
-        with st.expander(f"Measured timeline: {name}", expanded=position == 0):
-            st.plotly_chart(run_figure(result, projector=projector), width="stretch", key=f"{PAGE}_real_{name}")
-            st.plotly_chart(
-                attribution_figure(result.idle_attribution(), time_unit="ms", projector=projector),
-                width="stretch",
-                key=f"{PAGE}_real_{name}_causes",
-            )
 
 
 # -- the learner's own values: explore inputs and try buttons ------------------------------------------------
@@ -422,7 +346,7 @@ def lessons_page() -> None:
     real_key = (lesson.id, step.id)
     done = revealed(step, real_key)
     live = step.with_values(learner_values(step, real_key)) if done else step
-    results = real_runs(step, real_key)
+    results = real_runs(step, real_key, PAGE)
     st.markdown(render(live.text, live, results))
     if done:
         explore_and_try(step, real_key)
@@ -454,7 +378,7 @@ def lessons_page() -> None:
                 "your answer (or press Show me) to see them."
             )
     if results:
-        show_real_results(results, projector)
+        show_real_results(results, projector, PAGE)
     question(step, real_key, results)
     if done and step.question is not None:
         if step.reveal:
