@@ -21,6 +21,11 @@ PROJECTOR_ROOT_PX = 21
 """Root font size in projector mode; Streamlit's smallest text (captions, 0.875 rem) is then 18 px."""
 
 
+def cost_input(label: str, key: str, help: str | None = None) -> None:
+    """A cost box: 0 to ``limits.MAX_COST`` in quarters (F, I, W, B and the transfer)."""
+    st.number_input(label, key=key, min_value=0.0, max_value=limits.MAX_COST, step=0.25, help=help)
+
+
 def projector_toggle(link: dict[str, str] | None) -> bool:
     """Larger fonts and rows for a lecture hall; ``&projector=1`` in a link turns it on."""
     if link and state.PROJECTOR_KEY in link:
@@ -78,25 +83,12 @@ def bind_lab(
                 help="Model chunks each rank holds (interleaved schedules only).",
             )
         st.markdown("**Costs** (one micro-batch through one rank's share of the model)")
-        st.number_input("F forward", key=key("forward"), min_value=0.0, max_value=limits.MAX_COST, step=0.25)
+        cost_input("F forward", key("forward"))
         if family.splits_backward if split_costs is None and family is not None else bool(split_costs):
-            st.number_input(
-                "I input-gradient backward",
-                key=key("backward_input"),
-                min_value=0.0,
-                max_value=limits.MAX_COST,
-                step=0.25,
-                help="The Zero Bubble paper calls this pass B.",
-            )
-            st.number_input(
-                "W weight-gradient backward",
-                key=key("backward_weight"),
-                min_value=0.0,
-                max_value=limits.MAX_COST,
-                step=0.25,
-            )
+            cost_input("I input-gradient backward", key("backward_input"), "The Zero Bubble paper calls this pass B.")
+            cost_input("W weight-gradient backward", key("backward_weight"))
         else:
-            st.number_input("B full backward", key=key("backward"), min_value=0.0, max_value=limits.MAX_COST, step=0.25)
+            cost_input("B full backward", key("backward"))
         overlapped = family is not None and family.overlaps_forward_backward
         if overlapped if show_overlapped is None else show_overlapped:
             st.number_input(
@@ -107,13 +99,10 @@ def bind_lab(
                 step=0.25,
                 help="One forward and one backward run together (DualPipeV); F + B means no gain.",
             )
-        st.number_input(
+        cost_input(
             "Transfer between ranks",
-            key=key("comm"),
-            min_value=0.0,
-            max_value=limits.MAX_COST,
-            step=0.25,
-            help="Time from the end of an action to its output's arrival on another rank.",
+            key("comm"),
+            "Time from the end of an action to its output's arrival on another rank.",
         )
         if st.session_state.get(key("comm"), 0) > 0:
             st.toggle(

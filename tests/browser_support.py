@@ -4,6 +4,7 @@ and ``benchmarks/app_speed.py`` (FIELD-NOTES: launch options, waiting for the sc
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -95,3 +96,15 @@ def open_page(browser, url: str, width: int = 1440, height: int = 900):
     page.wait_for_selector(CHART, timeout=90_000)
     page.wait_for_function(f"() => ({DRAWN_MARKS})() > 0", timeout=90_000)
     return page, time.perf_counter() - started
+
+
+def require_browser():
+    """Playwright's sync API, once Chromium is here: without it the browser tests skip, or fail where CI set
+    REQUIRE_BROWSER (``.ci/run`` installs it)."""
+    import pytest
+
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("REQUIRE_BROWSER"):
+            pytest.fail(f"Chromium not found at {CHROMIUM} (install Debian's chromium package)")
+        pytest.skip("no Chromium here; .ci/run installs it (apt-get install chromium)")
+    return pytest.importorskip("playwright.sync_api")

@@ -6,19 +6,11 @@ import os
 import time
 
 import pytest
-from browser_support import CHROMIUM, DRAWN_MARKS, IDLE, launch, open_page, serve_app
+from browser_support import DRAWN_MARKS, IDLE, launch, open_page, require_browser, serve_app
 
 from engine import FAMILIES, Costs, build_schedule, simulate
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-
-
-def _require_browser():
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("REQUIRE_BROWSER"):
-            pytest.fail(f"Chromium not found at {CHROMIUM} (install Debian's chromium package)")
-        pytest.skip("no Chromium here; .ci/run installs it (apt-get install chromium)")
-    return pytest.importorskip("playwright.sync_api")
 
 
 def _save(page, name: str, folder) -> None:
@@ -32,7 +24,7 @@ def _metric(page, label: str) -> str:
 
 
 def test_every_page_in_a_real_browser(tmp_path):
-    sync_api = _require_browser()
+    sync_api = require_browser()
     with serve_app() as url, sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         try:

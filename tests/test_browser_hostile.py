@@ -2,11 +2,10 @@
 very long values. The page must render none of it — no link, image, bold or formula the app did not make —
 and the browser must request nothing from another host (issue 15)."""
 
-import os
 from urllib.parse import quote
 
 import pytest
-from browser_support import CHROMIUM, IDLE, launch, serve_app
+from browser_support import IDLE, launch, require_browser, serve_app
 
 from app.plan_settings import PLAN_KEYS
 from app.run_settings import RUN_KEYS
@@ -58,11 +57,7 @@ def _check(page, requests: list[str], base: str, where: str) -> None:
 
 
 def test_no_url_value_is_rendered_as_markup_and_nothing_is_fetched_elsewhere():
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("REQUIRE_BROWSER"):
-            pytest.fail(f"Chromium not found at {CHROMIUM}")
-        pytest.skip("no Chromium here; .ci/run installs it")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    sync_api = require_browser()
     with serve_app() as url, sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         try:

@@ -2,12 +2,11 @@
 end with the slider, the numbers drawn for that value and the address bar all at the target — on the
 Playground, and on the other pages that keep their state in the address bar."""
 
-import os
 import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_support import CHROMIUM, IDLE, launch, serve_app
+from browser_support import IDLE, launch, require_browser, serve_app
 
 from engine import Costs, build_schedule, simulate
 
@@ -71,16 +70,8 @@ def _planned_step_seconds(efficiency: float) -> float:
     return plan(*resolve(PlanSettings(efficiency=efficiency).to_arguments())).step_seconds
 
 
-def _require_browser():
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("REQUIRE_BROWSER"):
-            pytest.fail(f"Chromium not found at {CHROMIUM}")
-        pytest.skip("no Chromium here; .ci/run installs it")
-    return pytest.importorskip("playwright.sync_api")
-
-
 def test_sixty_fast_presses_end_where_they_should_everywhere():
-    sync_api = _require_browser()
+    sync_api = require_browser()
     with serve_app() as url, sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         try:

@@ -8,8 +8,7 @@ Screenshots are saved under the test's output folder (and ``$SCREENSHOT_DIR`` wh
 import os
 
 import pytest
-from browser_support import IDLE, launch, serve_app
-from test_browser import _require_browser  # one rule for "no Chromium here": skip, or fail where required
+from browser_support import IDLE, launch, require_browser, serve_app
 
 from engine import Costs, build_schedule, simulate
 
@@ -46,7 +45,7 @@ def _visible_text(page) -> str:
 
 @pytest.mark.parametrize("width, height", [(1440, 900), (390, 844)])
 def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, height):
-    sync_api = _require_browser()
+    sync_api = require_browser()
     with serve_app() as url, sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         try:
