@@ -44,9 +44,9 @@ from engine import Schedule, Timeline, build_schedule, simulate
 from engine.attribution import CAUSES
 from engine.model_config import ModelConfig
 from engine.runtime import RunConfig
+from engine.scale.request import PlanRequest
 
 from .glossary import METRICS
-from .plan_settings import PlanSettings
 from .settings import LabSettings
 
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
@@ -193,7 +193,7 @@ class Step:
     """URL keys the learner can change in place (``EXPLORE``)."""
     stand_in: bool = False
     """The configuration stands in for the step's real runs until they have run (or after they failed)."""
-    plans: dict[str, PlanSettings] = field(default_factory=dict)
+    plans: dict[str, PlanRequest] = field(default_factory=dict)
     """Named plans of a real model on real GPUs (the Plan page's URL keys; ``PLAN_METRICS``)."""
     plan: str = ""
     """The plan the step draws (its cards, memory per GPU and Gantt in seconds), by name."""
@@ -283,20 +283,19 @@ def _metric_names(names: list, where: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _plan(query: dict, where: str) -> PlanSettings:
-    settings, problems = PlanSettings.from_query({key: str(value) for key, value in query.items()})
+def _plan(query: dict, where: str) -> PlanRequest:
+    settings, problems = PlanRequest.from_query({key: str(value) for key, value in query.items()})
     if problems:
         raise LessonError(f"{where}: {'; '.join(problems)}")
     return settings
 
 
 @lru_cache(maxsize=32)
-def planned(settings: PlanSettings):
+def planned(settings: PlanRequest):
     """A lesson's plan (``engine.scale.plan``), from the Plan page's arguments."""
     from engine.scale import plan
-    from engine.scale.cli import resolve
 
-    return plan(*resolve(settings.to_arguments()))
+    return plan(*settings.resolve())
 
 
 def load_lesson(path: Path) -> Lesson:

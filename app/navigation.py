@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from engine.scale.request import PlanRequest
+
 from . import glossary, state
 from .controls import PROJECTOR, projector_query
-from .plan_settings import PlanSettings
 from .run_settings import RunSettings
 from .search_settings import SearchSettings
 from .settings import CompareSettings, LabSettings
@@ -60,7 +61,7 @@ PAGES = (
         "search",
         lambda: SearchSettings().to_query(),
     ),  # fmt: skip
-    PageEntry("pl", "views/plan.py", "Plan at real scale", ":material/dns:", "plan", lambda: PlanSettings().to_query()),
+    PageEntry("pl", "views/plan.py", "Plan at real scale", ":material/dns:", "plan", lambda: PlanRequest().to_query()),
     PageEntry("rr", "views/measure.py", "Real run", ":material/memory:", "real-run", lambda: RunSettings().to_query()),
 )
 BY_KEY = {page.key: page for page in PAGES}

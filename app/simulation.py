@@ -40,10 +40,9 @@ def idle_attribution(_schedule, costs: Costs, _timeline, *, key: tuple):
 
 
 @st.cache_resource(show_spinner="Planning: simulating one pipeline…", max_entries=CACHE_ENTRIES)
-def planned(settings):
-    """The Plan page's engine call (``engine.scale``), from the same arguments as ``python -m engine plan``."""
+def planned(request):
+    """The Plan page's engine call (``engine.scale.plan``) for a ``PlanRequest``: the library call
+    ``python -m engine plan`` makes with the same settings."""
     from engine.scale import plan
-    from engine.scale.cli import resolve
 
-    model, gpu, layout, efficiency = resolve(settings.to_arguments())
-    return plan(model, gpu, layout, efficiency)
+    return plan(*request.resolve())

@@ -63,11 +63,10 @@ def _query(page) -> dict[str, str]:
 
 def _planned_step_seconds(efficiency: float) -> float:
     """The Plan page's default layout at ``efficiency``, planned by the engine here."""
-    from app.plan_settings import PlanSettings
     from engine.scale import plan
-    from engine.scale.cli import resolve
+    from engine.scale.request import PlanRequest
 
-    return plan(*resolve(PlanSettings(efficiency=efficiency).to_arguments())).step_seconds
+    return plan(*PlanRequest(efficiency=efficiency).resolve()).step_seconds
 
 
 def test_sixty_fast_presses_end_where_they_should_everywhere():

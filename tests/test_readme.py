@@ -3,12 +3,12 @@
 import re
 from pathlib import Path
 
-from app.plan_settings import PLAN_KEYS
 from app.run_settings import RUN_KEYS
 from app.search_settings import SEARCH_KEYS
 from app.settings import COMPARE_KEYS, LAB_KEYS
 from app.state import PROJECTOR_KEY
 from engine import FAMILIES
+from engine.scale.request import PLAN_KEYS
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 

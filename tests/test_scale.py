@@ -432,7 +432,7 @@ def test_csv_and_torchtitan_files(capsys, tmp_path):
         (["--tp", "3", "--dp", "1", "--global-batch", "32"], "TP (3) must divide the attention heads (128)"),
         (
             ["--model", "custom", "--layers", "1000000000", "--hidden", "1024", "--heads", "8", "--vocab", "100"],
-            "layers must be from 1 to 10000",
+            "argument --layers: expected a whole number from 1 to 10000, got 1000000000",
         ),  # fmt: skip
         (
             [
@@ -447,13 +447,13 @@ def test_csv_and_torchtitan_files(capsys, tmp_path):
                 "--internode-gb-s",
                 "10",
             ],
-            "NVLink bandwidth (GB/s) must be a finite number > 0",
+            "argument --nvlink-gb-s: expected a number from 0.1 to 1e+06, got -1",
         ),  # fmt: skip
-        (["--efficiency", "nan"], "efficiency must be a finite number > 0 and ≤ 1, got nan"),
+        (["--efficiency", "nan"], "argument --efficiency: expected a number from 0.05 to 1, got nan"),
         (["--layers", "4"], "--layers describe a custom model: add --model custom"),
         (["--model", "custom", "--layers", "4"], "--model custom needs --hidden, --heads, --vocab"),
-        (["--split", "3,x"], "--split takes even, llama3 or layers per stage"),
-        (["--tp", "x"], "argument --tp: invalid int value: 'x'"),
+        (["--split", "3,x"], "argument --split: expected even, llama3 or layers per stage like 3,4,4,3"),
+        (["--tp", "x"], "argument --tp: expected a whole number from 1 to 65536, got x"),
         (["--layout-preset", "nope"], "invalid choice: 'nope'"),
     ],
 )

@@ -3,105 +3,73 @@ the lab's own simulator (``engine.scale``), for the same inputs as ``python -m e
 
 import streamlit as st
 
-from app import limits, state
+from app import state
 from app.charts import timeline_figure
 from app.charts.plan import allreduce_traces, memory_figure
 from app.charts.player import player
 from app.codec import plain
 from app.controls import projector_query, projector_toggle, warn_about
 from app.explain import chart_summary
-from app.plan_settings import GPUS, MODELS, PLAN_KEYS, PlanSettings
 from app.simulation import planned
+from app.widgets import draw
 from engine import FAMILIES
-from engine.scale import GPU_PRESETS, LAYOUT_PRESETS, MODEL_PRESETS, RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES
-from engine.scale.models import MODEL_STYLES
+from engine.scale import LAYOUT_PRESETS
+from engine.scale.request import CUSTOM, CUSTOM_GPU, CUSTOM_MODEL, PLAN_KEYS, PlanRequest
 
-PAGE = "pl"
-key = PlanSettings.widget_key
+PAGE = PlanRequest.PREFIX
+PRESET = f"{PAGE}_preset"
 
 
 def load_preset() -> None:
     """The "Start from" menu: a published layout fills every input."""
-    name = st.session_state[f"{PAGE}_preset"]
+    name = st.session_state[PRESET]
     if name in LAYOUT_PRESETS:
-        state.seed(PlanSettings.from_preset(name).widget_values())
+        state.seed(PlanRequest.from_preset(name).widget_values())
 
 
-def bind() -> tuple[PlanSettings, bool]:
+def bind() -> tuple[PlanRequest, bool]:
+    """The sidebar, every input drawn from its declaration in ``PlanRequest`` (seeded from a link)."""
     link = state.opened_link(PAGE, PLAN_KEYS + (state.PROJECTOR_KEY,))
     problems: list[str] = []
     if link:
-        linked, problems = PlanSettings.from_query(link)
+        linked, problems = PlanRequest.from_query(link)
         state.seed(linked.widget_values())
     projector = projector_toggle(link)
-    defaults = PlanSettings().widget_values()
-    state.restore(defaults | {f"{PAGE}_preset": "—"})
+    defaults = PlanRequest().widget_values()
+    state.restore(defaults | {PRESET: "—"})
     with st.sidebar:
         st.selectbox(
             "Start from a published layout",
             ["—", *LAYOUT_PRESETS],
-            key=f"{PAGE}_preset",
+            key=PRESET,
             format_func=lambda n: LAYOUT_PRESETS[n].title if n in LAYOUT_PRESETS else "—",
             on_change=load_preset,
         )
-        model = st.selectbox(
-            "Model", MODELS, key=key("model"), format_func=lambda n: MODEL_PRESETS[n].title if n in MODEL_PRESETS else n
-        )
-        if model == "custom":
-            with st.expander("Custom model", expanded=True):
-                st.number_input("Layers", max_value=10_000, key=key("layers"), min_value=1, step=1)
-                st.number_input("Hidden size h", max_value=1_000_000, key=key("hidden"), min_value=1, step=1)
-                st.number_input("FFN size", max_value=1_000_000, key=key("ffn"), min_value=1, step=1)
-                st.number_input("Attention heads", max_value=1_000_000, key=key("heads"), min_value=1, step=1)
-                st.number_input("Key/value heads", max_value=1_000_000, key=key("kv_heads"), min_value=1, step=1)
-                st.number_input("Vocabulary", max_value=1_000_000, key=key("vocab"), min_value=1, step=1)
-                st.radio("Style", MODEL_STYLES, key=key("style"), horizontal=True)
-                st.toggle("Tied embeddings", key=key("tied_embeddings"))
-        gpu = st.selectbox(
-            "GPU", GPUS, key=key("gpu"), format_func=lambda n: GPU_PRESETS[n].title if n in GPU_PRESETS else n
-        )
-        if gpu == "custom":
-            with st.expander("Custom GPU", expanded=True):
-                st.number_input("Dense BF16 peak (TFLOP/s)", min_value=0.1, key=key("peak_tflops"))
-                st.number_input("Memory (GB)", min_value=0.1, key=key("memory_gb"))
-                st.number_input("NVLink (GB/s)", min_value=0.1, key=key("nvlink_gb_s"))
-                st.number_input("Network per GPU (GB/s)", min_value=0.1, key=key("internode_gb_s"))
-                st.number_input("GPUs per node", max_value=1024, key=key("gpus_per_node"), min_value=1, step=1)
-        st.slider(
-            "Efficiency: share of peak a layer's kernels reach",
-            0.05,
-            1.0,
-            step=0.01,
-            key=key("efficiency"),
-            help="Default 0.43: the MFU the Llama 3 paper reports for its 405B pre-training on H100s (Table 4).",
-        )
+        if draw(PlanRequest, "model") == CUSTOM:
+            custom = st.expander("Custom model", expanded=True)
+            for name in CUSTOM_MODEL:
+                draw(PlanRequest, name, where=custom)
+        if draw(PlanRequest, "gpu") == CUSTOM:
+            custom = st.expander("Custom GPU", expanded=True)
+            for name in CUSTOM_GPU:
+                draw(PlanRequest, name, where=custom)
+        draw(PlanRequest, "efficiency")
         st.markdown("**Layout**")
         left, right = st.columns(2)
-        left.number_input("TP", max_value=limits.MAX_PLAN_DEGREE, key=key("tp"), min_value=1, step=1)
-        right.number_input("PP (ranks)", max_value=limits.MAX_PLAN_DEGREE, key=key("pp"), min_value=1, step=1)
-        left.number_input("DP", max_value=limits.MAX_PLAN_DEGREE, key=key("dp"), min_value=1, step=1)
-        right.number_input("CP", max_value=limits.MAX_PLAN_DEGREE, key=key("cp"), min_value=1, step=1)
-        st.number_input("Sequence length", max_value=1_000_000, key=key("seq"), min_value=1, step=1)
+        for name, column in (("tp", left), ("pp", right), ("dp", left), ("cp", right)):
+            draw(PlanRequest, name, where=column)
+        draw(PlanRequest, "seq")
         left, right = st.columns(2)
-        left.number_input(
-            "Global batch (sequences)", max_value=10_000_000, key=key("global_batch"), min_value=1, step=1
-        )
-        right.number_input("Micro-batch size", max_value=1_000_000, key=key("microbatch_size"), min_value=1, step=1)
-        family = st.selectbox("Schedule", list(FAMILIES), key=key("schedule"), format_func=lambda n: FAMILIES[n].title)
-        if FAMILIES[family].takes_chunks:
-            st.slider("Chunks per rank, v", 2, 8, key=key("chunks"))
-        st.text_input(
-            "Layers per stage",
-            key=key("split"),
-            help=f"{', '.join(SPLIT_RULES)} (Llama 3: first and last stage one layer fewer), or a list like 3,4,4,3",
-        )
-        st.radio("Recomputation", RECOMPUTE_MODES, key=key("recompute"), horizontal=True)
-        st.radio("Optimizer sharding (ZeRO stage)", ZERO_STAGES, key=key("zero"), horizontal=True)
-        st.toggle("Sequence parallelism (with TP)", key=key("sequence_parallel"))
-    state.remember(list(defaults) + [f"{PAGE}_preset"])
-    settings = PlanSettings.from_widgets({name: st.session_state[name] for name in defaults})
+        draw(PlanRequest, "global_batch", where=left)
+        draw(PlanRequest, "microbatch_size", where=right)
+        if FAMILIES[draw(PlanRequest, "family")].takes_chunks:
+            draw(PlanRequest, "chunks")
+        for name in ("split", "recompute", "zero", "sequence_parallel"):
+            draw(PlanRequest, name)
+    state.remember([*defaults, PRESET])
+    settings, typed = PlanRequest.from_widgets({name: st.session_state[name] for name in defaults})
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
-    warn_about(problems)
+    warn_about(problems + typed)
     return settings, projector
 
 
@@ -122,10 +90,10 @@ def cards(result) -> None:
         column.metric(label, value, help=words)
 
 
-def paper(settings: PlanSettings, result) -> None:
+def paper(settings: PlanRequest, result) -> None:
     """Next to a published layout, what its paper measured, and the plan's own figures for the same."""
     for name, preset in LAYOUT_PRESETS.items():
-        if PlanSettings.from_preset(name) != settings:
+        if PlanRequest.from_preset(name) != settings:
             continue
         reported = preset.reported
         per_gpu = result.achieved_flops_per_second / result.num_gpus / 1e12
@@ -183,7 +151,7 @@ def plan_page() -> None:
     st.subheader("Memory per GPU")
     st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key="pl_memory")
     st.subheader("One pipeline's step, in seconds")
-    title = f"{FAMILIES[settings.schedule].title}: {settings.pp} ranks, {result.num_microbatches} micro-batches"
+    title = f"{FAMILIES[settings.family].title}: {settings.pp} ranks, {result.num_microbatches} micro-batches"
     figure = timeline_figure(
         result.timeline,
         title=title,
@@ -215,7 +183,7 @@ def plan_page() -> None:
         "torchtitan config (TOML)", result.torchtitan_toml, "plan.toml", "text/plain", key=f"{PAGE}_toml"
     )
     downloads[1].download_button(
-        "Schedule CSV (PyTorch)", result.schedule_csv, f"{settings.schedule}.csv", "text/csv", key=f"{PAGE}_csv"
+        "Schedule CSV (PyTorch)", result.schedule_csv, f"{settings.family}.csv", "text/csv", key=f"{PAGE}_csv"
     )
 
 

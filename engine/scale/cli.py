@@ -13,34 +13,17 @@ import dataclasses
 from collections.abc import Callable
 
 from ..files import write_text
-from ..schedules import FAMILIES
-from .hardware import DEFAULT_EFFICIENCY, GPU_PRESETS, GpuSpec, gpu_named
-from .layout import RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES, Layout
-from .models import MODEL_PRESETS, MODEL_STYLES, custom_model, model_named
+from ..options import add_flags, given_flags
+from ..schedules import DEFAULT_CHUNKS
 from .plan import Plan, plan
-from .presets import LAYOUT_PRESETS, layout_preset_named
+from .presets import LAYOUT_PRESETS
 from .records import gigabytes
+from .request import CUSTOM, CUSTOM_GPU, CUSTOM_MODEL, PlanRequest
 
-DEFAULT_MODEL, DEFAULT_GPU = "llama3-405b", "h100"
-
-LAYOUT_FLAGS = {
-    "tp": "tensor_parallel",
-    "pp": "pipeline_parallel",
-    "dp": "data_parallel",
-    "cp": "context_parallel",
-    "gpus": "num_gpus",
-    "seq": "seq_length",
-    "global_batch": "global_batch",
-    "microbatch_size": "microbatch_size",
-    "schedule": "family",
-    "chunks": "chunks",
-    "split": "split",
-    "recompute": "recompute",
-    "zero": "zero",
-}
-"""Flag (argparse dest) → ``Layout`` field."""
-CUSTOM_MODEL_FLAGS = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "style", "tied_embeddings")
-CUSTOM_GPU_FLAGS = ("peak_tflops", "memory_gb", "nvlink_gb_s", "internode_gb_s", "gpus_per_node")
+REQUIRED_CUSTOM_MODEL = ("layers", "hidden", "heads", "vocab")
+REQUIRED_CUSTOM_GPU = CUSTOM_GPU[:4]
+LAYOUT = ("tp", "pp", "dp", "cp", "seq", "global_batch", "microbatch_size", "family", "chunks", "split", "recompute",
+          "zero")  # fmt: skip
 
 EPILOG = """\
 defaults: Llama 3 405B on H100s as in its 8K pre-training (Llama 3 paper, Table 4): TP 8, PP 16, DP 64,
@@ -51,7 +34,8 @@ limits:   layers ≤ 10,000; one pipeline is simulated: PP × micro-batches × c
 
 
 def add_plan_parser(commands) -> None:
-    """Add ``plan`` to the CLI's subcommands (``commands`` is argparse's subparsers action)."""
+    """Add ``plan`` to the CLI's subcommands (``commands`` is argparse's subparsers action): every setting's
+    flag is derived from its declaration in ``PlanRequest`` (type, bounds, choices, help)."""
     parser = commands.add_parser(
         "plan",
         help="plan a pipeline for a real model on real GPUs: step time, MFU, bubble, memory per GPU",
@@ -59,40 +43,15 @@ def add_plan_parser(commands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--layout-preset", choices=list(LAYOUT_PRESETS), help="a published layout to start from")
-    parser.add_argument("--model", choices=[*MODEL_PRESETS, "custom"], help=f"model (default {DEFAULT_MODEL})")
-    custom = parser.add_argument_group("custom model (with --model custom)")
-    custom.add_argument("--layers", type=int, help="transformer layers")
-    custom.add_argument("--hidden", type=int, help="hidden size h")
-    custom.add_argument("--ffn", type=int, help="FFN size (default 4h)")
-    custom.add_argument("--heads", type=int, help="attention heads")
-    custom.add_argument("--kv-heads", type=int, help="key/value heads (default: the heads)")
-    custom.add_argument("--vocab", type=int, help="vocabulary")
-    custom.add_argument("--style", choices=MODEL_STYLES, help="llama (SwiGLU, RMSNorm) or gpt (GeLU, LayerNorm)")
-    custom.add_argument("--tied-embeddings", action="store_true", default=None, help="output layer = embedding")
-    parser.add_argument("--gpu", choices=[*GPU_PRESETS, "custom"], help=f"GPU (default {DEFAULT_GPU})")
-    hardware = parser.add_argument_group("custom GPU (with --gpu custom)")
-    hardware.add_argument("--peak-tflops", type=float, help="dense BF16 peak, TFLOP/s")
-    hardware.add_argument("--memory-gb", type=float, help="HBM, GB")
-    hardware.add_argument("--nvlink-gb-s", type=float, help="NVLink, GB/s (both directions)")
-    hardware.add_argument("--internode-gb-s", type=float, help="network per GPU, GB/s (one direction)")
-    hardware.add_argument("--gpus-per-node", type=int, help="GPUs per NVLink node (default 8)")
-    parser.add_argument(
-        "--efficiency", type=float, help=f"share of peak the kernels reach (default {DEFAULT_EFFICIENCY})"
-    )
+    add_flags(parser, PlanRequest, ("model",))
+    add_flags(parser.add_argument_group("custom model (with --model custom)"), PlanRequest, CUSTOM_MODEL)
+    add_flags(parser, PlanRequest, ("gpu",))
+    add_flags(parser.add_argument_group("custom GPU (with --gpu custom)"), PlanRequest, CUSTOM_GPU)
+    add_flags(parser, PlanRequest, ("efficiency",))
     layout = parser.add_argument_group("layout")
-    layout.add_argument("--tp", type=int, help="tensor parallel")
-    layout.add_argument("--pp", type=int, help="pipeline parallel (ranks)")
-    layout.add_argument("--dp", type=int, help="data parallel")
-    layout.add_argument("--cp", type=int, help="context parallel")
-    layout.add_argument("--gpus", type=int, help="GPUs in all, checked against TP × PP × DP × CP")
-    layout.add_argument("--seq", type=int, help="sequence length (default: the model's)")
-    layout.add_argument("--global-batch", type=int, help="sequences per step")
-    layout.add_argument("--microbatch-size", type=int, help="sequences per micro-batch")
-    layout.add_argument("--schedule", choices=list(FAMILIES), help="schedule family")
-    layout.add_argument("--chunks", type=int, help="v, for the families that take it")
-    layout.add_argument("--split", help=f"{', '.join(SPLIT_RULES)}, or layers per stage like 3,4,4,3")
-    layout.add_argument("--recompute", choices=RECOMPUTE_MODES)
-    layout.add_argument("--zero", type=int, choices=ZERO_STAGES, help="ZeRO stage over DP")
+    add_flags(layout, PlanRequest, LAYOUT[:4])
+    layout.add_argument("--gpus", type=int, dest="num_gpus", help="GPUs in all, checked against TP × PP × DP × CP")
+    add_flags(layout, PlanRequest, LAYOUT[4:])
     layout.add_argument(
         "--no-sequence-parallel", dest="sequence_parallel", action="store_false", default=None, help="TP without SP"
     )
@@ -103,89 +62,49 @@ def add_plan_parser(commands) -> None:
     output.add_argument("--torchtitan", metavar="FILE", help="write a torchtitan config fragment ('-': print it)")
 
 
-def _split(text: str) -> str | tuple[int, ...]:
-    if text in SPLIT_RULES:
-        return text
-    try:
-        return tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise ValueError(
-            f"--split takes {', '.join(SPLIT_RULES)} or layers per stage like 3,4,4,3; got {text!r}"
-        ) from None
-
-
-def _given(args, names) -> dict:
-    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
-
-
 def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    return PlanRequest.option(name).cli_flag
 
 
-def resolve(args) -> tuple:
-    """The model, GPU, layout and efficiency the flags ask for (preset values under the given ones)."""
-    preset = layout_preset_named(args.layout_preset) if args.layout_preset else None
-    model_name = args.model or (preset.model if preset else DEFAULT_MODEL)
-    custom_model_flags = _given(args, CUSTOM_MODEL_FLAGS)
-    if model_name == "custom":
-        missing = [_flag(name) for name in ("layers", "hidden", "heads", "vocab") if name not in custom_model_flags]
+def request_from_flags(args: argparse.Namespace) -> PlanRequest:
+    """The request the flags ask for: the layout preset's values (else the defaults) under the given flags. A
+    custom model or GPU takes only what its flags say (its other sizes follow from them: FFN 4h, key/value heads
+    = heads, the sequence 2,048, 8 GPUs a node); a new family without ``--chunks`` takes its own v."""
+    base = PlanRequest.from_preset(args.layout_preset) if args.layout_preset else PlanRequest()
+    given = given_flags(args, PlanRequest, [name for name, _ in PlanRequest.options()])
+    model = given.get("model", base.model)
+    custom_model = {name: value for name, value in given.items() if name in CUSTOM_MODEL}
+    if model == CUSTOM:
+        missing = [_flag(name) for name in REQUIRED_CUSTOM_MODEL if name not in custom_model]
         if missing:
             raise ValueError(f"--model custom needs {', '.join(missing)}")
-        model = custom_model(
-            num_layers=args.layers,
-            hidden_size=args.hidden,
-            num_attention_heads=args.heads,
-            vocab_size=args.vocab,
-            seq_length=args.seq or 2_048,
-            ffn_hidden_size=args.ffn,
-            num_kv_heads=args.kv_heads,
-            tied_embeddings=bool(args.tied_embeddings),
-            style=args.style or "llama",
-        )
-    elif custom_model_flags:
-        raise ValueError(f"{', '.join(map(_flag, custom_model_flags))} describe a custom model: add --model custom")
-    else:
-        model = model_named(model_name)
-
-    gpu_name = args.gpu or (preset.gpu if preset else DEFAULT_GPU)
-    custom_gpu_flags = _given(args, CUSTOM_GPU_FLAGS)
-    if gpu_name == "custom":
-        missing = [_flag(n) for n in CUSTOM_GPU_FLAGS[:4] if n not in custom_gpu_flags]
+        given.setdefault("ffn", 4 * given["hidden"])
+        given.setdefault("kv_heads", given["heads"])
+        given.setdefault("seq", 2_048)
+    elif custom_model:
+        raise ValueError(f"{', '.join(map(_flag, custom_model))} describe a custom model: add --model custom")
+    elif "model" in given and "seq" not in given:
+        given["seq"] = PlanRequest(model=model).model_spec().seq_length
+    custom_gpu = [name for name in given if name in CUSTOM_GPU]
+    if given.get("gpu", base.gpu) == CUSTOM:
+        missing = [_flag(name) for name in REQUIRED_CUSTOM_GPU if name not in given]
         if missing:
             raise ValueError(f"--gpu custom needs {', '.join(missing)}")
-        gpu = GpuSpec(
-            "custom",
-            "custom GPU",
-            peak_tflops=args.peak_tflops,
-            memory_gb=args.memory_gb,
-            nvlink_gb_s=args.nvlink_gb_s,
-            internode_gb_s=args.internode_gb_s,
-            gpus_per_node=8 if args.gpus_per_node is None else args.gpus_per_node,
-        )
-    elif custom_gpu_flags:
-        raise ValueError(f"{', '.join(map(_flag, custom_gpu_flags))} describe a custom GPU: add --gpu custom")
-    else:
-        gpu = gpu_named(gpu_name)
-
-    changes = {LAYOUT_FLAGS[name]: value for name, value in _given(args, LAYOUT_FLAGS).items()}
-    if "split" in changes:
-        changes["split"] = _split(changes["split"])
-    if args.sequence_parallel is not None:
-        changes["sequence_parallel"] = args.sequence_parallel
-    base = preset.layout if preset else Layout()
-    if "family" in changes and "chunks" not in changes:
-        changes["chunks"] = None  # the new family's own v, not the preset's
-    if "num_gpus" not in changes and changes:
-        changes["num_gpus"] = None  # the preset's GPU count no longer binds a changed layout
-    layout = dataclasses.replace(base, **changes)
-    efficiency = args.efficiency if args.efficiency is not None else (preset.efficiency if preset else None)
-    return model, gpu, layout, efficiency
+        given.setdefault("gpus_per_node", 8)
+    elif custom_gpu:
+        raise ValueError(f"{', '.join(map(_flag, custom_gpu))} describe a custom GPU: add --gpu custom")
+    if "family" in given and "chunks" not in given:
+        given["chunks"] = DEFAULT_CHUNKS  # the new family's own v, not the preset's
+    if getattr(args, "sequence_parallel", None) is not None:
+        given["sequence_parallel"] = args.sequence_parallel
+    if args.num_gpus is not None:
+        given["num_gpus"] = args.num_gpus
+    return dataclasses.replace(base, **given)
 
 
 def plan_command(args, print_json: Callable[[dict], None]) -> int:
     """Run ``plan``; ``print_json`` is the CLI's printer (floats cut to 12 digits, never NaN)."""
-    model, gpu, layout, efficiency = resolve(args)
-    result = plan(model, gpu, layout, efficiency)
+    result = plan(*request_from_flags(args).resolve())
     if args.csv:
         write_text(args.csv, result.schedule_csv(), what="schedule CSV")
     toml = result.torchtitan_toml(args.csv or "schedule.csv")

@@ -1,0 +1,373 @@
+"""Settings declared once: a setting's URL key, codec, bounds, widget, label and help live in one ``Option``,
+attached to the dataclass field that holds it, and everything else is derived from that declaration — the
+address bar's codec (``Declared.from_query`` / ``to_query``), the widget keys and values (``widget_values`` /
+``from_widgets``), the bound checks, and the command line's flag (``add_flags``). torchtitan builds its command
+line from its config dataclasses the same way; here the URL and the widgets come from it too (DESIGN.md habit
+18). Pure: no Streamlit, no argparse state; the app draws the widgets from ``Option.widget``.
+
+A setting is one field::
+
+    num_ranks: int = declared(4, RANKS.narrowed(high=32))
+
+A bad value never raises out of a reader: ``from_query`` names it in a problem line (the value quoted as a
+Markdown code span, since the app renders warnings as Markdown) and keeps the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar, Self
+
+from .files import shown
+
+ASCII_WHOLE = re.compile(r"[+-]?[0-9]+")
+"""A whole number in ASCII digits only: ``int()`` would read "٣" (Arabic-Indic three) as 3."""
+ASCII_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+"""A decimal number in ASCII (no "inf", "nan", underscores or non-ASCII digits, which ``float()`` accepts)."""
+
+
+def read_whole(text: str) -> int:
+    """An ASCII whole number (ValueError otherwise): the one integer parser of the URL, widgets' text and CLI."""
+    text = text.strip()
+    if len(text) > 40 or not ASCII_WHOLE.fullmatch(text):
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def read_number(text: str) -> float:
+    """A finite ASCII decimal number (ValueError otherwise): the one real-number parser."""
+    text = text.strip()
+    if len(text) > 40 or not ASCII_NUMBER.fullmatch(text):
+        raise ValueError(f"{text!r} is not a number")
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is too large")
+    return value
+
+
+SHOWN_CHARACTERS = 80
+"""The most of a visitor's value a message quotes."""
+
+
+def code_span(value: object, limit: int = SHOWN_CHARACTERS) -> str:
+    """``value`` as a Markdown code span, cut to ``limit`` characters with "…": nothing in it is rendered (the
+    app shows problem lines as Markdown).
+
+    CommonMark: a code span opened by n backticks ends at the next run of exactly n, so the fence is one
+    longer than the longest run inside; a space pads a value that starts or ends with a backtick."""
+    text = str(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    text = text.replace("\n", " ").replace("\r", " ")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def written(value: float) -> str:
+    """A number as the address bar writes it: 1, 0.5, 2.25."""
+    return f"{value:g}"
+
+
+# -- codecs: text ⇄ value, and the value's bounds -------------------------------------------------------------
+@dataclass(frozen=True)
+class Whole:
+    low: int
+    high: int
+
+    def read(self, text: str) -> int:
+        try:
+            value = read_whole(text)
+        except ValueError:
+            raise ValueError(self.expected()) from None
+        return self.check(value)
+
+    def check(self, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not self.low <= value <= self.high:
+            raise ValueError(self.expected())
+        return value
+
+    def write(self, value: int) -> str:
+        return str(value)
+
+    def expected(self) -> str:
+        return f"expected a whole number from {self.low} to {self.high}"
+
+
+@dataclass(frozen=True)
+class Number:
+    low: float
+    high: float
+    above_low: bool = False
+    """The low end is excluded (a rate or a speed: 0 would divide by zero)."""
+
+    def read(self, text: str) -> float:
+        try:
+            value = read_number(text)
+        except ValueError:
+            raise ValueError(self.expected()) from None
+        return self.check(value)
+
+    def check(self, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(self.expected())
+        low_ok = value > self.low if self.above_low else value >= self.low
+        if not (low_ok and value <= self.high):
+            raise ValueError(self.expected())
+        return float(value)
+
+    def write(self, value: float) -> str:
+        return written(value)
+
+    def expected(self) -> str:
+        if self.above_low:
+            return f"expected a number above {self.low:g} and at most {self.high:g}"
+        return f"expected a number from {self.low:g} to {self.high:g}"
+
+
+@dataclass(frozen=True)
+class Choice:
+    options: tuple
+    titles: Mapping | None = None
+    """How a menu shows each option (None: the option itself)."""
+
+    def read(self, text: str) -> Any:
+        for option in self.options:
+            if text == str(option):
+                return option
+        raise ValueError(self.expected())
+
+    def check(self, value: Any) -> Any:
+        if value not in self.options:
+            raise ValueError(self.expected())
+        return value
+
+    def write(self, value: Any) -> str:
+        return str(value)
+
+    def expected(self) -> str:
+        return f"expected one of {', '.join(map(str, self.options))}"
+
+    def title(self, value: Any) -> str:
+        return str(self.titles.get(value, value) if self.titles else value)
+
+
+@dataclass(frozen=True)
+class Flag:
+    def read(self, text: str) -> bool:
+        if text in ("0", "1", "true", "false"):
+            return text in ("1", "true")
+        raise ValueError(self.expected())
+
+    def check(self, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError(self.expected())
+        return value
+
+    def write(self, value: bool) -> str:
+        return str(int(value))
+
+    def expected(self) -> str:
+        return "expected 0 or 1"
+
+
+@dataclass(frozen=True)
+class Text:
+    """A value with a grammar of its own (costs, a layer split): ``parse`` raises ValueError in words."""
+
+    parse: Callable[[str], Any]
+    format: Callable[[Any], str]
+    grammar: str
+    """What the text looks like, for messages: "layers per stage like 3,4,4,3"."""
+
+    def read(self, text: str) -> Any:
+        try:
+            return self.parse(text)
+        except ValueError as error:
+            raise ValueError(f"expected {self.grammar} ({error})") from None
+
+    def check(self, value: Any) -> Any:
+        return value
+
+    def write(self, value: Any) -> str:
+        return self.format(value)
+
+    def expected(self) -> str:
+        return f"expected {self.grammar}"
+
+
+Codec = Whole | Number | Choice | Flag | Text
+WIDGETS = ("slider", "number", "select", "radio", "select_slider", "toggle", "text", "none")
+
+
+@dataclass(frozen=True)
+class Option:
+    """Everything about one setting but its value: the one declaration the URL, widget and CLI derive from."""
+
+    key: str
+    """URL key; the CLI flag is ``--key`` (underscores as dashes) unless ``flag`` says otherwise."""
+    codec: Codec
+    label: str
+    """The widget's label."""
+    help: str = ""
+    """The widget's tooltip and the CLI flag's help."""
+    widget: str = "number"
+    """How the app draws it: one of ``WIDGETS`` ("none": the page draws it its own way)."""
+    step: float | None = None
+    """A number box's or slider's step."""
+    flag: str | None = None
+    """The CLI flag when it differs from ``--key``."""
+
+    def __post_init__(self) -> None:
+        assert self.widget in WIDGETS, f"{self.key}: widget {self.widget!r} is not one of {WIDGETS}"
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.key.replace("_", "-")
+
+    def narrowed(self, **bounds: Any) -> Option:
+        """The same setting with tighter bounds (the public app draws fewer ranks than the engine simulates)."""
+        return replace(self, codec=replace(self.codec, **bounds))  # type: ignore[type-var]
+
+    def read(self, text: str) -> Any:
+        return self.codec.read(text)
+
+
+def declared(default: Any, option: Option) -> Any:
+    """A dataclass field holding one setting: its default and its declaration."""
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("a setting's default must be immutable")
+    return field(default=default, metadata={"option": option})
+
+
+# -- what a settings class derives from its declarations ------------------------------------------------------
+class Declared:
+    """Mixin for a frozen dataclass whose fields are declared with ``declared``: the URL codec, the widget
+    binding's keys and values, and the bound checks, all from the declarations (in field order)."""
+
+    PREFIX: ClassVar[str] = ""
+    """The page's widget-key prefix (``pg``, ``sr``, ``pl``…); a class shared by pages takes one per call."""
+
+    # a subclass may adjust what its declarations cannot say alone (which keys a link carries, cross-field
+    # rules); each hook has a plain default
+    def omitted_keys(self) -> set[str]:
+        """Fields this value does not write to a link (say, a custom GPU's numbers while a preset is chosen)."""
+        return set()
+
+    @classmethod
+    def options(cls) -> tuple[tuple[str, Option], ...]:
+        return tuple((f.name, f.metadata["option"]) for f in fields(cls) if "option" in f.metadata)  # type: ignore[arg-type]
+
+    @classmethod
+    def option(cls, name: str) -> Option:
+        return dict(cls.options())[name]
+
+    @classmethod
+    def url_keys(cls) -> tuple[str, ...]:
+        return tuple(option.key for _, option in cls.options())
+
+    # -- the address bar -----------------------------------------------------------------------------------
+    def to_query(self) -> dict[str, str]:
+        omitted = self.omitted_keys()
+        return {
+            option.key: option.codec.write(getattr(self, name))
+            for name, option in self.options()
+            if name not in omitted
+        }
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str], base: Self | None = None) -> tuple[Self, list[str]]:
+        """The settings a link asks for (each key over ``base``), and a line per refused value."""
+        settings = base if base is not None else cls()
+        problems: list[str] = []
+        given: dict[str, Any] = {}
+        for name, option in cls.options():
+            text = query.get(option.key)
+            if text is None:
+                continue
+            try:
+                given[name] = option.read(text)
+            except ValueError as error:
+                default = option.codec.write(getattr(settings, name))
+                problems.append(f"{option.key}={code_span(text)}: {error}; using {default}")
+        return cls._after_query(replace(settings, **given), query, problems)  # type: ignore[type-var]
+
+    @classmethod
+    def _after_query(cls, settings: Self, query: Mapping[str, str], problems: list[str]) -> tuple[Self, list[str]]:
+        """Cross-field rules once every key is read (a subclass overrides)."""
+        return settings, problems
+
+    # -- the widgets ---------------------------------------------------------------------------------------
+    @classmethod
+    def widget_key(cls, name: str, prefix: str | None = None) -> str:
+        return f"{prefix or cls.PREFIX}_{name}"
+
+    def widget_values(self, prefix: str | None = None) -> dict[str, object]:
+        """Each setting as its widget holds it (a ``Text`` setting as its text)."""
+        return {
+            self.widget_key(name, prefix): option.codec.write(value) if isinstance(option.codec, Text) else value
+            for name, option in self.options()
+            for value in (getattr(self, name),)
+        }
+
+    @classmethod
+    def from_widgets(cls, values: Mapping[str, object], prefix: str | None = None) -> tuple[Self, list[str]]:
+        """The settings the widgets hold (a setting without a widget keeps its default), and a line per value
+        that could not be read (typed text) or falls outside its bounds."""
+        settings = cls()
+        problems: list[str] = []
+        given: dict[str, Any] = {}
+        for name, option in cls.options():
+            key = cls.widget_key(name, prefix)
+            if key not in values:
+                continue
+            value = values[key]
+            try:
+                given[name] = option.read(str(value)) if isinstance(option.codec, Text) else option.codec.check(value)
+            except ValueError as error:
+                default = option.codec.write(getattr(settings, name))
+                problems.append(f"{option.label}: {error}, got {code_span(value)}; using {default}")
+        return replace(settings, **given), problems  # type: ignore[type-var]
+
+
+# -- the command line --------------------------------------------------------------------------------------
+def add_flags(parser: argparse.ArgumentParser | Any, settings: type[Declared], names: Sequence[str]) -> None:
+    """Add one flag per named setting, typed and bounded by its declaration; each defaults to None (not given),
+    so the command can tell a given flag from a default."""
+    for name in names:
+        option = settings.option(name)
+        codec = option.codec
+        kwargs: dict[str, Any] = {"dest": name, "default": None, "help": option.help or option.label}
+        if isinstance(codec, Flag):
+            parser.add_argument(option.cli_flag, action="store_true", **kwargs)
+            continue
+        if isinstance(codec, Choice) and all(isinstance(o, str) for o in codec.options):
+            kwargs["choices"] = list(codec.options)
+        else:
+            kwargs["type"] = _argparse_type(option)
+        parser.add_argument(option.cli_flag, **kwargs)
+
+
+def _argparse_type(option: Option) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return option.read(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"{error}, got {shown(text)}") from None
+
+    return parse
+
+
+def given_flags(args: argparse.Namespace, settings: type[Declared], names: Sequence[str]) -> dict[str, Any]:
+    """The named settings given on the command line (those not None)."""
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
+def asdict_shallow(value: Any) -> dict[str, Any]:
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
