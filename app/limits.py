@@ -4,8 +4,10 @@ here; each is checked against the engine's own, so the app never offers what the
 
 from __future__ import annotations
 
+from engine import FAMILIES
 from engine import limits as engine
 from engine.model_config import MODEL_BOUNDS
+from engine.options import Choice, Number, Option, Whole
 
 MAX_RANKS = min(32, engine.MAX_RANKS)
 """p on the simulated pages: 32 rows still read as a Gantt."""
@@ -45,3 +47,28 @@ for _name, _value, _bound in (
     ("REAL_RUN_HIDDEN", max(REAL_RUN_HIDDEN), MODEL_BOUNDS["hidden"]),
 ):
     assert _value <= _bound, f"{_name} ({_value}) exceeds the engine's limit ({_bound})"
+
+
+# -- the settings several pages share, declared once with these bounds (``engine.options``) ------------------
+RANKS = Option("ranks", Whole(1, MAX_RANKS), "Ranks (devices), p", "pipeline ranks (devices), p", widget="slider")
+MICROBATCHES = Option(
+    "microbatches", Whole(1, MAX_MICROBATCHES), "Micro-batches, m", "micro-batches per step, m", widget="slider"
+)
+CHUNKS = Option(
+    "chunks",
+    Whole(MIN_CHUNKS, MAX_CHUNKS),
+    "Chunks per rank, v",
+    "Model chunks each rank holds (interleaved schedules only).",
+    widget="slider",
+)
+COMM = Option(
+    "comm",
+    Number(0.0, MAX_COST),
+    "Transfer between ranks",
+    "Time from the end of an action to its output's arrival on another rank.",
+    step=0.25,
+)
+FAMILY = Option(
+    "schedule", Choice(tuple(FAMILIES), {name: family.title for name, family in FAMILIES.items()}), "Schedule",
+    "schedule family", widget="select",
+)  # fmt: skip

@@ -8,38 +8,88 @@ budget and a time limit; its URL codec, widget keys, limits and conversion to th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from engine import Costs
+from engine.ir import PLACEMENTS
+from engine.options import Choice, Declared, Number, Option, Text, code_span, declared
 from engine.search import SearchProblem
 from engine.search.cli import parse_costs
 from engine.search.frontier import default_budgets
 
 from . import limits
-from .codec import choice, number, plain, shown, whole, written
+from .codec import plain
 
-SEARCH_KEYS = ("ranks", "microbatches", "placement", "costs", "comm", "memory", "time")
-PLACEMENTS = ("loop", "v")
-PREFIX = "sr"
+PLACEMENT_TITLES = {"loop": "one stage per rank", "v": "two chunks in a V"}
+COSTS = Text(lambda text: text if text.strip() else _empty(), str, "F=1,I=1,W=1, or per stage F=1:2:1:1,I=…,W=…")
+
+
+def _empty() -> str:
+    raise ValueError("no costs given")
 
 
 @dataclass(frozen=True)
-class SearchSettings:
-    num_ranks: int = 4
-    """p (URL ``ranks``)."""
-    num_microbatches: int = 8
-    """m (URL ``microbatches``)."""
-    placement: str = "loop"
-    """"loop" (one stage per rank) or "v" (two chunks in a V) (URL ``placement``)."""
-    costs: str = "F=1,I=1,W=1"
-    """F, I, W for every stage, or per stage "F=1:2:1:1,I=…,W=…" (URL ``costs``)."""
-    comm: float = 0.0
-    """Transfer time between ranks (URL ``comm``)."""
-    memory_budget: float = 4.0
-    """Activation memory a rank may hold, in micro-batches of its share (URL ``memory``; 1F1B peaks at p)."""
-    time_limit_s: float = 5.0
-    """How long the search may take (URL ``time``)."""
+class SearchSettings(Declared):
+    PREFIX = "sr"
+
+    num_ranks: int = declared(4, limits.RANKS)
+    num_microbatches: int = declared(8, limits.MICROBATCHES)
+    placement: str = declared(
+        "loop",
+        Option(
+            "placement", Choice(PLACEMENTS, PLACEMENT_TITLES), "Placement", "stage r on rank r, or a V", widget="radio"
+        ),  # fmt: skip
+    )
+    """"loop" (one stage per rank) or "v" (two chunks in a V)."""
+    costs: str = declared(
+        "F=1,I=1,W=1",
+        Option(
+            "costs",
+            COSTS,
+            "Costs F, I, W",
+            "One micro-batch through one stage: F=1,I=1,W=1 for every stage, or per stage F=1:2:1:1,I=…,W=… "
+            "(a real run's measured costs arrive that way).",
+            widget="text",
+        ),  # fmt: skip
+    )
+    comm: float = declared(0.0, limits.COMM)
+    # a number box with fixed bounds: a slider whose maximum followed p would be a new widget at each p, and
+    # Streamlit would reset the budget to its minimum (a change of p must not overwrite it)
+    memory_budget: float = declared(
+        4.0,
+        Option(
+            "memory",
+            Number(0.0, limits.MAX_MEMORY_BUDGET),
+            "Memory budget per rank (micro-batches of its share)",
+            "1F1B holds p on its busiest rank, ZB-H2 2p − 1; above 2p nothing is constrained. Too small a budget "
+            "is refused with the arithmetic.",
+            step=0.5,
+        ),  # fmt: skip
+    )
+    """Activation memory a rank may hold, in micro-batches of its share (1F1B peaks at p)."""
+    time_limit_s: float = declared(
+        5.0,
+        Option(
+            "time",
+            Number(1.0, limits.MAX_SEARCH_SECONDS),
+            "Time limit (s)",
+            "how long the search may take",
+            widget="slider",
+            step=1.0,
+        ),  # fmt: skip
+    )
+
+    @classmethod
+    def _after_query(cls, settings, query, problems):
+        """A link's ``memory`` defaults to 1F1B's p for its ``ranks``; costs that do not fit its stages are refused."""
+        if "memory" not in query:
+            settings = replace(settings, memory_budget=float(settings.num_ranks))
+        try:
+            settings.engine_costs()
+        except ValueError as error:
+            problems.append(f"costs={code_span(settings.costs)}: {plain(error)}; using {cls().costs}")
+            settings = replace(settings, costs=cls().costs)
+        return settings, problems
 
     @property
     def num_stages(self) -> int:
@@ -74,56 +124,6 @@ class SearchSettings:
         between = (float(round(low + i * step)) for i in range(1, limits.MAX_FRONTIER_BUDGETS - 1))
         return tuple(sorted({low, high, *(b for b in (*marks, *between) if low < b < high)}))
 
-    # -- the address bar -----------------------------------------------------------------------------------
-    def to_query(self) -> dict[str, str]:
-        return {
-            "ranks": str(self.num_ranks),
-            "microbatches": str(self.num_microbatches),
-            "placement": self.placement,
-            "costs": self.costs,
-            "comm": written(self.comm),
-            "memory": written(self.memory_budget),
-            "time": written(self.time_limit_s),
-        }
-
-    @classmethod
-    def from_query(cls, query: Mapping[str, str]) -> tuple[SearchSettings, list[str]]:
-        base = cls()
-        problems: list[str] = []
-        settings = replace(
-            base,
-            num_ranks=whole(query, "ranks", 1, limits.MAX_RANKS, base.num_ranks, problems),
-            num_microbatches=whole(query, "microbatches", 1, limits.MAX_MICROBATCHES, base.num_microbatches, problems),
-            placement=choice(query, "placement", PLACEMENTS, base.placement, problems),
-            comm=number(query, "comm", limits.MAX_COST, base.comm, problems),
-            time_limit_s=number(query, "time", limits.MAX_SEARCH_SECONDS, base.time_limit_s, problems),
-        )
-        settings = replace(
-            settings,
-            memory_budget=number(query, "memory", limits.MAX_MEMORY_BUDGET, float(settings.num_ranks), problems),
-        )
-        text = query.get("costs")
-        if text is not None:
-            try:
-                replace(settings, costs=text).engine_costs()
-                settings = replace(settings, costs=text)
-            except ValueError as error:
-                problems.append(f"costs={shown(text)}: {plain(error)}; using {settings.costs}")
-        return settings, problems
-
-    # -- the widgets ---------------------------------------------------------------------------------------
-    @staticmethod
-    def widget_key(name: str) -> str:
-        return f"{PREFIX}_{name}"
-
-    def widget_values(self) -> dict[str, object]:
-        return {self.widget_key(f.name): getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_widgets(cls, values: Mapping[str, object]) -> SearchSettings:
-        given = {f.name: values[cls.widget_key(f.name)] for f in fields(cls) if cls.widget_key(f.name) in values}
-        return cls(**given)  # type: ignore[arg-type]  # the widgets hold the fields' types
-
     # -- from a real run ---------------------------------------------------------------------------------------
     @classmethod
     def from_measured(cls, num_ranks: int, num_microbatches: int, placement: str, table) -> SearchSettings:
@@ -141,3 +141,6 @@ class SearchSettings:
             for name, values in (("F", forward), ("I", inputs), ("W", weights))
         )
         return cls(num_ranks, num_microbatches, placement, text, memory_budget=float(num_ranks))
+
+
+SEARCH_KEYS = SearchSettings.url_keys()

@@ -3,7 +3,7 @@ every hand-made family that fits the same budget, and the frontier of step time 
 
 import streamlit as st
 
-from app import limits, state
+from app import state
 from app.charts import compare_figure
 from app.charts.player import player
 from app.charts.search import frontier_figure
@@ -11,8 +11,9 @@ from app.codec import plain
 from app.controls import projector_query, projector_toggle, warn_about
 from app.explain import chart_summary
 from app.run_settings import RunSettings
-from app.search_settings import PLACEMENTS, SEARCH_KEYS, SearchSettings
+from app.search_settings import PLACEMENT_TITLES, SEARCH_KEYS, SearchSettings
 from app.simulation import simulated
+from app.widgets import draw
 from engine import FAMILIES, UNIT, Costs
 from engine.search import OPTIMAL, family_points, frontier, search
 
@@ -21,10 +22,6 @@ RESULTS = f"{PAGE}_results"
 BUSY = f"{PAGE}_busy"
 # at most this per budget when drawing the frontier, and the time limit shared out between the budgets
 FRONTIER_SECONDS = 1.0
-key = SearchSettings.widget_key
-
-
-PLACEMENT_TITLES = {"loop": "one stage per rank", "v": "two chunks in a V"}
 
 
 def bind() -> tuple[SearchSettings, bool, bool]:
@@ -37,40 +34,18 @@ def bind() -> tuple[SearchSettings, bool, bool]:
     projector = projector_toggle(link)
     defaults = SearchSettings().widget_values()
     state.restore(defaults)
-    with st.sidebar:
-        ranks = st.slider("Ranks (devices), p", 1, limits.MAX_RANKS, key=key("num_ranks"))
-        st.slider("Micro-batches, m", 1, limits.MAX_MICROBATCHES, key=key("num_microbatches"))
-        st.radio(
-            "Placement",
-            PLACEMENTS,
-            key=key("placement"),
-            horizontal=True,
-            format_func=PLACEMENT_TITLES.get,
-        )
-        st.text_input(
-            "Costs F, I, W",
-            key=key("costs"),
-            help="One micro-batch through one stage: F=1,I=1,W=1 for every stage, or per stage F=1:2:1:1,I=…,W=… "
-            "(a real run's measured costs arrive that way).",
-        )
-        st.number_input("Transfer between ranks", min_value=0.0, max_value=limits.MAX_COST, step=0.25, key=key("comm"))
-        # a number box with fixed bounds: a slider whose maximum followed p would be a new widget at each p,
-        # and Streamlit would reset the budget to its minimum (a change of p must not overwrite it)
-        st.number_input(
-            "Memory budget per rank (micro-batches of its share)",
-            min_value=0.0,
-            max_value=limits.MAX_MEMORY_BUDGET,
-            step=0.5,
-            key=key("memory_budget"),
-            help=f"1F1B holds p = {ranks} on its busiest rank, ZB-H2 2p − 1 = {2 * ranks - 1}; above 2p = "
-            f"{2 * ranks} nothing is constrained. Too small a budget is refused with the arithmetic.",
-        )
-        st.slider("Time limit (s)", 1.0, limits.MAX_SEARCH_SECONDS, step=1.0, key=key("time_limit_s"))
+    for name, _ in SearchSettings.options():
+        ranks = st.session_state[SearchSettings.widget_key("num_ranks")]
+        more = {
+            "help": f"1F1B holds p = {ranks} on its busiest rank, ZB-H2 2p − 1 = {2 * ranks - 1}; above 2p = "
+            f"{2 * ranks} nothing is constrained. Too small a budget is refused with the arithmetic."
+        }
+        draw(SearchSettings, name, **(more if name == "memory_budget" else {}))
     state.remember(defaults)
     values = {name: st.session_state[name] for name in defaults}
-    settings = SearchSettings.from_widgets(values)
+    settings, typed = SearchSettings.from_widgets(values)
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
-    warn_about(problems)
+    warn_about(problems + typed)
     return settings, projector, bool(link and set(link) & set(SEARCH_KEYS))
 
 
