@@ -4,17 +4,18 @@ page (``pg_``, ``cp_``, ``ed_``, ``rr_``); the projector switch is one key for e
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from engine import FAMILIES
-from engine.model_config import MODEL_TITLES
-from engine.runtime.interference import ESTIMATORS
 from engine.schedules import Family
 
 from . import limits, state
 from .codec import flag
-from .run_settings import ESTIMATOR_TITLES, RunSettings
+from .run_settings import RunSettings
 from .settings import LabSettings
+from .widgets import draw
 
 PROJECTOR = "app_projector"
 PROJECTOR_ROOT_PX = 21
@@ -147,51 +148,15 @@ def bind_run(link: dict[str, str] | None, *, edited: bool) -> tuple[RunSettings,
         state.seed(linked.widget_values())
     defaults = RunSettings().widget_values()
     state.restore(defaults)
-    key = RunSettings.widget_key
-    with st.sidebar:
-        if not edited:
-            family = schedule_picker(key("family"))
-            st.slider("Ranks (devices), p", 1, limits.REAL_RUN_MAX_RANKS, key=key("num_ranks"))
-            st.select_slider("Micro-batches, m", limits.REAL_RUN_MICROBATCHES, key=key("num_microbatches"))
-            if family.takes_chunks:
-                st.slider("Chunks per rank, v", limits.MIN_CHUNKS, limits.REAL_RUN_MAX_CHUNKS, key=key("num_chunks"))
-        st.radio(
-            "Model",
-            list(MODEL_TITLES),
-            horizontal=True,
-            key=key("model"),
-            format_func=MODEL_TITLES.get,
-            on_change=_model_changed,
-        )
-        st.slider("Blocks", 1, limits.REAL_RUN_MAX_LAYERS, key=key("layers"))
-        st.select_slider("Hidden width", limits.REAL_RUN_HIDDEN, key=key("hidden"))
-        st.toggle("Recompute activations", key=key("recompute"))
-        st.radio(
-            "Backend",
-            ["emulated", "distributed"],
-            key=key("backend"),
-            help="emulated: one process; each action's measured CPU time placed on virtual device clocks. "
-            "distributed: one process per rank (torch.distributed), wall clock.",
-        )
-        st.slider(
-            "Measured steps",
-            1,
-            limits.REAL_RUN_MAX_REPEATS,
-            key=key("repeats"),
-            help="After one warm-up step; the spread over them is drawn as whiskers.",
-        )
-        st.radio(
-            "Each action's cost",
-            list(ESTIMATORS),
-            horizontal=True,
-            key=key("estimator"),
-            format_func=ESTIMATOR_TITLES.get,
-            help="Other work on this machine can only slow an action down, so its fastest repeat is the least "
-            "disturbed estimate; the median is the typical one.",
-        )
+    names = ["model", "layers", "hidden", "recompute", "backend", "repeats", "estimator"]
+    if not edited:  # the schedule's own settings come first
+        family = FAMILIES[draw(RunSettings, "family")]
+        names[:0] = ["num_ranks", "num_microbatches"] + (["num_chunks"] if family.takes_chunks else [])
+    for name in names:
+        draw(RunSettings, name, **({"on_change": _model_changed} if name == "model" else {}))
     state.remember(defaults)
-    values = {name: st.session_state[name] for name in defaults}
-    return RunSettings.from_widgets(values, RunSettings.received_schedule(st.session_state)), problems
+    settings, typed = RunSettings.from_widgets({name: st.session_state[name] for name in defaults})
+    return replace(settings, schedule_csv=RunSettings.received_schedule(st.session_state)), problems + typed
 
 
 def _model_changed() -> None:

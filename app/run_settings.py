@@ -8,29 +8,16 @@ engine's ``RunConfig`` — and the hand-off of a schedule from the editor, which
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from engine import FAMILIES
-from engine.model_config import MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
+from engine.model_config import MODEL_DEFAULTS, MODEL_KINDS, MODEL_TITLES, ModelConfig
+from engine.options import Choice, Declared, Flag, Option, Whole, declared
 from engine.runtime import BACKENDS, RunConfig
 from engine.runtime.interference import ESTIMATORS
 
 from . import limits
-from .codec import choice, flag, shown, whole
 
-RUN_KEYS = (
-    "schedule",
-    "ranks",
-    "microbatches",
-    "chunks",
-    "model",
-    "layers",
-    "hidden",
-    "recompute",
-    "backend",
-    "repeats",
-    "estimator",
-)
 SAMPLES_PER_MICROBATCH = {"mlp": 16, "gpt": 4}
 """Samples in one micro-batch: the batch is this × m, so it splits evenly for every m."""
 ESTIMATOR_TITLES = {"min": "fastest repeat", "median": "median repeat"}
@@ -39,33 +26,68 @@ PREFIX = "rr"
 
 
 @dataclass(frozen=True)
-class RunSettings:
+class RunSettings(Declared):
     """One real run: a schedule (a family, or a CSV sent from the editor) on a toy model."""
 
-    family: str = "zb-h1"
-    """Schedule family (URL ``schedule``)."""
-    num_ranks: int = 4
-    """p (URL ``ranks``)."""
-    num_microbatches: int = 8
-    """m (URL ``microbatches``), one of ``limits.REAL_RUN_MICROBATCHES``."""
-    num_chunks: int = 2
-    """v for the families that take chunks (URL ``chunks``)."""
-    model: str = "mlp"
-    """"mlp" or "gpt" (URL ``model``)."""
-    layers: int = MODEL_DEFAULTS["mlp"]["layers"]
-    """Blocks (URL ``layers``)."""
-    hidden: int = MODEL_DEFAULTS["mlp"]["hidden"]
-    """Hidden width, one of ``limits.REAL_RUN_HIDDEN`` (URL ``hidden``)."""
-    recompute: bool = False
-    """URL ``recompute``."""
-    backend: str = "emulated"
-    """"emulated" or "distributed" (URL ``backend``)."""
-    repeats: int = 3
-    """Measured steps after one warm-up step (URL ``repeats``)."""
-    estimator: str = "min"
-    """Each action's cost from its repeats: "min" (the fastest) or "median" (URL ``estimator``)."""
+    PREFIX = PREFIX
+
+    family: str = declared("zb-h1", limits.FAMILY)
+    num_ranks: int = declared(4, limits.RANKS.narrowed(high=limits.REAL_RUN_MAX_RANKS))
+    num_microbatches: int = declared(
+        8, Option("microbatches", Choice(limits.REAL_RUN_MICROBATCHES), "Micro-batches, m", widget="select_slider")
+    )
+    num_chunks: int = declared(2, limits.CHUNKS.narrowed(high=limits.REAL_RUN_MAX_CHUNKS))
+    model: str = declared("mlp", Option("model", Choice(MODEL_KINDS, MODEL_TITLES), "Model", widget="radio"))
+    layers: int = declared(
+        MODEL_DEFAULTS["mlp"]["layers"],
+        Option("layers", Whole(1, limits.REAL_RUN_MAX_LAYERS), "Blocks", widget="slider"),
+    )
+    hidden: int = declared(
+        MODEL_DEFAULTS["mlp"]["hidden"],
+        Option("hidden", Choice(limits.REAL_RUN_HIDDEN), "Hidden width", widget="select_slider"),
+    )
+    recompute: bool = declared(False, Option("recompute", Flag(), "Recompute activations", widget="toggle"))
+    backend: str = declared(
+        "emulated",
+        Option(
+            "backend",
+            Choice(BACKENDS),
+            "Backend",
+            "emulated: one process; each action's measured CPU time placed on virtual device clocks. "
+            "distributed: one process per rank (torch.distributed), wall clock.",
+            widget="radio",
+        ),  # fmt: skip
+    )
+    repeats: int = declared(
+        3,
+        Option(
+            "repeats",
+            Whole(1, limits.REAL_RUN_MAX_REPEATS),
+            "Measured steps",
+            "After one warm-up step; the spread over them is drawn as whiskers.",
+            widget="slider",
+        ),  # fmt: skip
+    )
+    estimator: str = declared(
+        "min",
+        Option(
+            "estimator",
+            Choice(tuple(ESTIMATORS), ESTIMATOR_TITLES),
+            "Each action's cost",
+            "Other work on this machine can only slow an action down, so its fastest repeat is the least "
+            "disturbed estimate; the median is the typical one.",
+            widget="radio",
+        ),  # fmt: skip
+    )
     schedule_csv: str | None = None
     """A schedule sent from the editor, run instead of the family (never in the URL: it can be large)."""
+
+    @classmethod
+    def _after_query(cls, settings, query, problems):
+        """A link that names another model and no width takes that model's own width."""
+        if "model" in query and "hidden" not in query:
+            settings = replace(settings, hidden=MODEL_DEFAULTS[settings.model]["hidden"])
+        return settings, problems
 
     def to_run_config(self) -> RunConfig:
         """The engine's experiment; ValueError in the page's words (blocks, hidden width) when it cannot run."""
@@ -96,66 +118,6 @@ class RunSettings:
         """Another model starts from its own default width (the MLP's 512 would make the GPT needlessly big)."""
         return replace(self, model=model, hidden=MODEL_DEFAULTS[model]["hidden"])
 
-    # -- the address bar -----------------------------------------------------------------------------------
-    def to_query(self) -> dict[str, str]:
-        return {
-            "schedule": self.family,
-            "ranks": str(self.num_ranks),
-            "microbatches": str(self.num_microbatches),
-            "chunks": str(self.num_chunks),
-            "model": self.model,
-            "layers": str(self.layers),
-            "hidden": str(self.hidden),
-            "recompute": str(int(self.recompute)),
-            "backend": self.backend,
-            "repeats": str(self.repeats),
-            "estimator": self.estimator,
-        }
-
-    @classmethod
-    def from_query(cls, query: Mapping[str, str], base: RunSettings | None = None) -> tuple[RunSettings, list[str]]:
-        base = base or cls()
-        problems: list[str] = []
-        family = query.get("schedule", base.family)
-        if family not in FAMILIES:
-            problems.append(
-                f"schedule={shown(family)}: not a schedule; choose one of {', '.join(FAMILIES)}; using {base.family}"
-            )
-            family = base.family
-        model = choice(query, "model", MODEL_KINDS, base.model, problems)
-        settings = replace(
-            base if model == base.model else base.with_model(model),
-            family=family,
-            num_ranks=whole(query, "ranks", 1, limits.REAL_RUN_MAX_RANKS, base.num_ranks, problems),
-            num_microbatches=choice(
-                query, "microbatches", limits.REAL_RUN_MICROBATCHES, base.num_microbatches, problems
-            ),
-            num_chunks=whole(query, "chunks", limits.MIN_CHUNKS, limits.REAL_RUN_MAX_CHUNKS, base.num_chunks, problems),
-            recompute=flag(query, "recompute", base.recompute, problems),
-            backend=choice(query, "backend", BACKENDS, base.backend, problems),
-            repeats=whole(query, "repeats", 1, limits.REAL_RUN_MAX_REPEATS, base.repeats, problems),
-            estimator=choice(query, "estimator", tuple(ESTIMATORS), base.estimator, problems),
-        )
-        settings = replace(
-            settings,
-            layers=whole(query, "layers", 1, limits.REAL_RUN_MAX_LAYERS, settings.layers, problems),
-            hidden=choice(query, "hidden", limits.REAL_RUN_HIDDEN, settings.hidden, problems),
-        )
-        return settings, problems
-
-    # -- the widgets ---------------------------------------------------------------------------------------
-    @staticmethod
-    def widget_key(name: str) -> str:
-        return f"{PREFIX}_{name}"
-
-    def widget_values(self) -> dict[str, object]:
-        return {self.widget_key(f.name): getattr(self, f.name) for f in fields(self) if f.name != "schedule_csv"}
-
-    @classmethod
-    def from_widgets(cls, values: Mapping[str, object], schedule_csv: str | None = None) -> RunSettings:
-        given = {f.name: values[cls.widget_key(f.name)] for f in fields(cls) if cls.widget_key(f.name) in values}
-        return cls(**given, schedule_csv=schedule_csv)  # type: ignore[arg-type]  # widgets hold the fields' types
-
     # -- the editor's hand-off -----------------------------------------------------------------------------
     HANDOFF = f"{PREFIX}_schedule_csv"
     """Where, in one visitor's session, the editor leaves a schedule for the Real run page."""
@@ -172,3 +134,6 @@ class RunSettings:
     @classmethod
     def forget_schedule(cls, session: MutableMapping) -> None:
         session.pop(cls.HANDOFF, None)
+
+
+RUN_KEYS = RunSettings.url_keys()
