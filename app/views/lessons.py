@@ -30,11 +30,11 @@ from app.lessons import (
     Lesson,
     Step,
     load_lessons,
-    planned,
     simulated,
 )
 from app.navigation import link_to
 from app.settings import LabSettings
+from app.simulation import planned
 
 PAGE = "ls"
 LESSON, STEP = f"{PAGE}_lesson", f"{PAGE}_step"
