@@ -45,36 +45,50 @@ class Metric:
     """The metric card's label ("Bubble fraction"); "" when no card draws it."""
     format: str = ".4g"
     """The card's format spec for the value (".1%": a share; ",": thousands separated)."""
+    unit: str = ""
+    """Written after the card's value (" s", " GB")."""
     timed: bool = False
-    """The value is a time: the card writes the page's time unit after it."""
+    """The value is in the page's time unit (simulated units, ms): the card writes the one it is given."""
     term: str = ""
     """The glossary term that defines it (``app.glossary``): a card's help, and what a lesson introducing the
     card writes in bold."""
+    explains: str = ""
+    """The card's help where no glossary term defines it: how the number is made ("TP × PP × DP × CP")."""
 
     def __post_init__(self) -> None:
         if self.reads not in SOURCES:
             raise ValueError(f"metric {self.name!r} reads {self.reads!r}; choose from {', '.join(SOURCES)}")
-        if self.card and self.term not in glossary.BY_NAME:
-            raise ValueError(f"the {self.card!r} card's term {self.term!r} is not in the glossary")
+        if self.term and self.term not in glossary.BY_NAME:
+            raise ValueError(f"metric {self.name!r}: its term {self.term!r} is not in the glossary")
         format(0.5, self.format)  # a spec that cannot format a number fails here, not on a page
 
     @property
     def help(self) -> str:
-        """The card's help: its term's definition, one sentence."""
-        return glossary.definition(self.term) if self.term else ""
+        """The card's help: its term's definition, one sentence (else ``explains``)."""
+        return glossary.definition(self.term) if self.term else self.explains
 
     def value(self, subject: Any) -> float:
         """The metric of ``subject`` (what ``reads`` names), as a number."""
         return float(self.compute(subject))
 
     def shown(self, subject: Any, *, time_unit: str = "") -> str:
-        """The value as its card writes it: "33.3%", "24", "12,288"; a time with ``time_unit`` after it."""
-        return f"{self.compute(subject):{self.format}}" + (time_unit if self.timed else "")
+        """The value as its card writes it: "33.3%", "24", "12,288", "1.2 s"; a time with ``time_unit`` after it."""
+        return f"{self.compute(subject):{self.format}}" + (time_unit if self.timed else self.unit)
 
 
 def _idle_by_cause(cause: str) -> str:
     """A cause of idle time (``engine.attribution.CAUSES``) as a metric name: "cost ratios" → idle_cost_ratios."""
     return "idle_" + cause.replace(" ", "_")
+
+
+def _total_of(cause: str) -> Callable[[Any], float]:
+    """``cause``'s idle time, summed over the ranks, of an ``IdleAttribution``."""
+    return lambda split: split.total(cause)
+
+
+def _measured_total_of(cause: str) -> Callable[[Any], float]:
+    """``cause``'s idle time, summed over the ranks, of a real run (milliseconds)."""
+    return lambda result: result.idle_attribution().total(cause)
 
 
 # -- a simulated step -----------------------------------------------------------------------------------------
@@ -122,7 +136,7 @@ TIMELINE_METRICS = (
     Metric("busy_per_rank", "timeline", lambda t: max(t.busy_per_rank())),
 )
 CAUSE_METRICS = tuple(
-    Metric(_idle_by_cause(cause), "causes", lambda split, cause=cause: split.total(cause))
+    Metric(_idle_by_cause(cause), "causes", _total_of(cause))
     for cause in CAUSES
     if cause != "overhead"  # a simulated step ends at the last simulation: no overhead (engine.attribution)
 )
@@ -130,15 +144,52 @@ CAUSE_METRICS = tuple(
 
 # -- a plan of a real model on real GPUs ----------------------------------------------------------------------
 PLAN_METRICS = (
-    Metric("step_seconds", "plan", lambda r: r.step_seconds),
+    # the Plan page's cards first, in the order they are drawn
+    Metric(
+        "step_seconds",
+        "plan",
+        lambda r: r.step_seconds,
+        card="Step time",
+        format=".3g",
+        unit=" s",
+        explains="the simulated pipeline plus the DP gradient all-reduce",
+    ),
+    Metric(
+        "tokens_per_second",
+        "plan",
+        lambda r: r.tokens_per_second,
+        card="Tokens / s",
+        format=",.0f",
+        explains="global batch × sequence length / step time",
+    ),
+    Metric(
+        "mfu",
+        "plan",
+        lambda r: r.mfu,
+        card="MFU",
+        format=".1%",
+        explains="model FLOPs per step / (GPUs × peak × step time)",
+    ),
+    Metric(
+        "bubble_fraction",
+        "plan",
+        lambda r: r.bubble_fraction,
+        card="Bubble",
+        format=".1%",
+        explains="idle / (ranks × makespan) of one simulated pipeline",
+    ),
+    Metric("gpus", "plan", lambda r: r.num_gpus, card="GPUs", format=",", explains="TP × PP × DP × CP"),
+    Metric(
+        "peak_memory_gb",
+        "plan",
+        lambda r: r.peak_memory_bytes / 1e9,
+        card="Peak memory / GPU",
+        format=".1f",
+        unit=" GB",  # its help is against the plan's GPU: the Plan page writes it
+    ),
     Metric("pipeline_seconds", "plan", lambda r: r.pipeline_seconds),
-    Metric("tokens_per_second", "plan", lambda r: r.tokens_per_second),
-    Metric("mfu", "plan", lambda r: r.mfu),
-    Metric("bubble_fraction", "plan", lambda r: r.bubble_fraction),
-    Metric("gpus", "plan", lambda r: r.num_gpus),
     Metric("microbatches", "plan", lambda r: r.num_microbatches),
     Metric("parameters_billion", "plan", lambda r: r.parameters / 1e9),
-    Metric("peak_memory_gb", "plan", lambda r: r.peak_memory_bytes / 1e9),
     Metric("first_stage_memory_gb", "plan", lambda r: r.memory[0].total / 1e9),
     Metric("activations_rank0_gb", "plan", lambda r: r.memory[0].activations / 1e9),
     Metric("in_flight_rank0", "plan", lambda r: r.memory[0].peak_microbatches_in_flight),
@@ -162,10 +213,7 @@ REAL_METRICS = (
     Metric("peak_bytes", "real", lambda r: max(r.summary()["peak_memory_bytes"])),
     Metric("peak_kib", "real", lambda r: max(r.summary()["peak_memory_bytes"]) / 1024),
     Metric("idle_ms", "real", lambda r: float(r.idle_attribution().idle.sum())),
-    *(
-        Metric(f"{_idle_by_cause(cause)}_ms", "real", lambda r, cause=cause: r.idle_attribution().total(cause))
-        for cause in CAUSES
-    ),
+    *(Metric(f"{_idle_by_cause(cause)}_ms", "real", _measured_total_of(cause)) for cause in CAUSES),
 )
 
 METRICS: tuple[Metric, ...] = TIMELINE_METRICS + CAUSE_METRICS + PLAN_METRICS + REAL_METRICS
@@ -187,8 +235,13 @@ CAUSES_OF_IDLE = read_from("causes")
 PLANNED = read_from("plan")
 MEASURED = read_from("real")
 
-CARDS: Mapping[str, Metric] = MappingProxyType({metric.name: metric for metric in METRICS if metric.card})
-"""Every metric card, by name, in the order the cards are drawn."""
+CARDS: Mapping[str, Metric] = MappingProxyType({name: metric for name, metric in SIMULATED.items() if metric.card})
+"""Every card of a simulated step, by name, in the order the cards are drawn (the ones lessons teach)."""
 PLAYGROUND_CARDS = ("makespan", "bubble_fraction", "bubble_ratio", "idle_inside_span", "peak_memory", "transfers")
 """The Playground's cards (idle inside span only where it differs from the plain idle time: ``app.explain``)."""
 assert set(PLAYGROUND_CARDS) <= set(CARDS)
+PLAN_CARDS: Mapping[str, Metric] = MappingProxyType({name: metric for name, metric in PLANNED.items() if metric.card})
+"""The Plan page's cards, by name, in the order they are drawn."""
+LESSON_PLAN_CARDS = ("step_seconds", "bubble_fraction", "mfu", "peak_memory_gb")
+"""The cards a lesson's plan step draws."""
+assert set(LESSON_PLAN_CARDS) <= set(PLAN_CARDS)
