@@ -12,21 +12,9 @@ from engine.attribution import DEFINITIONS, LEVELS, IdleAttribution
 from engine.narrate import Narration
 from engine.schedules import Family
 
-from . import glossary
 from .charts import BAR_LIMIT
 from .charts.attribution import attribution_figure
-
-CARD_LABELS = {
-    "makespan": "Makespan",
-    "idle": "Idle time",
-    "bubble_fraction": "Bubble fraction",
-    "bubble_ratio": "Bubble ratio",
-    "idle_inside_span": "Idle inside span",
-    "peak_memory": "Peak memory",
-    "transfers": "Transfers",
-}
-"""Every metric card, in the order they are drawn (the names are ``glossary.METRICS``'s)."""
-PLAYGROUND_CARDS = ("makespan", "bubble_fraction", "bubble_ratio", "idle_inside_span", "peak_memory", "transfers")
+from .metrics import CARDS, PLAYGROUND_CARDS
 
 
 def card_rows(
@@ -34,24 +22,14 @@ def card_rows(
 ) -> list[tuple[str, str, str]]:
     """(label, value, help) of each card, as drawn. ``cards`` None: the Playground's set, where "Idle inside
     span" appears only when it differs from the plain idle time; named cards are always drawn (a lesson that
-    has taught a card shows it), in ``CARD_LABELS``' order. The help is the glossary's definition."""
-    summary = timeline.summary()
-    idle = sum(summary["idle"])
+    has taught a card shows it), in ``CARDS``' order. The help is the glossary's definition."""
     if cards is None:
-        differs = abs(sum(summary["span_idle"]) - idle) > 1e-9 * max(1.0, idle)
+        idle = CARDS["idle"].value(timeline)
+        differs = abs(sum(timeline.span_idle_per_rank()) - idle) > 1e-9 * max(1.0, idle)
         cards = tuple(c for c in PLAYGROUND_CARDS if c != "idle_inside_span" or differs)
-    values = {
-        "makespan": f"{summary['makespan']:.4g}{time_unit}",
-        "idle": f"{idle:.4g}{time_unit}",
-        "bubble_fraction": f"{summary['bubble_fraction']:.1%}",
-        "bubble_ratio": f"{summary['bubble_ratio']:.3f}",
-        "idle_inside_span": f"{summary['span_idle_fraction']:.1%}",
-        "peak_memory": f"{max(summary['peak_memory'], default=0):.3g}",
-        "transfers": f"{summary['transfers']:,}",
-    }
     return [
-        (CARD_LABELS[name], values[name], glossary.definition(glossary.METRICS[name]))
-        for name in CARD_LABELS
+        (metric.card, metric.shown(timeline, time_unit=time_unit), metric.help)
+        for name, metric in CARDS.items()
         if name in cards
     ]
 
@@ -71,7 +49,7 @@ def metric_cards(
             column.metric(label, value, help=help_text)
     summary = timeline.summary()
     idle, span_idle = sum(summary["idle"]), sum(summary["span_idle"])
-    shows_span = any(label == CARD_LABELS["idle_inside_span"] for label, _, _ in rows)
+    shows_span = any(label == CARDS["idle_inside_span"].card for label, _, _ in rows)
     if shows_span and span_idle < 0.5 * idle:  # the two counts tell different stories (ZB-H2, ZB-V)
         st.caption(
             "Idle inside span leaves out each rank's wait before its first action and after its last: the "

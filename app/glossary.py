@@ -3,7 +3,8 @@ and the lesson checker read them from here (pure data, no Streamlit).
 
 A lesson may use a term before it teaches it only if the term is here (``tests/test_lessons.py``: every term a
 lesson uses is defined in that lesson — written in bold where it is introduced — or in this glossary). Each
-metric card is a term too (``METRICS``): a lesson shows a card only from the step that introduces it.
+metric card is a term too (its ``Metric.term`` in ``app.metrics``; ``METRICS`` here): a lesson shows a card only
+from the step that introduces it.
 """
 
 from __future__ import annotations
@@ -230,16 +231,15 @@ TERMS: tuple[Term, ...] = (
 )
 BY_NAME = {term.name: term for term in TERMS}
 
-METRICS: dict[str, str] = {
-    "makespan": "makespan",
-    "idle": "idle time",
-    "bubble_fraction": "bubble fraction",
-    "bubble_ratio": "bubble ratio",
-    "idle_inside_span": "idle inside span",
-    "peak_memory": "peak memory",
-    "transfers": "transfer",
-}
-"""Each metric card (in the order the cards are drawn) and the term that defines it."""
+
+def __getattr__(name: str) -> dict[str, str]:
+    """``METRICS``: each metric card (in the order the cards are drawn) and the term that defines it. The metrics
+    registry (``app.metrics``) is its home and checks its terms against this module, so it is read on first use."""
+    if name == "METRICS":
+        from .metrics import CARDS
+
+        return {card.name: card.term for card in CARDS.values()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def definition(name: str) -> str:

@@ -9,25 +9,19 @@ import re
 from collections.abc import Mapping
 from fractions import Fraction
 
-from engine.attribution import attribute_simulated
-
-from .glossary import METRICS
+from . import metrics
 from .lessons import (
-    CAUSE_METRICS,
     CLAIM,
     LIVE,
     MAIN,
-    PLAN_METRICS,
-    REAL_METRICS,
-    SIMULATED_METRICS,
     SIZE_NAMES,
     Lesson,
     LessonError,
     Question,
     Step,
-    planned,
     simulated,
 )
+from .simulation import idle_attribution, planned
 
 
 # -- expressions ----------------------------------------------------------------------------------------------
@@ -67,29 +61,31 @@ def evaluate(expression: str, step: Step, real_results: dict | None = None) -> f
 
     def metric(config: str, name: str) -> float:
         if config in step.real:
-            if name not in REAL_METRICS:
-                raise LessonError(f"{expression!r}: {name} is not a real-run metric ({', '.join(REAL_METRICS)})")
+            if name not in metrics.MEASURED:
+                raise LessonError(f"{expression!r}: {name} is not a real-run metric ({', '.join(metrics.MEASURED)})")
             if real_results is None or config not in real_results:
                 raise LessonError(f"{expression!r}: the real run {config!r} has not run")
-            return float(REAL_METRICS[name](real_results[config]))
+            return metrics.MEASURED[name].value(real_results[config])
         if config in step.plans:
-            if name not in PLAN_METRICS:
-                raise LessonError(f"{expression!r}: {name} is not a plan metric ({', '.join(PLAN_METRICS)})")
-            return float(PLAN_METRICS[name](planned(step.plans[config])))
+            if name not in metrics.PLANNED:
+                raise LessonError(f"{expression!r}: {name} is not a plan metric ({', '.join(metrics.PLANNED)})")
+            return metrics.PLANNED[name].value(planned(step.plans[config]))
         settings = step.config if config == MAIN else step.configs.get(config)
         if settings is None:
             raise LessonError(f"{expression!r}: no configuration named {config!r}")
         if name in SIZE_NAMES:
             return float(SIZE_NAMES[name](settings, settings.costs()))
-        if name in CAUSE_METRICS:
+        if name in metrics.CAUSES_OF_IDLE:
             schedule, timeline = simulated(settings)
-            return attribute_simulated(schedule, settings.costs(), timeline).total(CAUSE_METRICS[name])
-        if name not in SIMULATED_METRICS:
+            sizes = (settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks)
+            split = idle_attribution(schedule, settings.costs(), timeline, key=sizes)
+            return metrics.CAUSES_OF_IDLE[name].value(split)
+        if name not in metrics.SIMULATED:
             raise LessonError(
-                f"{expression!r}: {name} is not a metric ({', '.join([*SIMULATED_METRICS, *CAUSE_METRICS])}) nor "
-                f"a size ({', '.join(SIZE_NAMES)})"
+                f"{expression!r}: {name} is not a metric ({', '.join([*metrics.SIMULATED, *metrics.CAUSES_OF_IDLE])}) "
+                f"nor a size ({', '.join(SIZE_NAMES)})"
             )
-        return float(SIMULATED_METRICS[name](simulated(settings)[1]))
+        return metrics.SIMULATED[name].value(simulated(settings)[1])
 
     return value(_names(expression))
 
@@ -154,7 +150,7 @@ def check_answer(question: Question, step: Step, given) -> tuple[bool, str]:
 # -- what the learner sees ------------------------------------------------------------------------------------
 def taught_metrics(lessons: Mapping[int, Lesson], lesson: Lesson, index: int) -> tuple[str, ...]:
     """The metric cards shown at step ``index`` of ``lesson``: those every earlier lesson introduced, this
-    lesson's own, and its steps' up to this one — in the cards' order (``glossary.METRICS``)."""
+    lesson's own, and its steps' up to this one — in the cards' order (``app.metrics.CARDS``)."""
     names: set[str] = set()
     for number, other in lessons.items():
         if number < lesson.number:
@@ -162,7 +158,7 @@ def taught_metrics(lessons: Mapping[int, Lesson], lesson: Lesson, index: int) ->
             names.update(name for step in other.steps for name in step.metrics)
     names.update(lesson.metrics)
     names.update(name for step in lesson.steps[: index + 1] for name in step.metrics)
-    return tuple(name for name in METRICS if name in names)
+    return tuple(name for name in metrics.CARDS if name in names)
 
 
 def pretty(expression: str) -> str:

@@ -37,16 +37,14 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 
-from engine import Schedule, Timeline, build_schedule, simulate
-from engine.attribution import CAUSES
+from engine import Schedule, Timeline
 from engine.model_config import ModelConfig
 from engine.runtime import RunConfig
 from engine.scale.request import PlanRequest
 
-from .glossary import METRICS
+from . import metrics, simulation
 from .settings import LabSettings
 
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
@@ -54,57 +52,9 @@ CLAIM = re.compile(r"\[\[([^|\]]+)\|([^\]]+)\]\]")
 LIVE = re.compile(r"\{\{([^}:]+)(?::([^}]+))?\}\}")
 MAIN = "main"
 
-CAUSE_KEYS = {cause: "idle_" + cause.replace(" ", "_") for cause in CAUSES}
-"""Each cause of idle time (``engine.attribution.CAUSES``) as a metric name: "cost ratios" → idle_cost_ratios."""
-SIMULATED_METRICS = {
-    "makespan": lambda t: t.makespan,
-    "bubble_fraction": lambda t: t.bubble_fraction,
-    "bubble_ratio": lambda t: t.bubble_ratio,
-    "idle_inside_span": lambda t: t.span_idle_fraction,
-    "idle": lambda t: sum(t.idle_per_rank()),
-    "idle_per_rank": lambda t: max(t.idle_per_rank()),
-    "peak_memory": lambda t: max(t.peak_memory_per_rank()),
-    "peak_memory_last_rank": lambda t: t.peak_memory_per_rank()[-1],
-    "held_between_actions": lambda t: float(t.frame["memory_after"].max()),
-    "transfers": lambda t: t.num_transfers,
-    "busy_per_rank": lambda t: max(t.busy_per_rank()),
-}
-CAUSE_METRICS = {key: cause for cause, key in CAUSE_KEYS.items() if cause != "overhead"}
-"""A simulated step's idle time by cause, summed over the ranks (``engine.attribution``), e.g. idle_imbalance;
-the real runs have each with _ms, and idle_overhead_ms."""
-PLAN_METRICS = {
-    "step_seconds": lambda r: r.step_seconds,
-    "pipeline_seconds": lambda r: r.pipeline_seconds,
-    "tokens_per_second": lambda r: r.tokens_per_second,
-    "mfu": lambda r: r.mfu,
-    "bubble_fraction": lambda r: r.bubble_fraction,
-    "gpus": lambda r: r.num_gpus,
-    "microbatches": lambda r: r.num_microbatches,
-    "parameters_billion": lambda r: r.parameters / 1e9,
-    "peak_memory_gb": lambda r: r.peak_memory_bytes / 1e9,
-    "first_stage_memory_gb": lambda r: r.memory[0].total / 1e9,
-    "activations_rank0_gb": lambda r: r.memory[0].activations / 1e9,
-    "in_flight_rank0": lambda r: r.memory[0].peak_microbatches_in_flight,
-    "fits": lambda r: float(r.fits),
-    "ranks_over_memory": lambda r: sum(not rank.fits for rank in r.memory),
-    "layers_first_stage": lambda r: r.layers_per_stage[0],
-    "layers_second_stage": lambda r: r.layers_per_stage[1],
-    "rank0_busy_seconds": lambda r: r.timeline.busy_per_rank()[0],
-    "rank1_busy_seconds": lambda r: r.timeline.busy_per_rank()[1],
-    "idle_gpu_hours_per_step": lambda r: r.bubble_fraction * r.num_gpus * r.pipeline_seconds / 3600,
-}
-"""What a lesson may say of a plan (``engine.scale.Plan``); a plan's numbers are exact, so claims may use them."""
-REAL_METRICS = {
-    "measured_makespan": lambda r: r.measured.makespan,
-    "predicted_makespan": lambda r: r.predicted.makespan,
-    "prediction_error": lambda r: r.prediction_error,
-    "max_grad_error": lambda r: r.max_grad_error,
-    "loss": lambda r: r.loss,
-    "reference_loss": lambda r: r.reference_loss,
-    "peak_bytes": lambda r: max(r.summary()["peak_memory_bytes"]),
-    "peak_kib": lambda r: max(r.summary()["peak_memory_bytes"]) / 1024,
-    "idle_ms": lambda r: float(r.idle_attribution().idle.sum()),
-} | {f"{key}_ms": (lambda r, cause=cause: r.idle_attribution().total(cause)) for cause, key in CAUSE_KEYS.items()}
+SIMULATED_METRICS, REAL_METRICS = metrics.SIMULATED, metrics.MEASURED
+"""Metric names a lesson may use of a simulated step and of a real run (the registry's, ``app.metrics``; also
+``metrics.CAUSES_OF_IDLE`` and ``metrics.PLANNED``), which a configuration's name must not shadow."""
 
 
 SIZE_NAMES = {
@@ -194,7 +144,7 @@ class Step:
     stand_in: bool = False
     """The configuration stands in for the step's real runs until they have run (or after they failed)."""
     plans: dict[str, PlanRequest] = field(default_factory=dict)
-    """Named plans of a real model on real GPUs (the Plan page's URL keys; ``PLAN_METRICS``)."""
+    """Named plans of a real model on real GPUs (the Plan page's URL keys; ``app.metrics.PLANNED``)."""
     plan: str = ""
     """The plan the step draws (its cards, memory per GPU and Gantt in seconds), by name."""
 
@@ -277,9 +227,9 @@ def _try_actions(items: list, config: LabSettings | None, where: str) -> tuple[T
 
 
 def _metric_names(names: list, where: str) -> tuple[str, ...]:
-    unknown = [name for name in names if name not in METRICS]
+    unknown = [name for name in names if name not in metrics.CARDS]
     if unknown:
-        raise LessonError(f"{where}: unknown metric card(s) {unknown}; choose from {', '.join(METRICS)}")
+        raise LessonError(f"{where}: unknown metric card(s) {unknown}; choose from {', '.join(metrics.CARDS)}")
     return tuple(names)
 
 
@@ -288,14 +238,6 @@ def _plan(query: dict, where: str) -> PlanRequest:
     if problems:
         raise LessonError(f"{where}: {'; '.join(problems)}")
     return settings
-
-
-@lru_cache(maxsize=32)
-def planned(settings: PlanRequest):
-    """A lesson's plan (``engine.scale.plan``), from the Plan page's arguments."""
-    from engine.scale import plan
-
-    return plan(*settings.resolve())
 
 
 def load_lesson(path: Path) -> Lesson:
@@ -368,7 +310,8 @@ def load_lessons(folder: Path = LESSONS) -> list[Lesson]:
     return sorted((load_lesson(path) for path in sorted(folder.glob("*.toml"))), key=lambda lesson: lesson.number)
 
 
-@lru_cache(maxsize=128)
 def simulated(settings: LabSettings) -> tuple[Schedule, Timeline]:
-    schedule = build_schedule(settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks)
-    return schedule, simulate(schedule, settings.costs())
+    """A lesson configuration's schedule and simulated step: the pages' cached engine call (``app.simulation``)."""
+    return simulation.simulated(
+        settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks, settings.costs()
+    )

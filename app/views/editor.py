@@ -46,13 +46,9 @@ def read_upload(upload) -> None:
         st.error(f"{shown(upload.name)} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}).")
 
 
-def editor() -> None:
-    st.title("Schedule editor")
-    st.caption(
-        "A schedule in PyTorch's CSV format: one line per rank, actions such as 0F0, 1B3, 2I5, 2W5 or "
-        "(0F7;7B3)OVERLAP_F_B, run left to right. Lowered files with SEND/RECV actions are read too."
-    )
-    # bind
+def bind_start():
+    """The sidebar: the projector switch, the family to start from (its costs are the simulation's), the load
+    button and the upload. Returns (projector, the sidebar's family and costs)."""
     link = state.opened_link(PAGE, (state.PROJECTOR_KEY,))
     projector = projector_toggle(link)
     st.sidebar.markdown("**Start from a family**")
@@ -69,12 +65,20 @@ def editor() -> None:
             key=f"{PAGE}_upload",
         )
     )
+    return projector, start
+
+
+def schedule_text() -> str:
+    """The text box, kept across pages (1F1B on 4 ranks × 8 micro-batches until the visitor writes another)."""
     state.restore({TEXT: build_schedule("1f1b", 4, 8).to_csv()})
     text = st.text_area("Schedule (PyTorch CSV)", key=TEXT, height=220, max_chars=EDITOR_MAX_BYTES)
     state.remember([TEXT])
-    costs = start.split_costs()
+    return text
 
-    # engine
+
+def simulate_text(text: str, costs):
+    """The text read, validated and simulated, or why it cannot be — then the last version that ran, for
+    reference (the page stops when none has). Returns (reading, timeline, whether the text itself is valid)."""
     try:
         reading, timeline = simulated_csv(text, costs)
         state.keep_last_good(PAGE, (reading, timeline))
@@ -86,18 +90,19 @@ def editor() -> None:
     except ValueError as error:
         st.error(f"This schedule cannot be read: {plain(error)}")
         reading = None
-    valid = reading is not None
-    if not valid:
-        good = state.last_good(PAGE)
-        if good is None:
-            st.stop()
-        reading, timeline = good
-        st.caption(f"Below, for reference: the last version that ran ({plain(reading.describe())}).")
-    else:
+    if reading is not None:
         st.success(f"Valid: {plain(reading.describe())}. Simulated with the sidebar's costs (B = I + W).")
+        return reading, timeline, True
+    good = state.last_good(PAGE)
+    if good is None:
+        st.stop()
+    reading, timeline = good
+    st.caption(f"Below, for reference: the last version that ran ({plain(reading.describe())}).")
+    return reading, timeline, False
 
-    # render
-    schedule = reading.schedule
+
+def show_timeline(schedule, timeline, costs, projector: bool) -> None:
+    """The cards, the played Gantt, its legend notes and the per-rank table."""
     metric_cards(timeline, projector=projector)
     title = f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches"
     figure = timeline_figure(timeline, title=title, projector=projector)
@@ -105,6 +110,10 @@ def editor() -> None:
     st.plotly_chart(figure, width="stretch", key="ed_gantt")
     legend_notes(timeline, costs, schedule.num_chunks)
     rank_table(timeline)
+
+
+def downloads_and_run(schedule, timeline, valid: bool) -> None:
+    """Download the CSV or the Perfetto trace, or send the schedule to the Real run page (only a valid text)."""
     if not valid:
         st.caption("Download and Run act on the schedule in the text box, which does not run: fix it first.")
     columns = st.columns(3)
@@ -127,6 +136,20 @@ def editor() -> None:
     ):
         RunSettings.send_schedule(st.session_state, schedule.to_csv())
         st.switch_page(REAL_RUN, query_params=state.page_query("rr", RunSettings().to_query()))
+
+
+def editor() -> None:
+    st.title("Schedule editor")
+    st.caption(
+        "A schedule in PyTorch's CSV format: one line per rank, actions such as 0F0, 1B3, 2I5, 2W5 or "
+        "(0F7;7B3)OVERLAP_F_B, run left to right. Lowered files with SEND/RECV actions are read too."
+    )
+    projector, start = bind_start()
+    text = schedule_text()
+    costs = start.split_costs()
+    reading, timeline, valid = simulate_text(text, costs)
+    show_timeline(reading.schedule, timeline, costs, projector)
+    downloads_and_run(reading.schedule, timeline, valid)
 
 
 editor()

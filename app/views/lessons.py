@@ -30,11 +30,12 @@ from app.lessons import (
     Lesson,
     Step,
     load_lessons,
-    planned,
     simulated,
 )
+from app.metrics import LESSON_PLAN_CARDS, PLAN_CARDS
 from app.navigation import link_to
 from app.settings import LabSettings
+from app.simulation import planned
 
 PAGE = "ls"
 LESSON, STEP = f"{PAGE}_lesson", f"{PAGE}_step"
@@ -320,14 +321,8 @@ def plan_block(step: Step, projector: bool) -> None:
     """A step about a real model: the plan's cards, its memory per GPU, and the way to the Plan page."""
     settings = step.plans[step.plan]
     result = planned(settings)
-    values = [
-        ("Step time", f"{result.step_seconds:.3g} s"),
-        ("Bubble", f"{result.bubble_fraction:.1%}"),
-        ("MFU", f"{result.mfu:.1%}"),
-        ("Peak memory / GPU", f"{result.peak_memory_bytes / 1e9:.1f} GB"),
-    ]
-    for column, (label, value) in zip(st.columns(len(values)), values, strict=True):
-        column.metric(label, value)
+    for column, name in zip(st.columns(len(LESSON_PLAN_CARDS)), LESSON_PLAN_CARDS, strict=True):
+        column.metric(PLAN_CARDS[name].card, PLAN_CARDS[name].shown(result))
     st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key=f"{PAGE}_plan_memory")
     link_to("pl", settings.to_query(), "Open this on the Plan page", icon=":material/dns:")
 

@@ -88,9 +88,26 @@ def stage_cost_table(result) -> pd.DataFrame:
 
 
 def show_result(ran, result, config, projector: bool) -> None:
+    """A run's notes, cards and gradient check; what it measured per stage; why its step is longer than the
+    textbook's; its chart against the prediction; each rank's end and memory against the model."""
     if ran != config:
         st.caption("Below: your last run. The sidebar has changed since — press Run to measure the new configuration.")
     summary = result.summary()
+    run_notes(summary)
+    result_cards(summary, config)
+    gradient_check(summary)
+    st.markdown("**Measured cost of each action, per stage** (the prediction is built from these)")
+    st.table(stage_cost_table(result))
+    search_with_measured_costs(result)
+    st.subheader("Why the measured step is longer than the textbook's")
+    idle_causes(result.idle_attribution(), key=f"{PAGE}_causes", time_unit="ms", projector=projector)
+    measured_chart(result, projector)
+    st.table(per_rank_table(result, summary))
+    memory_model_note(result, summary)
+
+
+def run_notes(summary: dict) -> None:
+    """The run's warnings and notes; the interference sentence in the page's words."""
     interference = summary["interference"]
     for note in summary["notes"]:
         if interference and note == interference["sentence"]:
@@ -99,6 +116,10 @@ def show_result(ran, result, config, projector: bool) -> None:
     if interference:
         sentence = interference["sentence"].replace("raise --repeats", "raise Measured steps")
         (st.warning if interference["busy"] else st.caption)(sentence)
+
+
+def result_cards(summary: dict, config) -> None:
+    """Measured and predicted makespan, the bubble fraction and the gradient check, as four cards."""
     low, high = summary["makespan_spread"]
     used = ESTIMATOR_TITLES.get(summary["estimator"], summary["estimator"])
     cards = st.columns(4)
@@ -136,6 +157,10 @@ def show_result(ran, result, config, projector: bool) -> None:
         delta_color="normal" if matches else "inverse",
         delta_arrow="off",
     )
+
+
+def gradient_check(summary: dict) -> None:
+    """Why the pipelined gradients must equal the unsplit model's, and how close they are."""
     st.markdown(
         f"**Gradient check**: every weight's gradient after the pipelined step is compared with the gradient "
         f"of the whole, unsplit model on the whole batch; they must match, because each micro-batch's loss is "
@@ -143,8 +168,10 @@ def show_result(ran, result, config, projector: bool) -> None:
         f"accumulation. Largest relative difference here: {summary['max_grad_error']:.1e}. "
         f"Loss {summary['loss']:.6f}; the unsplit model's {summary['reference_loss']:.6f}."
     )
-    st.markdown("**Measured cost of each action, per stage** (the prediction is built from these)")
-    st.table(stage_cost_table(result))
+
+
+def search_with_measured_costs(result) -> None:
+    """A link to the Search page with this run's measured costs, for the placements the search takes."""
     schedule = result.schedule
     if schedule.num_chunks <= 2 and (schedule.num_chunks == 1 or schedule.placement == "v"):
         measured = SearchSettings.from_measured(
@@ -154,8 +181,10 @@ def show_result(ran, result, config, projector: bool) -> None:
             measured_stage_costs(schedule, result.measured.frame["compute_ms"].to_numpy()),
         )
         link_to("sr", measured.to_query(), "Search for a better schedule with these measured costs ↗")
-    st.subheader("Why the measured step is longer than the textbook's")
-    idle_causes(result.idle_attribution(), key=f"{PAGE}_causes", time_unit="ms", projector=projector)
+
+
+def measured_chart(result, projector: bool) -> None:
+    """The measured Gantt with the prediction's outlines and the whiskers (each off by default when crowded)."""
     crowded = result.schedule.num_ranks * result.schedule.num_microbatches > CROWDED_ACTIONS
     toggles = st.columns(2)
     outlines = toggles[0].toggle("Prediction outlines", value=not crowded, key=f"{PAGE}_outlines")
@@ -169,6 +198,10 @@ def show_result(ran, result, config, projector: bool) -> None:
         "backend). Black outlines: the simulator's prediction from the measured per-stage costs, on the same "
         "time axis. Whiskers: each action's fastest and slowest of the measured steps."
     )
+
+
+def per_rank_table(result, summary: dict) -> pd.DataFrame:
+    """Each rank's measured and predicted end, and its peak memory measured and modelled, in one byte unit."""
     per_rank = pd.DataFrame(
         {
             "measured end (ms)": result.measured.frame.groupby("rank")["end"].max().round(3),
@@ -179,7 +212,11 @@ def show_result(ran, result, config, projector: bool) -> None:
     unit, divisor = memory_unit(summary["peak_memory_bytes"])
     per_rank[f"peak memory, measured ({unit})"] = [round(b / divisor, 2) for b in summary["peak_memory_bytes"]]
     per_rank[f"peak memory, modelled ({unit})"] = [round(b / divisor, 2) for b in result.modelled_peak_bytes()]
-    st.table(per_rank)
+    return per_rank
+
+
+def memory_model_note(result, summary: dict) -> None:
+    """What the memory model assumes between I and W, where the schedule splits the backward."""
     family = FAMILIES.get(result.schedule.name)
     if family is None or family.splits_backward:
         st.caption(

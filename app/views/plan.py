@@ -10,6 +10,7 @@ from app.charts.player import player
 from app.codec import plain
 from app.controls import projector_query, projector_toggle, warn_about
 from app.explain import chart_summary
+from app.metrics import PLAN_CARDS
 from app.simulation import planned
 from app.widgets import draw
 from engine import FAMILIES
@@ -74,17 +75,11 @@ def bind() -> tuple[PlanRequest, bool]:
 
 
 def cards(result) -> None:
+    """The plan's cards (``app.metrics.PLAN_CARDS``); peak memory's help says whether it fits this GPU."""
+    fits = f"of {result.gpu.memory_gb:g} GB: " + ("fits" if result.fits else "does not fit")
     values = [
-        ("Step time", f"{result.step_seconds:.3g} s", "the simulated pipeline plus the DP gradient all-reduce"),
-        ("Tokens / s", f"{result.tokens_per_second:,.0f}", "global batch × sequence length / step time"),
-        ("MFU", f"{result.mfu:.1%}", "model FLOPs per step / (GPUs × peak × step time)"),
-        ("Bubble", f"{result.bubble_fraction:.1%}", "idle / (ranks × makespan) of one simulated pipeline"),
-        ("GPUs", f"{result.num_gpus:,}", "TP × PP × DP × CP"),
-        (
-            "Peak memory / GPU",
-            f"{result.peak_memory_bytes / 1e9:.1f} GB",
-            f"of {result.gpu.memory_gb:g} GB: " + ("fits" if result.fits else "does not fit"),
-        ),  # fmt: skip
+        (metric.card, metric.shown(result), fits if name == "peak_memory_gb" else metric.help)
+        for name, metric in PLAN_CARDS.items()
     ]
     for column, (label, value, words) in zip(st.columns(3) * 2, values, strict=True):
         column.metric(label, value, help=words)
