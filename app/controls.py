@@ -13,7 +13,7 @@ from engine.schedules import Family
 
 from . import limits, state
 from .codec import flag
-from .run_settings import RunSettings
+from .real_run_settings import RealRunSettings
 from .settings import LabSettings
 from .widgets import draw
 
@@ -140,29 +140,29 @@ def bind_lab(
     return settings, problems + typed
 
 
-def bind_run(link: dict[str, str] | None, *, edited: bool) -> tuple[RunSettings, list[str]]:
+def bind_real_run(link: dict[str, str] | None, *, edited: bool) -> tuple[RealRunSettings, list[str]]:
     """The Real run page's sidebar; with ``edited`` the schedule comes from the editor, so its picker hides."""
     problems: list[str] = []
     if link:
-        linked, problems = RunSettings.from_query(link)
+        linked, problems = RealRunSettings.from_query(link)
         state.seed(linked.widget_values())
-    defaults = RunSettings().widget_values()
+    defaults = RealRunSettings().widget_values()
     state.restore(defaults)
     names = ["model", "layers", "hidden", "recompute", "backend", "repeats", "estimator"]
     if not edited:  # the schedule's own settings come first
-        family = FAMILIES[draw(RunSettings, "family")]
+        family = FAMILIES[draw(RealRunSettings, "family")]
         names[:0] = ["num_ranks", "num_microbatches"] + (["num_chunks"] if family.takes_chunks else [])
     for name in names:
-        draw(RunSettings, name, **({"on_change": _model_changed} if name == "model" else {}))
+        draw(RealRunSettings, name, **({"on_change": _model_changed} if name == "model" else {}))
     state.remember(defaults)
-    settings, typed = RunSettings.from_widgets({name: st.session_state[name] for name in defaults})
-    return replace(settings, schedule_csv=RunSettings.received_schedule(st.session_state)), problems + typed
+    settings, typed = RealRunSettings.from_widgets({name: st.session_state[name] for name in defaults})
+    return replace(settings, schedule_csv=RealRunSettings.received_schedule(st.session_state)), problems + typed
 
 
 def _model_changed() -> None:
-    """A new model starts from its own default width (``RunSettings.with_model``)."""
-    key = RunSettings.widget_key
-    st.session_state[key("hidden")] = RunSettings().with_model(st.session_state[key("model")]).hidden
+    """A new model starts from its own default width (``RealRunSettings.with_model``)."""
+    key = RealRunSettings.widget_key
+    st.session_state[key("hidden")] = RealRunSettings().with_model(st.session_state[key("model")]).hidden
 
 
 def warn_about(problems: list[str]) -> None:

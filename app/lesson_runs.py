@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import real_runs as server_runs  # looked up per call, so a test can stand in for it
+from app import real_run_jobs as server_runs  # looked up per call, so a test can stand in for it
 from app.charts import run_figure
 from app.charts.attribution import attribution_figure
 from app.codec import plain

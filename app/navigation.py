@@ -12,7 +12,7 @@ from engine.scale.request import PlanRequest
 
 from . import glossary, state
 from .controls import PROJECTOR, projector_query
-from .run_settings import RunSettings
+from .real_run_settings import RealRunSettings
 from .search_settings import SearchSettings
 from .settings import CompareSettings, LabSettings
 
@@ -62,7 +62,9 @@ PAGES = (
         lambda: SearchSettings().to_query(),
     ),  # fmt: skip
     PageEntry("pl", "views/plan.py", "Plan at real scale", ":material/dns:", "plan", lambda: PlanRequest().to_query()),
-    PageEntry("rr", "views/measure.py", "Real run", ":material/memory:", "real-run", lambda: RunSettings().to_query()),
+    PageEntry(
+        "rr", "views/real_run.py", "Real run", ":material/memory:", "real-run", lambda: RealRunSettings().to_query()
+    ),
 )
 BY_KEY = {page.key: page for page in PAGES}
 

@@ -315,7 +315,7 @@ def small_real_run(at):
 
 
 def test_real_run_runs_once_on_run_and_not_on_a_later_change():
-    at = open_app(page="views/measure.py")
+    at = open_app(page="views/real_run.py")
     assert any("press Run" in i.value for i in at.info)
     small_real_run(at)
     assert "rr_result" not in at.session_state  # changing widgets ran nothing
@@ -342,12 +342,12 @@ def test_real_run_runs_once_on_run_and_not_on_a_later_change():
     at.run()
     assert at.session_state["rr_runs"] == 1  # still the one run
     assert any("press Run to measure the new configuration" in c.value for c in at.caption)
-    other = open_app(page="views/measure.py")  # another visitor
+    other = open_app(page="views/real_run.py")  # another visitor
     assert "rr_result" not in other.session_state and any("press Run" in i.value for i in other.info)
 
 
 def test_real_run_speaks_the_pages_words_and_resets_the_width_for_the_gpt():
-    at = open_app(page="views/measure.py")
+    at = open_app(page="views/real_run.py")
     at.slider(key="rr_layers").set_value(2)
     at.run()
     assert any("2 blocks cannot fill 4 stages" in e for e in errors(at))
@@ -361,7 +361,7 @@ def test_real_run_refuses_what_this_machine_cannot_hold(monkeypatch):
     import engine.runtime.budget as budget
 
     monkeypatch.setattr(budget, "available_bytes", lambda: 300 * 2**20)  # a machine with 300 MiB free
-    at = open_app(page="views/measure.py")
+    at = open_app(page="views/real_run.py")
     assert any("This run would need about" in e and "more than the" in e for e in errors(at))
     assert at.button(key="rr_run").disabled
 
@@ -377,16 +377,16 @@ def test_the_editor_hands_its_schedule_to_the_real_run_page():
 
 
 def test_real_run_settings_survive_a_visit_to_another_page():
-    at = open_app(page="views/measure.py")
+    at = open_app(page="views/real_run.py")
     at.slider(key="rr_layers").set_value(12)
     at.run()
     go_to(at, "views/playground.py")
-    go_to(at, "views/measure.py")
+    go_to(at, "views/real_run.py")
     assert not at.exception and at.slider(key="rr_layers").value == 12
 
 
 # -- What the server process loads ---------------------------------------------------------------------------
-PAGE_FILES = ["views/playground.py", "views/lessons.py", "views/compare.py", "views/editor.py", "views/measure.py"]
+PAGE_FILES = ["views/playground.py", "views/lessons.py", "views/compare.py", "views/editor.py", "views/real_run.py"]
 TORCH_CHECK = """
 import sys
 from streamlit.testing.v1 import AppTest
@@ -403,7 +403,7 @@ print("torch" in sys.modules)
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGE_FILES)
 def test_opening_a_page_does_not_import_torch_into_the_server(page):
-    """Only pressing Run loads PyTorch, and then in a child process (app/real_runs.py)."""
+    """Only pressing Run loads PyTorch, and then in a child process (app/real_run_jobs.py)."""
     import subprocess
     import sys
 

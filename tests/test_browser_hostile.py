@@ -7,7 +7,7 @@ from urllib.parse import quote
 import pytest
 from browser_support import IDLE, launch, require_browser, serve_app
 
-from app.run_settings import RUN_KEYS
+from app.real_run_settings import RUN_KEYS
 from app.search_settings import SEARCH_KEYS
 from app.settings import COMPARE_KEYS, LAB_KEYS
 from engine.scale.request import PLAN_KEYS

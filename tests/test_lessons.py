@@ -485,12 +485,12 @@ def test_try_buttons_set_the_values_in_place_and_back():
 
 @pytest.mark.slow
 def test_a_failed_real_run_says_retry_and_the_stand_in_stays(monkeypatch):
-    import app.real_runs
+    import app.real_run_jobs
 
     def fail(config, *, progress, waiting):
         raise RuntimeError("the child process ended (exit code -9)")
 
-    monkeypatch.setattr(app.real_runs, "run_one", fail)
+    monkeypatch.setattr(app.real_run_jobs, "run_one", fail)
     at = open_lessons({"lesson": "8", "step": "2"})
     assert at.get("plotly_chart") and any("stand-in" in c.value for c in at.caption)  # before any run
     at.button(key="ls_run").click()

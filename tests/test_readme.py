@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from app.run_settings import RUN_KEYS
+from app.real_run_settings import RUN_KEYS
 from app.search_settings import SEARCH_KEYS
 from app.settings import COMPARE_KEYS, LAB_KEYS
 from app.state import PROJECTOR_KEY

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 from process_checks import group_members
 
-import app.real_runs as real_runs
+import app.real_run_jobs as real_run_jobs
 from engine.model_config import ModelConfig
 from engine.runtime import RunConfig, RunFailed, isolated, run
 from engine.runtime.budget import activation_bytes, check_budget, estimate, parameter_count
@@ -47,14 +47,14 @@ def test_an_isolated_run_that_fails_says_where_and_one_past_its_limit_is_ended()
 
 
 def test_one_real_run_at_a_time_and_the_second_visitor_is_told_to_wait(monkeypatch):
-    monkeypatch.setattr(real_runs, "run_isolated", lambda config, **_: time.sleep(1.5) or "done")
+    monkeypatch.setattr(real_run_jobs, "run_isolated", lambda config, **_: time.sleep(1.5) or "done")
     told, results = [], []
     first = threading.Thread(
-        target=lambda: results.append(real_runs.run_one(SMALL, progress=None, waiting=lambda text: None))
+        target=lambda: results.append(real_run_jobs.run_one(SMALL, progress=None, waiting=lambda text: None))
     )
     first.start()
     time.sleep(0.2)
-    results.append(real_runs.run_one(SMALL, progress=None, waiting=told.append))
+    results.append(real_run_jobs.run_one(SMALL, progress=None, waiting=told.append))
     first.join()
     assert results == ["done", "done"]
     assert told and told[0].startswith("Waiting for the run in progress (1f1b on 2 ranks")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.generator_code import generator_sources
-from app.run_settings import RunSettings
+from app.real_run_settings import RealRunSettings
 from app.search_settings import SearchSettings
 from app.settings import LabSettings
 from engine import FAMILIES
@@ -18,7 +18,7 @@ from engine.options import Choice, Number, Whole
 from engine.scale.request import PlanRequest
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = (LabSettings, SearchSettings, RunSettings, PlanRequest)
+SETTINGS = (LabSettings, SearchSettings, RealRunSettings, PlanRequest)
 MAX_FUNCTION_LINES = 80
 
 

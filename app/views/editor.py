@@ -10,7 +10,7 @@ from app.charts.player import player
 from app.codec import plain, shown
 from app.controls import bind_lab, projector_query, projector_toggle
 from app.explain import chart_summary, legend_notes, metric_cards, rank_table
-from app.run_settings import RunSettings
+from app.real_run_settings import RealRunSettings
 from app.simulation import simulated_csv
 from engine import ScheduleError, build_schedule
 
@@ -18,7 +18,7 @@ PAGE = "ed"
 TEXT = f"{PAGE}_csv"
 # the most the editor takes, pasted or uploaded (a 32-rank × 256-micro-batch ZB schedule is ~130 KiB)
 EDITOR_MAX_BYTES = 256 * 1024
-REAL_RUN = "views/measure.py"
+REAL_RUN = "views/real_run.py"
 
 
 def load_family(start) -> None:
@@ -134,8 +134,8 @@ def downloads_and_run(schedule, timeline, valid: bool) -> None:
         help="Open the Real run page with this schedule.",
         disabled=not valid,
     ):
-        RunSettings.send_schedule(st.session_state, schedule.to_csv())
-        st.switch_page(REAL_RUN, query_params=state.page_query("rr", RunSettings().to_query()))
+        RealRunSettings.send_schedule(st.session_state, schedule.to_csv())
+        st.switch_page(REAL_RUN, query_params=state.page_query("rr", RealRunSettings().to_query()))
 
 
 def editor() -> None:

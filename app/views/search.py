@@ -10,7 +10,7 @@ from app.charts.search import frontier_figure
 from app.codec import plain
 from app.controls import projector_query, projector_toggle, warn_about
 from app.explain import chart_summary
-from app.run_settings import RunSettings
+from app.real_run_settings import RealRunSettings
 from app.search_settings import PLACEMENT_TITLES, SEARCH_KEYS, SearchSettings
 from app.simulation import simulated
 from app.widgets import draw
@@ -118,8 +118,8 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
         "Download CSV (PyTorch format)", result.schedule.to_csv, "searched.csv", "text/csv", key=f"{PAGE}_csv"
     )
     if buttons[1].button("Run it for real ⚙️", key=f"{PAGE}_run", help="Open the Real run page with this schedule."):
-        RunSettings.send_schedule(st.session_state, result.schedule.to_csv())
-        st.switch_page("views/measure.py", query_params=state.page_query("rr", RunSettings().to_query()))
+        RealRunSettings.send_schedule(st.session_state, result.schedule.to_csv())
+        st.switch_page("views/real_run.py", query_params=state.page_query("rr", RealRunSettings().to_query()))
 
 
 def show_frontier(settings: SearchSettings, projector: bool) -> None:

@@ -1,6 +1,6 @@
 """Real run: execute a schedule on a toy model, and put the measurement next to the simulator's prediction.
 
-Nothing here imports PyTorch: the run happens in a child process (``app/real_runs.py``), and this machine's
+Nothing here imports PyTorch: the run happens in a child process (``app/real_run_jobs.py``), and this machine's
 GPUs are counted without it (``engine.runtime.host``)."""
 
 from dataclasses import replace
@@ -13,12 +13,12 @@ from app.charts import memory_unit, run_figure
 from app.charts.player import player
 from app.charts.run_figure import CROWDED_ACTIONS
 from app.codec import plain
-from app.controls import bind_run, projector_query, projector_toggle, warn_about
+from app.controls import bind_real_run, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, idle_causes
 from app.limits import REAL_RUN_MAX_RANKS
 from app.navigation import link_to
-from app.real_runs import memory_check, run_one
-from app.run_settings import ESTIMATOR_TITLES, RUN_KEYS, RunSettings
+from app.real_run_jobs import memory_check, run_one
+from app.real_run_settings import ESTIMATOR_TITLES, RUN_KEYS, RealRunSettings
 from app.search_settings import SearchSettings
 from engine import FAMILIES
 from engine.ir import Kind
@@ -35,13 +35,13 @@ def bind():
     """The address bar (when the visitor opened a link), the editor's hand-off and the sidebar → the run."""
     link = state.opened_link(PAGE, RUN_KEYS + (state.PROJECTOR_KEY,))
     projector = projector_toggle(link)
-    edited = RunSettings.received_schedule(st.session_state) is not None
+    edited = RealRunSettings.received_schedule(st.session_state) is not None
     if edited:
         st.sidebar.info("Running the schedule sent from the editor.")
         if st.sidebar.button("Use a schedule family instead", key=f"{PAGE}_forget_edited"):
-            RunSettings.forget_schedule(st.session_state)
+            RealRunSettings.forget_schedule(st.session_state)
             st.rerun()
-    settings, problems = bind_run(link, edited=edited)
+    settings, problems = bind_real_run(link, edited=edited)
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
     warn_about(problems)
     return settings, projector

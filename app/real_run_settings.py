@@ -26,7 +26,7 @@ PREFIX = "rr"
 
 
 @dataclass(frozen=True)
-class RunSettings(Declared):
+class RealRunSettings(Declared):
     """One real run: a schedule (a family, or a CSV sent from the editor) on a toy model."""
 
     PREFIX = PREFIX
@@ -114,7 +114,7 @@ class RunSettings(Declared):
             **common,  # type: ignore[arg-type]
         )
 
-    def with_model(self, model: str) -> RunSettings:
+    def with_model(self, model: str) -> RealRunSettings:
         """Another model starts from its own default width (the MLP's 512 would make the GPT needlessly big)."""
         return replace(self, model=model, hidden=MODEL_DEFAULTS[model]["hidden"])
 
@@ -136,4 +136,4 @@ class RunSettings(Declared):
         session.pop(cls.HANDOFF, None)
 
 
-RUN_KEYS = RunSettings.url_keys()
+RUN_KEYS = RealRunSettings.url_keys()
