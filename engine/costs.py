@@ -2,7 +2,8 @@
 
 Costs are data keyed by kind ([Note: cost kinds]): ``COST_KINDS`` lists every duration a cost model holds, and
 every generic reader (the simulator's per-kind durations, the text grammar, per-stage tables, the cost levels
-of the idle attribution, the runtime's measured costs) iterates it. A new kind of work is one entry here.
+of the idle attribution, the runtime's measured costs) iterates it. A new kind of work is one entry here, and
+its default rule in ``resolved``.
 
     >>> Costs.parse("F=1,I=1,W=1").durations["B"]
     2.0
@@ -36,20 +37,14 @@ class CostKind:
     """A cost input's help text, where one helps."""
 
 
+ZERO_BUBBLE_NAMES_I_B = "The Zero Bubble paper calls this pass B."
+PAIR_HELP = "One forward and one backward run together (DualPipeV); F + B means no gain."
 COST_KINDS: tuple[CostKind, ...] = (
     CostKind("F", Kind.F, "forward", "F forward"),
     CostKind("B", Kind.B, "backward", "B full backward"),
-    CostKind(
-        "I", Kind.I, "input-gradient backward", "I input-gradient backward", "The Zero Bubble paper calls this pass B."
-    ),
+    CostKind("I", Kind.I, "input-gradient backward", "I input-gradient backward", help=ZERO_BUBBLE_NAMES_I_B),
     CostKind("W", Kind.W, "weight-gradient backward", "W weight-gradient backward"),
-    CostKind(
-        "F&B",
-        None,
-        "overlapped pair",
-        "F&B overlapped pair",
-        "One forward and one backward run together (DualPipeV); F + B means no gain.",
-    ),
+    CostKind("F&B", None, "overlapped pair", "F&B overlapped pair", help=PAIR_HELP),
 )
 """Every duration, in the order the text form writes them."""
 COST_KEYS: tuple[str, ...] = tuple(cost.key for cost in COST_KINDS)
@@ -222,8 +217,9 @@ class Costs:
     @classmethod
     def parse(cls, text: str, *, num_stages: int | None = None, where: str = "the schedule", **extra: Any) -> Costs:
         """Read "F=1,B=2" or "F=1,I=1,W=1" (also "F&B=2.5" for the overlapped pair); with ``num_stages``, also one
-        value per stage, "F=1:2:1:1,I=1:1:2:1,W=1:1:1:1", which the simulator uses as they are (``stage_costs``).
-        ``where`` names what has the stages in an error ("the search"). The inverse is ``text``."""
+        value per stage, "F=1:2:1:1,I=1:1:2:1,W=1:1:1:1", which the simulator uses as they are (``stage_costs``:
+        the same default rules, but as measured, B need not equal I + W). ``where`` names what has the stages in an
+        error ("the search"). The inverse is ``text``."""
         if num_stages is not None and PER_STAGE_SEPARATOR in text:
             return cls.of(stage_costs=_per_stage(text, num_stages, where), **extra)
         values: dict[str, float] = {}
@@ -243,13 +239,15 @@ class Costs:
         return cls.of(values, **extra)
 
     def text(self, keys: Iterable[str] = COST_KEYS) -> str:
-        """The costs as ``parse`` reads them: "F=1,B=2,I=1,W=1,F&B=3" (those of ``keys``), or one value per stage
-        "F=1:2,B=…" when they are per stage."""
+        """The costs as ``parse`` reads them (with ``num_stages`` when they are per stage): "F=1,B=2,I=1,W=1,F&B=3",
+        or one value per stage "F=1:2,B=…"; the kinds of ``keys``, in ``COST_KEYS`` order."""
         keys = tuple(keys)
         if self.stage_costs is None:
             return costs_text(self.durations, keys)
         return ",".join(
-            f"{key}=" + PER_STAGE_SEPARATOR.join(_number_text(row[key]) for row in self.stage_costs) for key in keys
+            f"{key}=" + PER_STAGE_SEPARATOR.join(_number_text(row[key]) for row in self.stage_costs)
+            for key in COST_KEYS
+            if key in keys
         )
 
     # -- the durations by name, for formulas that name a pass (closed forms); generic code iterates COST_KINDS --
@@ -309,8 +307,7 @@ def _per_stage(text: str, num_stages: int, where: str) -> list[dict[str, float]]
     for key, numbers in values.items():
         if len(numbers) != num_stages:
             raise ValueError(f"{key} has {len(numbers)} values per stage, but {where} has {num_stages} stages")
-    rows = [{key: numbers[stage] for key, numbers in values.items()} for stage in range(num_stages)]
-    return [dict(resolved(row)) for row in rows]  # each row by the same rules as one value for all stages
+    return [{key: numbers[stage] for key, numbers in values.items()} for stage in range(num_stages)]
 
 
 UNIT = Costs.of({"F": 1.0, "I": 1.0, "W": 1.0})

@@ -96,6 +96,9 @@ def test_the_per_stage_form_is_the_same_grammar_one_value_per_stage():
         {"F": 2, "B": 2.5, "I": 1.5, "W": 1, "F&B": 4.5},
     ]
     assert Costs.parse(costs.text(), num_stages=2, comm=0.5) == costs
+    measured = Costs.of(stage_costs=[{"F": 1, "B": 2, "I": 0, "W": 0}, {"F": 1, "B": 0, "I": 1, "W": 0.5}])
+    assert measured.text() == "F=1:1,B=2:0,I=0:1,W=0:0.5,F&B=3:1"
+    assert Costs.parse(measured.text(), num_stages=2) == measured
     with pytest.raises(ValueError, match="F has 2 values per stage, but the search has 4 stages"):
         Costs.parse("F=1:1,I=1:1,W=1:1", num_stages=4, where="the search")
     with pytest.raises(ValueError, match="is not a number"):

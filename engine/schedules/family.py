@@ -69,15 +69,13 @@ class Family:
         return self.fixed_chunks if self.fixed_chunks is not None else (requested or 2)
 
     def costs(self, durations: Mapping[str, float | None], **extra: Any) -> Costs:
-        """The ``Costs`` this family reads from a full set of durations keyed as ``COST_KEYS``: F, then B, or I and
-        W when it splits the backward; F&B only when it overlaps (None or absent: F + B, no gain). ``extra``: the
-        other fields (``comm=0.5``…)."""
-        read = (
-            "F",
-            *(("I", "W") if self.splits_backward else ("B",)),
-            *((PAIR_KEY,) if self.overlaps_forward_backward else ()),
-        )
-        return Costs.of({key: durations.get(key) for key in read}, **extra)
+        """The ``Costs`` this family reads from a full set of durations keyed as ``COST_KEYS``: all but B when it
+        splits the backward, all but I and W when it does not, and F&B only when it overlaps (None: F + B, no
+        gain). What it leaves out follows by the default rules. ``extra``: the other fields (``comm=0.5``…)."""
+        unread = {"B"} if self.splits_backward else {"I", "W"}
+        if not self.overlaps_forward_backward:
+            unread.add(PAIR_KEY)
+        return Costs.of({key: value for key, value in durations.items() if key not in unread}, **extra)
 
     def closed_forms(self, schedule: Schedule, costs: Costs, timeline: Timeline) -> list[ClosedForm]:
         """Its closed forms for this configuration, next to the simulated values (empty without any)."""
