@@ -115,10 +115,8 @@ class LabSettings:
 
     def split_costs(self) -> Costs:
         """F, I, W (B = I + W) and F&B whatever the family: the costs of a pasted schedule (the editor)."""
-        pair = {} if self.overlapped is None else {"F&B": self.overlapped}
-        return Costs.of(
-            {"F": self.forward, "I": self.backward_input, "W": self.backward_weight, **pair}, **self._shared_costs()
-        )
+        durations = {"F": self.forward, "I": self.backward_input, "W": self.backward_weight, "F&B": self.overlapped}
+        return Costs.of(durations, **self._shared_costs())  # F&B None: F + B
 
     def _shared_costs(self) -> dict:
         return dict(
