@@ -63,8 +63,8 @@ def show_real_results(results: dict, projector: bool, page: str) -> None:
     for name, result in results.items():
         summary = result.summary()
         stage_ms = [
-            round(f + b + i + w, 2)
-            for f, b, i, w in measured_stage_costs(result.schedule, result.measured.frame["compute_ms"].to_numpy())
+            round(row["F"] + row["B"] + row["I"] + row["W"], 2)
+            for row in measured_stage_costs(result.schedule, result.measured.frame["compute_ms"].to_numpy())
         ]
         rows.append(
             {

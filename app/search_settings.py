@@ -14,7 +14,6 @@ from engine import Costs
 from engine.ir import PLACEMENTS
 from engine.options import Choice, Declared, Number, Option, Text, code_span, declared
 from engine.search import SearchProblem
-from engine.search.cli import parse_costs
 from engine.search.frontier import default_budgets
 
 from . import limits
@@ -97,7 +96,7 @@ class SearchSettings(Declared):
 
     def engine_costs(self) -> Costs:
         """The costs as the engine reads them (ValueError in words for a bad costs text)."""
-        return parse_costs(self.costs, comm=self.comm, num_stages=self.num_stages)
+        return Costs.parse(self.costs, num_stages=self.num_stages, where="the search", comm=self.comm)
 
     def to_problem(self) -> SearchProblem:
         """The engine's search problem (ValueError with the arithmetic when it cannot be searched)."""
@@ -129,7 +128,7 @@ class SearchSettings(Declared):
     def from_measured(cls, num_ranks: int, num_microbatches: int, placement: str, table) -> SearchSettings:
         """The Real run page's "search with these measured costs": the per-stage (F, B, I, W) a run measured, in
         ms (a full backward split in half between I and W), at a budget of 1F1B's p."""
-        forward, full, backward_input, backward_weight = (list(column) for column in zip(*table, strict=True))
+        forward, full, backward_input, backward_weight = ([row[key] for row in table] for key in ("F", "B", "I", "W"))
         inputs = [i if i > 0 else b / 2 for i, b in zip(backward_input, full, strict=True)]
         weights = [w if w > 0 else b / 2 for w, b in zip(backward_weight, full, strict=True)]
         # three significant digits of the largest cost, every cost on that grid: the exact method needs a factor

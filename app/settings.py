@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
 
 from engine import FAMILIES, Costs
 from engine.schedules import Family
@@ -111,25 +110,13 @@ class LabSettings:
 
     def costs(self) -> Costs:
         """The engine's costs as this family reads them: B, or I and W; F&B when it overlaps."""
-        return self.spec.costs(
-            forward=self.forward,
-            backward=self.backward,
-            backward_input=self.backward_input,
-            backward_weight=self.backward_weight,
-            overlapped=self.overlapped,
-            **self._shared_costs(),
-        )
+        durations = {"F": self.forward, "B": self.backward, "I": self.backward_input, "W": self.backward_weight}
+        return self.spec.costs({**durations, "F&B": self.overlapped}, **self._shared_costs())
 
     def split_costs(self) -> Costs:
         """F, I, W (B = I + W) and F&B whatever the family: the costs of a pasted schedule (the editor)."""
-        extra: dict[str, Any] = {} if self.overlapped is None else {"overlapped": self.overlapped}
-        return Costs(
-            forward=self.forward,
-            backward_input=self.backward_input,
-            backward_weight=self.backward_weight,
-            **extra,
-            **self._shared_costs(),
-        )
+        durations = {"F": self.forward, "I": self.backward_input, "W": self.backward_weight, "F&B": self.overlapped}
+        return Costs.of(durations, **self._shared_costs())  # F&B None: F + B
 
     def _shared_costs(self) -> dict:
         return dict(

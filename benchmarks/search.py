@@ -15,9 +15,9 @@ from engine import UNIT, Costs
 from engine.search import OPTIMAL, SearchProblem, SearchResult, search
 from engine.search.frontier import family_points
 
-UNEVEN = Costs(forward=1, backward_input=2, backward_weight=1, comm=0.5)
-SLOW_W = Costs(forward=2, backward_input=2, backward_weight=1)
-HEAVY_W = Costs(forward=1, backward_input=1, backward_weight=2, comm=1)
+UNEVEN = Costs.of({"F": 1, "I": 2, "W": 1}, comm=0.5)
+SLOW_W = Costs.of({"F": 2, "I": 2, "W": 1})
+HEAVY_W = Costs.of({"F": 1, "I": 1, "W": 2}, comm=1)
 CASES = [  # (ranks, micro-batches, placement, costs name, costs, budget)
     (2, 4, "loop", "F=I=W=1", UNIT, 2),
     (4, 8, "loop", "F=I=W=1", UNIT, 3),

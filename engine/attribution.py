@@ -22,13 +22,14 @@ itself and only "schedule" is non-zero: the family's closed form (``tests/test_a
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from .costs import Costs
-from .ir import Kind, Schedule
+from .costs import PAIR_KEY, Costs, resolved
+from .ir import Schedule
 from .simulate import simulate
 from .timeline import Timeline
 
@@ -91,7 +92,7 @@ def attribute_simulated(schedule: Schedule, costs: Costs, timeline: Timeline) ->
     """The split of a simulated step (its overhead is 0: the run is S3 itself)."""
     actual = replace(costs, stage_costs=None)
     if costs.stage_costs is not None:
-        return attribute(schedule, measured_levels(np.asarray(costs.stage_costs, float), costs), timeline)
+        return attribute(schedule, measured_levels(costs.stage_costs, costs), timeline)
     scale = np.asarray(costs.stage_scale or (1.0,) * schedule.num_stages, dtype=float)
     total = costs.forward + costs.backward  # one micro-batch's work through one rank's share, at scale 1
     imbalanced = _even_split(total, replace(actual, comm=0.0))  # S1: each stage its own work, F = I = W
@@ -100,27 +101,31 @@ def attribute_simulated(schedule: Schedule, costs: Costs, timeline: Timeline) ->
     return attribute(schedule, levels, timeline)
 
 
-def measured_levels(table: np.ndarray, costs: Costs) -> list[Costs]:
-    """S0–S3 from measured per-stage (F, B, I, W) durations: ``table`` is (stages, 4), ``costs`` the run's
-    prediction costs (its transfer time and recomputation flag)."""
-    work = table[:, Kind.F] + np.where(table[:, Kind.B] > 0, table[:, Kind.B], table[:, Kind.I] + table[:, Kind.W])
+EVEN = ("F", "B", "I", "W")
+"""The columns of an even split of one micro-batch's work: F = I = W, B = I + W (the rest by ``resolved``)."""
+
+
+def measured_levels(rows: Sequence[Mapping[str, float]], costs: Costs) -> list[Costs]:
+    """S0–S3 from measured per-stage durations (``Costs.stage_costs`` rows), ``costs`` the run's prediction
+    costs (its transfer time and recomputation flag). S2 and S3 take the rows as they are, every kind."""
+    table = np.array([[row[key] for key in EVEN] for row in rows], dtype=float)  # (stages, 4)
+    work = table[:, 0] + np.where(table[:, 1] > 0, table[:, 1], table[:, 2] + table[:, 3])  # F + (B or I + W)
     share = work[:, None] * np.array([1, 2, 1, 1]) / 3  # F = I = W, B = I + W
     common: dict[str, Any] = dict(recompute=costs.recompute, w_memory_fraction=costs.w_memory_fraction)
     return [
-        Costs(stage_costs=_rows(np.tile(share.mean(axis=0), (len(table), 1))), **common),
-        Costs(stage_costs=_rows(share), **common),
-        Costs(stage_costs=_rows(table), **common),
-        Costs(stage_costs=_rows(table), comm=costs.comm, **common),
+        Costs.of(stage_costs=_rows(np.tile(share.mean(axis=0), (len(table), 1))), **common),
+        Costs.of(stage_costs=_rows(share), **common),
+        Costs.of(stage_costs=rows, **common),
+        Costs.of(stage_costs=rows, comm=costs.comm, **common),
     ]
 
 
 def _even_split(total: float, costs: Costs) -> Costs:
     """``costs`` with one micro-batch's work ``total`` split F = I = W (B = 2F), F&B = F + B."""
     third = total / 3
-    return replace(
-        costs, forward=third, backward=2 * third, backward_input=third, backward_weight=third, overlapped=total
-    )
+    return replace(costs, durations=resolved({"F": third, "I": third, "W": third, PAIR_KEY: total}))
 
 
-def _rows(table: np.ndarray) -> tuple[tuple[float, float, float, float], ...]:
-    return tuple((float(f), float(b), float(i), float(w)) for f, b, i, w in table)
+def _rows(table: np.ndarray) -> list[dict[str, float]]:
+    """Rows of an even split's table, keyed; the kinds it leaves out follow by ``resolved``'s rules."""
+    return [dict(zip(EVEN, map(float, row), strict=True)) for row in table]

@@ -13,45 +13,54 @@ from __future__ import annotations
 
 import numpy as np
 
-from .costs import Costs
+from .costs import COST_OF_KIND, PAIR_KEY, Costs
 from .dependencies import CompiledSchedule, compiled, walk
 from .ir import Kind, Schedule
 from .links import walk_on_links
 from .timeline import Timeline
 from .validate import check_structure
 
+RECOMPUTING = (Kind.B, Kind.I)
+"""The kinds that, with recomputation, first re-run their forward (the backward passes that need activations)."""
+
 
 def slot_durations(schedule: Schedule, costs: Costs) -> np.ndarray:
-    """How long each slot takes under ``costs`` (flat slot order)."""
+    """How long each slot takes under ``costs`` (flat slot order): each action its kind's cost (``COST_KINDS``),
+    an overlapped pair's slot the F&B cost."""
     c = compiled(schedule)
     v, num_stages = schedule.num_chunks, schedule.num_stages
+    pairs = _overlapped_slots(c)
     if costs.stage_costs is not None:  # measured per stage (recomputation already inside I and B)
         if len(costs.stage_costs) != num_stages:
             raise ValueError(
                 f"stage_costs has {len(costs.stage_costs)} entries but the schedule has {num_stages} "
                 f"stages ({schedule.num_ranks} ranks × {v} per rank)"
             )
-        per_stage_and_kind = np.asarray(costs.stage_costs, dtype=float)  # (stage, kind)
-        return np.bincount(c.slot, weights=per_stage_and_kind[c.stage, c.kind], minlength=c.num_slots)
+        per_stage_and_kind = np.zeros((num_stages, len(Kind)))  # (stage, kind)
+        for kind, cost in COST_OF_KIND.items():
+            per_stage_and_kind[:, kind] = [row[cost.key] for row in costs.stage_costs]
+        durations = np.bincount(c.slot, weights=per_stage_and_kind[c.stage, c.kind], minlength=c.num_slots)
+        if len(pairs):  # a pair: its halves, plus the mean of its two stages' gain F&B − (F + B) (0 by default)
+            gain = np.array([row[PAIR_KEY] - (row["F"] + row["B"]) for row in costs.stage_costs])
+            first = c.slot_first_action[pairs]
+            durations[pairs] += (gain[c.stage[first]] + gain[c.stage[first + 1]]) / 2
+        return durations
     scale = np.asarray(costs.stage_scale or (1.0,) * num_stages, dtype=float)
     if len(scale) != num_stages:
         raise ValueError(
             f"stage_scale has {len(scale)} entries but the schedule has {num_stages} stages "
             f"({schedule.num_ranks} ranks × {v} per rank)"
         )
-    recompute_extra = costs.forward if costs.recompute else 0.0
+    recompute_extra = costs.forward if costs.recompute else 0.0  # a backward first re-runs its forward
     base = np.zeros(len(Kind))
-    base[Kind.F] = costs.forward
-    base[Kind.B] = costs.backward + recompute_extra
-    base[Kind.I] = costs.backward_input + recompute_extra
-    base[Kind.W] = costs.backward_weight
+    for kind, cost in COST_OF_KIND.items():
+        base[kind] = costs.durations[cost.key] + (recompute_extra if kind in RECOMPUTING else 0.0)
     with np.errstate(over="ignore"):  # an overflow becomes inf, which simulate() refuses with the numbers
         durations = np.bincount(c.slot, weights=base[c.kind] * scale[c.stage] / v, minlength=c.num_slots)
-    pairs = _overlapped_slots(c)
     if len(pairs):  # one overlapped F&B pair costs F&B, scaled by the mean of its two stages
         first = c.slot_first_action[pairs]
         mean_scale = (scale[c.stage[first]] + scale[c.stage[first + 1]]) / 2
-        durations[pairs] = (costs.overlapped + recompute_extra) * mean_scale / v
+        durations[pairs] = (costs.durations[PAIR_KEY] + recompute_extra) * mean_scale / v
     return durations
 
 
@@ -71,7 +80,7 @@ def memory_model(schedule: Schedule, costs: Costs) -> tuple[np.ndarray, np.ndarr
     change[Kind.F], change[Kind.B], change[Kind.I], change[Kind.W] = keep, -keep, -keep + w_part, -w_part
     after = _cumsum_by_group(change[c.kind] * share, c.rank)  # actions are in rank-then-list order
     before = after - change[c.kind] * share
-    rebuilt = np.where(costs.recompute & ((c.kind == Kind.B) | (c.kind == Kind.I)), (1.0 - keep) * share, 0.0)
+    rebuilt = np.where(costs.recompute & np.isin(c.kind, RECOMPUTING), (1.0 - keep) * share, 0.0)
     return after, np.maximum(after, before + rebuilt)
 
 
@@ -111,11 +120,11 @@ def recompute_time(schedule: Schedule, costs: Costs) -> np.ndarray:
     if not costs.recompute:
         return np.zeros(c.num_actions)
     if costs.stage_costs is not None:  # measured: the forward's own mean time stands for its re-run
-        per_stage = np.asarray(costs.stage_costs, dtype=float)[:, Kind.F]
+        per_stage = np.array([row["F"] for row in costs.stage_costs])
     else:
         scale = np.asarray(costs.stage_scale or (1.0,) * schedule.num_stages, dtype=float)
         per_stage = costs.forward * scale / schedule.num_chunks
-    return np.where((c.kind == Kind.B) | (c.kind == Kind.I), per_stage[c.stage], 0.0)
+    return np.where(np.isin(c.kind, RECOMPUTING), per_stage[c.stage], 0.0)
 
 
 def _cumsum_by_group(values: np.ndarray, groups: np.ndarray) -> np.ndarray:

@@ -75,7 +75,7 @@ def expected_cards(timeline) -> dict[str, str]:
 # -- Playground --------------------------------------------------------------------------------------------
 def test_playground_default_shows_the_engines_numbers_and_writes_its_url():
     at = open_app()
-    expected = simulate(build_schedule("1f1b", 4, 8), Costs(forward=1, backward=2))
+    expected = simulate(build_schedule("1f1b", 4, 8), Costs.of({"F": 1, "B": 2}))
     shown = metrics(at)
     assert {k: shown[k] for k in expected_cards(expected)} == expected_cards(expected)
     assert at.query_params == {
@@ -125,7 +125,7 @@ def test_widgets_recompute_and_idle_inside_span_shows_when_it_differs():
     at.slider(key="pg_num_microbatches").set_value(12)
     at.run()
     assert not at.exception
-    timeline = simulate(build_schedule("zb-h2", 6, 12), Costs(forward=1, backward_input=1, backward_weight=1))
+    timeline = simulate(build_schedule("zb-h2", 6, 12), Costs.of({"F": 1, "I": 1, "W": 1}))
     shown = metrics(at)
     assert {k: shown[k] for k in expected_cards(timeline)} == expected_cards(timeline)
     span = sum(timeline.span_idle_per_rank()) / (6 * timeline.makespan)
@@ -153,7 +153,7 @@ def test_recomputation_states_its_memory_rule_and_draws_its_segment():
     at = open_app({"schedule": "1f1b", "recompute": "1"})
     at.slider(key="pg_recompute_memory_fraction").set_value(0.25)
     at.run()
-    costs = Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.25)
+    costs = Costs.of({"F": 1, "B": 2}, recompute=True, recompute_memory_fraction=0.25)
     assert (
         metrics(at)["Peak memory"] == f"{max(simulate(build_schedule('1f1b', 4, 8), costs).peak_memory_per_rank()):.3g}"
     )
@@ -169,7 +169,7 @@ def test_a_shared_link_with_recomputation_reproduces_the_senders_peak_memory():
     assert link["keep"] == "0.5" and link["recompute"] == "1"
     receiver = open_app(link)
     assert metrics(receiver)["Peak memory"] == metrics(sender)["Peak memory"]
-    costs = Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.5)
+    costs = Costs.of({"F": 1, "B": 2}, recompute=True, recompute_memory_fraction=0.5)
     peak = max(simulate(build_schedule("1f1b", 4, 8), costs).peak_memory_per_rank())
     assert metrics(receiver)["Peak memory"] == f"{peak:.3g}" != metrics(open_app({"recompute": "1"}))["Peak memory"]
 
@@ -177,9 +177,9 @@ def test_a_shared_link_with_recomputation_reproduces_the_senders_peak_memory():
 def test_transfers_that_share_a_link_come_from_the_link_and_show_their_lanes():
     """DualPipeV's overlapped pairs hand two products over one link at once: shared, the second waits."""
     at = open_app({"schedule": "dualpipev", "costs": "F=1,I=1,W=1,F&B=2.5", "comm": "0.5", "links": "shared"})
-    split = dict(forward=1, backward_input=1, backward_weight=1, overlapped=2.5, comm=0.5)
-    shared = simulate(build_schedule("dualpipev", 4, 8), Costs(**split, shared_links=True))
-    delay = simulate(build_schedule("dualpipev", 4, 8), Costs(**split))
+    split = {"F": 1, "I": 1, "W": 1, "F&B": 2.5}
+    shared = simulate(build_schedule("dualpipev", 4, 8), Costs.of(split, comm=0.5, shared_links=True))
+    delay = simulate(build_schedule("dualpipev", 4, 8), Costs.of(split, comm=0.5))
     assert metrics(at)["Makespan"] == f"{shared.makespan:.4g}" != f"{delay.makespan:.4g}"
     assert at.query_params["links"] == "shared"
     names = {t["name"] for t in figure(at)["data"]}
@@ -240,7 +240,7 @@ def test_dualpipev_draws_overlapped_pairs_as_half_bars():
 
 # -- Compare -----------------------------------------------------------------------------------------------
 COMPARE = {"schedules": "gpipe,1f1b,zb-h1", "ranks": "4", "microbatches": "8"}
-COMPARE_COSTS = Costs(forward=1, backward_input=1, backward_weight=1)  # the page's defaults; B = I + W
+COMPARE_COSTS = Costs.of({"F": 1, "I": 1, "W": 1})  # the page's defaults; B = I + W
 
 
 def test_compare_shows_every_schedule_on_one_axis_with_the_engines_numbers():
@@ -277,7 +277,7 @@ def test_editor_simulates_the_text_and_loads_a_family():
     at.button(key="ed_load").click()
     at.run()
     assert at.text_area(key="ed_csv").value == build_schedule("zb-h1", 4, 8).to_csv()
-    expected = simulate(build_schedule("zb-h1", 4, 8), Costs(forward=1, backward_input=1, backward_weight=1))
+    expected = simulate(build_schedule("zb-h1", 4, 8), Costs.of({"F": 1, "I": 1, "W": 1}))
     assert metrics(at)["Makespan"] == f"{expected.makespan:.4g}"
 
 

@@ -1,6 +1,8 @@
 """Idle time split by cause ([Note: idle attribution] in engine/attribution.py): the parts add up, each appears
 only when its cause is there, and with the textbook's setting only "schedule" remains — the closed form."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -9,11 +11,11 @@ from engine.attribution import CAUSES, attribute_simulated, measured_levels
 
 COST_MIXES = [
     UNIT,
-    Costs(forward=1, backward=2),
-    Costs(forward=1, backward_input=1, backward_weight=3),
-    Costs(forward=2, backward_input=1.5, backward_weight=0.5, comm=0.25),
-    Costs(forward=1, backward_input=1, backward_weight=1, overlapped=2.5),
-    Costs(forward=1, backward=2, recompute=True),
+    Costs.of({"F": 1, "B": 2}),
+    Costs.of({"F": 1, "I": 1, "W": 3}),
+    Costs.of({"F": 2, "I": 1.5, "W": 0.5}, comm=0.25),
+    Costs.of({"F": 1, "I": 1, "W": 1, "F&B": 2.5}),
+    Costs.of({"F": 1, "B": 2}, recompute=True),
 ]
 
 
@@ -28,7 +30,7 @@ def test_the_parts_add_up_to_each_ranks_idle_time(name):
         for scale in (None, "uneven"):
             schedule = build_schedule(name, 4, 8, chunks(name))
             if scale:
-                costs = Costs(**{**costs.__dict__, "stage_scale": tuple(np.linspace(1.5, 0.75, schedule.num_stages))})
+                costs = replace(costs, stage_scale=tuple(np.linspace(1.5, 0.75, schedule.num_stages)))
             timeline = simulate(schedule, costs)
             split = attribute_simulated(schedule, costs, timeline)
             assert split.per_rank.sum(axis=1) == pytest.approx(timeline.idle_per_rank(), abs=1e-9)
@@ -56,26 +58,26 @@ def test_the_schedule_part_is_the_closed_form(p):
 
 def test_each_cause_shows_only_when_it_is_there():
     schedule = build_schedule("zb-h1", 4, 8)
-    slow_ends = Costs(forward=1, backward_input=1, backward_weight=1, stage_scale=(1.5, 1, 1, 1.5))
+    slow_ends = Costs.of({"F": 1, "I": 1, "W": 1}, stage_scale=(1.5, 1, 1, 1.5))
     split = attribute_simulated(schedule, slow_ends, simulate(schedule, slow_ends)).per_rank
     assert np.abs(split[:, CAUSES.index("imbalance")]).sum() > 1 and np.abs(split[:, 2:]).sum() < 1e-9
-    heavy_w = Costs(forward=1, backward_input=1, backward_weight=3)  # the same work per micro-batch as 5/3 each
+    heavy_w = Costs.of({"F": 1, "I": 1, "W": 3})  # the same work per micro-batch as 5/3 each
     split = attribute_simulated(schedule, heavy_w, simulate(schedule, heavy_w)).per_rank
     assert np.abs(split[:, CAUSES.index("cost ratios")]).sum() > 1
     assert np.abs(split[:, CAUSES.index("imbalance")]).sum() < 1e-9
-    wired = Costs(forward=1, backward_input=1, backward_weight=1, comm=0.5)
+    wired = Costs.of({"F": 1, "I": 1, "W": 1}, comm=0.5)
     split = attribute_simulated(schedule, wired, simulate(schedule, wired)).per_rank
     assert split[:, CAUSES.index("transfers")].sum() > 0 and np.abs(split[:, 1:3]).sum() < 1e-9
 
 
 def test_measured_levels_keep_each_stages_work_and_add_the_transfer_last():
     table = np.array([[1.0, 0.0, 1.5, 0.5], [2.0, 0.0, 2.0, 1.0]])
-    levels = measured_levels(table, Costs(comm=0.3))
+    levels = measured_levels([dict(zip("FBIW", row, strict=True)) for row in table], Costs.of(comm=0.3))
     # one micro-batch's work on a stage: F + B, or F + I + W when the backward is split
-    work = [[f + max(b, i + w) for f, b, i, w in level.stage_costs] for level in levels]
+    work = [[row["F"] + max(row["B"], row["I"] + row["W"]) for row in level.stage_costs] for level in levels]
     assert work[0] == pytest.approx([4.0, 4.0])  # every stage the mean stage's work
     assert work[1] == pytest.approx([3.0, 5.0]) and work[2] == pytest.approx([3.0, 5.0])  # each its own
-    assert levels[1].stage_costs[0] == pytest.approx((1.0, 2.0, 1.0, 1.0))  # F = I = W, B = 2F
+    assert [levels[1].stage_costs[0][key] for key in "FBIW"] == pytest.approx((1.0, 2.0, 1.0, 1.0))  # F = I = W, B = 2F
     assert [level.comm for level in levels] == [0, 0, 0, 0.3]
 
 

@@ -31,7 +31,7 @@ def test_every_page_in_a_real_browser(tmp_path):
             # a shared link: GPipe, 4 stages, 6 micro-batches — a third of the time idle
             page, _ = open_page(browser, f"{url}/?schedule=gpipe&ranks=4&microbatches=6")
             assert "33.3%" in _metric(page, "Bubble fraction")
-            expected = simulate(build_schedule("gpipe", 4, 6), Costs(forward=1, backward=2))
+            expected = simulate(build_schedule("gpipe", 4, 6), Costs.of({"F": 1, "B": 2}))
             assert page.evaluate(DRAWN_MARKS) >= len(expected.frame)
             _save(page, "playground", tmp_path)
 
@@ -64,9 +64,7 @@ def test_every_page_in_a_real_browser(tmp_path):
 
             # one number per quantity: DualPipeV's makespan is the same on the lesson, its Playground link and
             # Compare, for the same costs (no F&B given: F + B, and every link writes it out)
-            expected = simulate(
-                build_schedule("dualpipev", 4, 8), Costs(forward=1, backward_input=1, backward_weight=1)
-            ).makespan
+            expected = simulate(build_schedule("dualpipev", 4, 8), Costs.of({"F": 1, "I": 1, "W": 1})).makespan
             page, _ = open_page(browser, f"{url}/lessons?lesson=7&step=2")
             assert _metric(page, "Makespan").endswith(f"{expected:.4g}")
             page.get_by_text("Open this in the Playground").click()

@@ -81,7 +81,7 @@ def test_sixty_fast_presses_end_where_they_should_everywhere():
                 page.wait_for_selector(IDLE, timeout=90_000)
                 _press(page, "Micro-batches, m", pause_ms)
                 target = 1 + PRESSES
-                expected = simulate(build_schedule("1f1b", 4, target), Costs(forward=1, backward=2)).makespan
+                expected = simulate(build_schedule("1f1b", 4, target), Costs.of({"F": 1, "B": 2})).makespan
                 card = page.locator('[data-testid="stMetric"]', has_text="Makespan").first.inner_text().split()[-1]
                 assert (_slider_value(page, "Micro-batches, m"), _query(page)["microbatches"], card) == (
                     target,

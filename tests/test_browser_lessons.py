@@ -14,7 +14,7 @@ from engine import Costs, build_schedule, simulate
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-ANSWER = simulate(build_schedule("gpipe", 8, 8), Costs(forward=1, backward=2)).bubble_fraction  # 7/15
+ANSWER = simulate(build_schedule("gpipe", 8, 8), Costs.of({"F": 1, "B": 2})).bubble_fraction  # 7/15
 FORMS = (f"{100 * ANSWER:.1f}", f"{100 * ANSWER:.2f}", f"{ANSWER:.3f}", "7/15")
 
 

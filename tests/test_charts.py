@@ -30,7 +30,7 @@ def decoded(array) -> np.ndarray:
 @pytest.mark.slow
 def test_every_figure_passes_plotlys_validation(name):
     chunks = 3 if FAMILIES[name].takes_chunks else None
-    costs = Costs(forward=1, backward_input=1, backward_weight=0.5, comm=0.2, recompute=True)
+    costs = Costs.of({"F": 1, "I": 1, "W": 0.5}, comm=0.2, recompute=True)
     timeline = simulate(build_schedule(name, 3, 6, chunks), costs)
     for figure in (
         timeline_figure(timeline, title=name, projector=True, cursor_at=2.0),
@@ -41,7 +41,7 @@ def test_every_figure_passes_plotlys_validation(name):
 
 
 def test_bars_and_idle_blocks_account_for_every_rank_and_moment():
-    timeline = simulate(build_schedule("zb-h1", 4, 8), Costs(forward=1, backward_input=1, backward_weight=0.5))
+    timeline = simulate(build_schedule("zb-h1", 4, 8), Costs.of({"F": 1, "I": 1, "W": 0.5}))
     data = as_json(timeline_figure(timeline))["data"]
     bars = [t for t in data if t["type"] == "bar" and t["name"][0] in "FBIW"]
     assert sum(len(decoded(t["y"])) for t in bars) == len(timeline.frame)
@@ -93,7 +93,7 @@ def test_every_chunk_shade_differs_and_its_label_is_readable():
 def test_the_memory_chart_and_the_peak_card_are_one_series(name, recompute):
     """Issue 13: with recomputation the card said 1.3 while the chart never rose above 0.4 (it left out the
     activations a recomputing backward rebuilds). Both now read Timeline.memory_curve."""
-    costs = Costs(forward=1, backward_input=1, backward_weight=1, recompute=recompute)
+    costs = Costs.of({"F": 1, "I": 1, "W": 1}, recompute=recompute)
     timeline = simulate(build_schedule(name, 4, 8), costs)
     drawn = as_json(timeline_figure(timeline))
     highest = max(decoded(t["y"]).max() for t in drawn["data"] if t.get("legendgroup") == "memory")
@@ -115,7 +115,7 @@ def test_the_plan_attribution_and_frontier_figures_pass_plotlys_validation():
     go.Figure(memory_figure(result).to_dict())
     go.Figure(timeline_figure(result.timeline, extra=allreduce_traces(result), time_unit="seconds").to_dict())
     schedule = build_schedule("zb-h1", 4, 8)
-    costs = Costs(forward=1, backward_input=1, backward_weight=2, stage_scale=(1.5, 1, 1, 1))
+    costs = Costs.of({"F": 1, "I": 1, "W": 2}, stage_scale=(1.5, 1, 1, 1))
     go.Figure(
         attribution_figure(attribute_simulated(schedule, costs, simulate(schedule, costs)), time_unit="u").to_dict()
     )

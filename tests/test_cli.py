@@ -471,7 +471,7 @@ def test_results_must_be_finite(capsys, extra, message):
 def test_json_prints_no_float_crumbs(capsys):
     from engine import Costs, build_schedule, simulate
 
-    costs = Costs(forward=0.1, backward=0.2)
+    costs = Costs.of({"F": 0.1, "B": 0.2})
     raw = simulate(build_schedule("interleaved-1f1b", 4, 8, 3), costs).makespan
     assert repr(raw) != repr(float(f"{raw:.12g}"))  # the raw sum has crumbs: the test can fail
     code, out, _ = run_cli(

@@ -9,13 +9,13 @@ import pytest
 from engine import UNIT, Costs, build_schedule, simulate
 from engine.ir import all_actions, slot_actions
 
-F1_B2 = Costs(forward=1, backward=2)
+F1_B2 = Costs.of({"F": 1, "B": 2})
 SIZES = [(2, 1), (2, 5), (4, 3), (4, 6), (4, 24), (7, 13), (8, 32)]
 
 
 def test_seed_gpipe_forward_staircase():
     """4 stages, 6 micro-batches, forward only: each rank works 6 of 9 steps → 33 % idle; 24 → 11 %."""
-    forward_only = Costs(forward=1, backward=0)
+    forward_only = Costs.of({"F": 1, "B": 0})
     t6 = simulate(build_schedule("gpipe", 4, 6), forward_only)
     assert t6.makespan == 9 and t6.idle_per_rank() == [3, 3, 3, 3]
     assert round(t6.bubble_fraction * 100) == 33
@@ -87,7 +87,7 @@ def test_zb_h1_and_h2_bubbles_are_the_papers_formulas(f, i, w, p, m):
 
     ZB-H2's count is the idle time inside each rank's span (the next step's warm-up overlaps this tail).
     """
-    costs = Costs(forward=f, backward_input=i, backward_weight=w)
+    costs = Costs.of({"F": f, "I": i, "W": w})
     zb_h1 = simulate(build_schedule("zb-h1", p, m), costs)
     zb_h2 = simulate(build_schedule("zb-h2", p, m), costs)
     assert max(zb_h1.idle_per_rank()) == pytest.approx((p - 1) * (f + i - w))
@@ -116,9 +116,7 @@ def test_zb_v_idles_less_than_1f1b_at_1f1b_memory(p, m):
 def test_dualpipev_gains_from_overlap_and_holds_about_p():
     p, m = 4, 16
     plain = simulate(build_schedule("dualpipev", p, m), UNIT)
-    overlapped = simulate(
-        build_schedule("dualpipev", p, m), Costs(forward=1, backward_input=1, backward_weight=1, overlapped=2)
-    )
+    overlapped = simulate(build_schedule("dualpipev", p, m), Costs.of({"F": 1, "I": 1, "W": 1, "F&B": 2}))
     # rank r runs 2(m − 2p + r + 1) + (p − r − 1) overlapped pairs (the last rank one fewer: its first
     # F and B run apart); each pair of two half-size stages saves (F + B − F&B)/2 = (1 + 2 − 2)/2
     pairs = [2 * (m - 2 * p + r + 1) + (p - r - 1) - (r == p - 1) for r in range(p)]
@@ -145,14 +143,14 @@ def test_chunks_make_stages_cheaper_so_comparisons_are_fair():
 
 def test_comm_delays_each_cross_rank_hop():
     p, m, comm = 4, 1, 0.25
-    timeline = simulate(build_schedule("gpipe", p, m), Costs(forward=1, backward=2, comm=comm))
+    timeline = simulate(build_schedule("gpipe", p, m), Costs.of({"F": 1, "B": 2}, comm=comm))
     # one micro-batch: p forwards and p backwards in a chain with 2(p−1) hops
     assert timeline.makespan == pytest.approx(p * 3 + 2 * (p - 1) * comm)
 
 
 def test_recompute_adds_a_forward_to_each_backward_and_keeps_only_inputs():
     p, m = 4, 8
-    costs = Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.25)
+    costs = Costs.of({"F": 1, "B": 2}, recompute=True, recompute_memory_fraction=0.25)
     timeline = simulate(build_schedule("1f1b", p, m), costs)
     assert timeline.busy_per_rank() == pytest.approx([m * 4] * p)
     # rank s holds min(p − s, m) micro-batches at a quarter each, and its first backward rebuilds the other
@@ -166,17 +164,15 @@ def test_recompute_adds_a_forward_to_each_backward_and_keeps_only_inputs():
 def test_stage_scale_slows_one_stage_and_everyone_waits():
     p, m = 4, 8
     scale = (1, 1, 2, 1)
-    timeline = simulate(build_schedule("gpipe", p, m), Costs(forward=1, backward=2, stage_scale=scale))
+    timeline = simulate(build_schedule("gpipe", p, m), Costs.of({"F": 1, "B": 2}, stage_scale=scale))
     # the slow stage paces the pipeline: its m·3·2 of work plus the others' fill and drain
     assert timeline.makespan == pytest.approx(m * 3 * 2 + (p - 1) * 3)
     with pytest.raises(ValueError, match="stage_scale has 3 entries but the schedule has 4 stages"):
-        simulate(build_schedule("gpipe", p, m), Costs(stage_scale=(1, 1, 1)))
+        simulate(build_schedule("gpipe", p, m), Costs.of(stage_scale=(1, 1, 1)))
 
 
 def test_memory_split_backward_keeps_w_fraction_until_w():
-    timeline = simulate(
-        build_schedule("zb-h1", 1, 1), Costs(forward=1, backward_input=1, backward_weight=1, w_memory_fraction=0.3)
-    )
+    timeline = simulate(build_schedule("zb-h1", 1, 1), Costs.of({"F": 1, "I": 1, "W": 1}, w_memory_fraction=0.3))
     assert list(timeline.frame["memory_after"].round(9)) == [1.0, 0.3, 0.0]
 
 
@@ -184,21 +180,21 @@ def test_memory_split_backward_keeps_w_fraction_until_w():
 from engine import FAMILIES  # noqa: E402
 
 PANEL_COSTS = [
-    Costs(forward=1, backward=2),
+    Costs.of({"F": 1, "B": 2}),
     UNIT,
-    Costs(forward=2, backward_input=1.5, backward_weight=0.5),
-    Costs(forward=1, backward_input=1, backward_weight=2),
-    Costs(forward=1, backward_input=0.5, backward_weight=1),  # W > I: the case Table 2's form missed
-    Costs(forward=1, backward=2, comm=0.5),
-    Costs(forward=1, backward_input=1, backward_weight=1, recompute=True, recompute_memory_fraction=0.2),
+    Costs.of({"F": 2, "I": 1.5, "W": 0.5}),
+    Costs.of({"F": 1, "I": 1, "W": 2}),
+    Costs.of({"F": 1, "I": 0.5, "W": 1}),  # W > I: the case Table 2's form missed
+    Costs.of({"F": 1, "B": 2}, comm=0.5),
+    Costs.of({"F": 1, "I": 1, "W": 1}, recompute=True, recompute_memory_fraction=0.2),
 ]
 SWEEP_COSTS = [
-    *(Costs(forward=f, backward_input=i, backward_weight=w) for f in (1, 2) for i in (0.5, 2) for w in (0.5, 1, 2)),
-    Costs(forward=1, backward=2),
-    Costs(forward=2, backward=1),
-    Costs(forward=1, backward=2, comm=0.5),
-    Costs(forward=1, backward_input=1, backward_weight=1, recompute=True, recompute_memory_fraction=0.2),
-    Costs(forward=1, backward=2, recompute=True, recompute_memory_fraction=0.5),
+    *(Costs.of({"F": f, "I": i, "W": w}) for f in (1, 2) for i in (0.5, 2) for w in (0.5, 1, 2)),
+    Costs.of({"F": 1, "B": 2}),
+    Costs.of({"F": 2, "B": 1}),
+    Costs.of({"F": 1, "B": 2}, comm=0.5),
+    Costs.of({"F": 1, "I": 1, "W": 1}, recompute=True, recompute_memory_fraction=0.2),
+    Costs.of({"F": 1, "B": 2}, recompute=True, recompute_memory_fraction=0.5),
 ]
 SWEEP_SIZES = [(p, m) for p in (1, 2, 3, 4, 6) for m in (1, 2, 3, 4, 5, 6, 8, 9, 12)]
 
@@ -213,7 +209,7 @@ def sweep(name: str, sizes, costs_list) -> dict[str, int]:
         for chunks in (2, 3) if family.takes_chunks else (None,):
             schedule = build_schedule(name, p, m, chunks)
             stages = p * schedule.num_chunks
-            uneven = Costs(forward=1, backward=2, stage_scale=tuple(1.0 + (s == 0) for s in range(stages)))
+            uneven = Costs.of({"F": 1, "B": 2}, stage_scale=tuple(1.0 + (s == 0) for s in range(stages)))
             for costs in [*costs_list, uneven]:
                 counts["configurations"] += 1
                 for form in family.closed_forms(schedule, costs, simulate(schedule, costs)):
@@ -245,7 +241,7 @@ def test_the_closed_form_sweep_every_form_holds_or_names_a_departure(name):
 def test_zb_h1_idle_holds_when_w_is_longer_than_i():
     """F = 1, I = 0.5, W = 1: Table 2's (p − 1)(F + I − W) says 1.5 on 4 ranks; the simulator says 3.0. The
     panel's form, (p − 1)(F + I − min(F, I, W)), says 3.0 — and lists no departure, because none is needed."""
-    costs = Costs(forward=1, backward_input=0.5, backward_weight=1)
+    costs = Costs.of({"F": 1, "I": 0.5, "W": 1})
     for name, chunks, expected in (("zb-h1", None, 3.0), ("interleaved-zb", 2, 1.5)):
         schedule = build_schedule(name, 4, 8, chunks)
         timeline = simulate(schedule, costs)
@@ -281,7 +277,7 @@ def test_interleaving_costs_about_v_times_the_transfers_exactly_2m_vp_minus_1():
 def test_1f1b_matches_gpipe_only_on_free_links():
     """Lesson 4's "same bubble as GPipe" needs no transfer time: with comm = 1 GPipe takes 39, 1F1B 49."""
     free = {n: simulate(build_schedule(n, 4, 8), F1_B2).makespan for n in ("gpipe", "1f1b")}
-    slow = {n: simulate(build_schedule(n, 4, 8), Costs(forward=1, backward=2, comm=1)).makespan for n in free}
+    slow = {n: simulate(build_schedule(n, 4, 8), Costs.of({"F": 1, "B": 2}, comm=1)).makespan for n in free}
     assert free == {"gpipe": 33, "1f1b": 33} and slow == {"gpipe": 39, "1f1b": 49}
     assert "free transfers" in FAMILIES["1f1b"].story
 
@@ -326,8 +322,8 @@ def test_a_broken_assumption_is_named_and_the_numbers_differ():
     schedule = build_schedule("gpipe", 4, 6)
     [fraction, *_] = FAMILIES["gpipe"].closed_forms(
         schedule,
-        Costs(forward=1, backward=2, comm=0.5),
-        simulate(schedule, Costs(forward=1, backward=2, comm=0.5)),
+        Costs.of({"F": 1, "B": 2}, comm=0.5),
+        simulate(schedule, Costs.of({"F": 1, "B": 2}, comm=0.5)),
     )
     assert fraction.filled == "(4 − 1) / (6 + 4 − 1) = 3/9" and fraction.predicted == pytest.approx(1 / 3)
     assert not fraction.holds and fraction.departures[0].startswith("no transfer time")

@@ -325,14 +325,14 @@ def test_phases_against_a_hand_count():
     6 (rank 1's backward of micro-batch 0 runs 4–6); rank 1 forwards at 1–4 and backs at 4. No steady state.
     1F1B on 4 ranks, 8 micro-batches: rank 3 turns at 4 (F0 at 3–4, then B0); rank 0's first backward waits for
     the chain 4→6→8→10, its last forward F7 ends at 22 (8 forwards among the alternation), the step at 33."""
-    gpipe = simulate(build_schedule("gpipe", 2, 3), Costs(forward=1, backward=2))
+    gpipe = simulate(build_schedule("gpipe", 2, 3), Costs.of({"F": 1, "B": 2}))
     assert phase_intervals(gpipe) == [
         (0, "warm-up", 0.0, 6.0),
         (0, "cool-down", 6.0, 12.0),
         (1, "warm-up", 0.0, 4.0),
         (1, "cool-down", 4.0, 12.0),
     ]
-    one_f_one_b = simulate(build_schedule("1f1b", 4, 8), Costs(forward=1, backward=2))
+    one_f_one_b = simulate(build_schedule("1f1b", 4, 8), Costs.of({"F": 1, "B": 2}))
     rank_0 = [row for row in phase_intervals(one_f_one_b) if row[0] == 0]
     rank_3 = [row for row in phase_intervals(one_f_one_b) if row[0] == 3]
     assert rank_0 == [(0, "warm-up", 0.0, 10.0), (0, "steady state", 10.0, 22.0), (0, "cool-down", 22.0, 33.0)]

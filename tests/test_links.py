@@ -4,7 +4,7 @@ import pytest
 
 from engine import FAMILIES, Costs, build_schedule, simulate
 
-SPLIT = dict(forward=1, backward_input=1, backward_weight=1)
+SPLIT = {"F": 1, "I": 1, "W": 1}
 
 
 def chunks(name: str) -> int | None:
@@ -15,8 +15,8 @@ def chunks(name: str) -> int | None:
 def test_shared_links_never_beat_the_delay_model_and_agree_without_contention(name):
     schedule = build_schedule(name, 4, 8, chunks(name))
     for comm in (0.25, 1.0):
-        delay = simulate(schedule, Costs(**SPLIT, comm=comm))
-        shared = simulate(schedule, Costs(**SPLIT, comm=comm, shared_links=True))
+        delay = simulate(schedule, Costs.of(SPLIT, comm=comm))
+        shared = simulate(schedule, Costs.of(SPLIT, comm=comm, shared_links=True))
         assert shared.makespan >= delay.makespan - 1e-9
         moves = shared.transfers
         assert (moves["arrive"] - moves["depart"]).round(9).eq(comm).all()  # each takes comm on the link
@@ -30,11 +30,11 @@ def test_two_products_on_one_link_queue_behind_each_other():
     """GPipe with zero-cost forwards on 2 ranks: rank 0's m activations are made at once, so over a shared link
     the k-th arrives after k + 1 transfer times (hand count), where the delay model has them all at comm."""
     m, comm = 4, 1.0
-    costs = Costs(forward=0, backward=1e-9, comm=comm, shared_links=True)
+    costs = Costs.of({"F": 0, "B": 1e-9}, comm=comm, shared_links=True)
     moves = simulate(build_schedule("gpipe", 2, m), costs).transfers
     forward_moves = moves[moves["from_rank"] == 0].sort_values("depart")
     assert forward_moves["arrive"].tolist() == pytest.approx([comm * (k + 1) for k in range(m)])
-    delay = simulate(build_schedule("gpipe", 2, m), Costs(forward=0, backward=1e-9, comm=comm)).transfers
+    delay = simulate(build_schedule("gpipe", 2, m), Costs.of({"F": 0, "B": 1e-9}, comm=comm)).transfers
     assert delay[delay["from_rank"] == 0]["arrive"].tolist() == pytest.approx([comm] * m)
 
 
@@ -45,13 +45,13 @@ def test_the_event_driven_walk_times_every_slot_as_the_dependency_walk_when_link
     from engine.simulate import slot_durations
 
     schedule = build_schedule(name, 4, 8, chunks(name))
-    durations = slot_durations(schedule, Costs(forward=1, backward_input=1.5, backward_weight=0.5))
+    durations = slot_durations(schedule, Costs.of({"F": 1, "I": 1.5, "W": 0.5}))
     free, shared = walk(schedule, durations, 0.0), walk_on_links(schedule, durations, 0.0)
     assert shared.starts == pytest.approx(free.starts) and shared.ends == pytest.approx(free.ends)
 
 
 def test_the_perfetto_trace_puts_transfers_on_their_own_track_with_flow_arrows():
-    timeline = simulate(build_schedule("1f1b", 3, 4), Costs(forward=1, backward=2, comm=0.5))
+    timeline = simulate(build_schedule("1f1b", 3, 4), Costs.of({"F": 1, "B": 2}, comm=0.5))
     events = timeline.to_chrome_trace()["traceEvents"]
     moves = len(timeline.transfers)
     assert moves == 2 * 2 * 4  # 2 hops down and 2 back up, 4 micro-batches
@@ -72,8 +72,8 @@ def test_each_transfer_says_how_long_it_waited_for_its_link_and_the_playground_s
 
     m, comm = 4, 1.0
     schedule = build_schedule("gpipe", 2, m)
-    shared = simulate(schedule, Costs(forward=0, backward=1e-9, comm=comm, shared_links=True))
-    delayed = simulate(schedule, Costs(forward=0, backward=1e-9, comm=comm))
+    shared = simulate(schedule, Costs.of({"F": 0, "B": 1e-9}, comm=comm, shared_links=True))
+    delayed = simulate(schedule, Costs.of({"F": 0, "B": 1e-9}, comm=comm))
     forward = shared.transfers["from_rank"].to_numpy() == 0
     assert sorted(shared.link_waits()[forward]) == pytest.approx([comm * k for k in range(m)])
     assert not delayed.link_waits().any() and (shared.transfers["made"] <= shared.transfers["depart"]).all()

@@ -10,7 +10,7 @@ from engine.narrate import Narration
 @pytest.mark.slow
 def test_every_event_tells_what_the_timeline_shows(name):
     chunks = 2 if FAMILIES[name].takes_chunks else None
-    costs = Costs(forward=1, backward_input=1.5, backward_weight=0.5, comm=0.25)
+    costs = Costs.of({"F": 1, "I": 1.5, "W": 0.5}, comm=0.25)
     schedule = build_schedule(name, 3, 5, chunks)
     timeline = simulate(schedule, costs)
     narration = Narration(schedule, timeline, costs.comm)
@@ -31,7 +31,7 @@ def test_every_event_tells_what_the_timeline_shows(name):
 
 def test_the_story_of_gpipes_first_moments():
     schedule = build_schedule("gpipe", 4, 3)
-    narration = Narration(schedule, simulate(schedule, Costs(forward=1, backward=2, comm=0.5)), 0.5)
+    narration = Narration(schedule, simulate(schedule, Costs.of({"F": 1, "B": 2}, comm=0.5)), 0.5)
     first = narration.event(0)
     assert first.ranks[0].text == "starts 0F0 (stage 0, forward, micro-batch 0)"
     assert first.ranks[1].text == (

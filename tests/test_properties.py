@@ -22,11 +22,8 @@ def configs(draw):
         p=draw(st.integers(1, 16)),
         m=draw(st.integers(1, 64)),
         chunks=draw(st.integers(2, 4)) if FAMILIES[name].takes_chunks else None,
-        costs=Costs(
-            forward=draw(durations),
-            backward_input=draw(durations),
-            backward_weight=draw(durations),
-            overlapped=draw(st.none() | durations),
+        costs=Costs.of(
+            {"F": draw(durations), "I": draw(durations), "W": draw(durations), "F&B": draw(st.none() | durations)},
             comm=draw(st.floats(min_value=0, max_value=2)),
             recompute=draw(st.booleans()),
         ),

@@ -13,10 +13,10 @@ from engine import FAMILIES, Costs, build_schedule, read_csv, simulate, validate
 from engine.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
-FULL_BACKWARD = [Costs(forward=1, backward=2), Costs(forward=1, backward=3, comm=0.5)]
+FULL_BACKWARD = [Costs.of({"F": 1, "B": 2}), Costs.of({"F": 1, "B": 3}, comm=0.5)]
 SPLIT_BACKWARD = [
-    Costs(forward=1, backward_input=1, backward_weight=1),
-    Costs(forward=1, backward_input=2, backward_weight=0.5, comm=0.3),
+    Costs.of({"F": 1, "I": 1, "W": 1}),
+    Costs.of({"F": 1, "I": 2, "W": 0.5}, comm=0.3),
 ]
 
 
@@ -51,7 +51,7 @@ def test_interleaved_families_match_or_beat_pytorch_on_every_microbatch_count(fa
 
 def test_the_issues_example_interleaved_4_ranks_5_microbatches():
     """(p, m, v) = (4, 5, 2), F=1, B=2: PyTorch 19.5; the lab used to build for 8 and trim to 22.5."""
-    costs = Costs(forward=1, backward=2)
+    costs = Costs.of({"F": 1, "B": 2})
     assert simulate(pytorch_schedule("interleaved-1f1b", 4, 5, 2), costs).makespan == 19.5
     assert simulate(build_schedule("interleaved-1f1b", 4, 5, 2), costs).makespan == 19.5
 
@@ -93,7 +93,7 @@ def test_csv_lowered_by_pytorch_reads_back_to_the_same_schedule(family):
     assert reading.schedule.ranks == schedule.ranks and reading.schedule.placement == schedule.placement
     assert reading.set_aside["SEND_F"] == reading.set_aside["RECV_F"] > 0
     assert reading.set_aside["UNSHARD"] == reading.set_aside["RESHARD"] == 3 * schedule.num_chunks
-    costs = Costs(forward=1, backward_input=1, backward_weight=1, comm=0.25)
+    costs = Costs.of({"F": 1, "I": 1, "W": 1}, comm=0.25)
     assert simulate(reading.schedule, costs).makespan == simulate(schedule, costs).makespan
 
 

@@ -19,9 +19,9 @@ from engine.search import NOT_PROVEN, OPTIMAL, SearchProblem, lower_bounds, sear
 from engine.search.frontier import frontier
 from engine.search.heuristic import greedy, variants
 
-UNEVEN = Costs(forward=1, backward_input=2, backward_weight=1, comm=0.5)
+UNEVEN = Costs.of({"F": 1, "I": 2, "W": 1}, comm=0.5)
 """Costs where I is the longest pass and transfers take time."""
-HALVES = Costs(forward=1.5, backward_input=1, backward_weight=0.5)
+HALVES = Costs.of({"F": 1.5, "I": 1, "W": 0.5})
 """Costs with halves, scaled to whole ticks by the exact method."""
 
 
@@ -189,7 +189,7 @@ def test_below_1f1b_memory_the_search_still_runs_and_is_proven():
 
 def test_lower_bounds_hold_for_the_hand_made_families():
     """A bound is only a bound if no schedule beats it: the families under their own peak as budget."""
-    for costs in (UNIT, UNEVEN, HALVES, Costs(forward=1, backward_input=1, backward_weight=2, comm=1)):
+    for costs in (UNIT, UNEVEN, HALVES, Costs.of({"F": 1, "I": 1, "W": 2}, comm=1)):
         for family, p, m in (("zb-h1", 4, 8), ("zb-h2", 4, 8), ("zb-h1", 3, 2), ("zb-v", 4, 8), ("zb-v", 3, 5)):
             schedule = build_schedule(family, p, m)
             timeline = simulate(schedule, costs)
@@ -205,13 +205,13 @@ def test_lower_bounds_hold_for_the_hand_made_families():
 @pytest.mark.parametrize("method", ["heuristic", "auto"])
 @pytest.mark.slow
 def test_every_result_passes_the_validator_and_matches_the_simulator(placement, method):
-    for costs, budget in ((UNIT, 2), (UNEVEN, 3), (HALVES, 2.5), (Costs(stage_costs=None, comm=0.25), 1)):
+    for costs, budget in ((UNIT, 2), (UNEVEN, 3), (HALVES, 2.5), (Costs.of(stage_costs=None, comm=0.25), 1)):
         check(search(SearchProblem(3, 5, costs, budget, placement, time_limit_s=1), method))
 
 
 def test_per_stage_costs_are_searched_as_the_simulator_times_them():
     stage_costs = ((1, 3, 2, 1), (2, 2, 1, 1), (1, 2, 1, 1))  # (F, B, I, W) per stage, used as they are
-    costs = Costs(stage_costs=stage_costs, comm=0.5)
+    costs = Costs.of(stage_costs=[dict(zip("FBIW", row, strict=True)) for row in stage_costs], comm=0.5)
     result = check(search(SearchProblem(3, 4, costs, 2, time_limit_s=10)))
     assert result.status == OPTIMAL
 
@@ -223,8 +223,8 @@ def test_the_greedy_never_stalls_times_its_order_as_the_simulator_does_and_stays
         p, m, placement = chooser.randint(1, 5), chooser.randint(1, 9), chooser.choice(["loop", "v"])
         stages = p * (2 if placement == "v" else 1)
         rows = [[chooser.choice([0.5, 1, 1.5, 2, 3]) for _ in range(3)] for _ in range(stages)]
-        costs = Costs(
-            stage_costs=tuple((f, i + w, i, w) for f, i, w in rows) if chooser.random() < 0.5 else None,
+        costs = Costs.of(
+            stage_costs=[{"F": f, "B": i + w, "I": i, "W": w} for f, i, w in rows] if chooser.random() < 0.5 else None,
             comm=chooser.choice([0, 0.5, 2]),
             w_memory_fraction=chooser.choice([0.5, 0.25, 1.0, 0.0]),
         )
@@ -249,7 +249,7 @@ def test_lower_bounds_hold_against_optima_found_without_them(monkeypatch):
     for _ in range(30):
         p, m, placement = chooser.randint(1, 3), chooser.randint(1, 4), chooser.choice(["loop", "v"])
         f, i, w = (chooser.choice([0.5, 1, 2]) for _ in range(3))
-        costs = Costs(forward=f, backward_input=i, backward_weight=w, comm=chooser.choice([0, 0.5]))
+        costs = Costs.of({"F": f, "I": i, "W": w}, comm=chooser.choice([0, 0.5]))
         problem = SearchProblem(p, m, costs, chooser.choice([1, 1.5, 2, p]), placement, time_limit_s=10)
         result = search(problem, "exact", num_workers=1)
         assert result.status == OPTIMAL
@@ -313,8 +313,8 @@ def test_the_time_limit_is_obeyed_and_an_early_stop_says_not_proven():
     [
         ({"memory_budget": 0.5}, "a memory budget of 0.5 micro-batches is below the 1 micro-batch the first forward"),
         ({"memory_budget": 0.75, "placement": "v"}, "stages 0, 7 (1/2 + 1/2 = 1)"),
-        ({"costs": Costs(recompute=True)}, "recomputation is not modelled"),
-        ({"costs": Costs(forward=1, backward_input=1, backward_weight=0)}, "W of stage 0"),
+        ({"costs": Costs.of(recompute=True)}, "recomputation is not modelled"),
+        ({"costs": Costs.of({"F": 1, "I": 1, "W": 0})}, "W of stage 0"),
         ({"num_ranks": 0}, "ranks must be from 1"),
         ({"time_limit_s": 0}, "time limit must be from 0"),
         ({"placement": "zigzag"}, "placement must be one of"),
@@ -332,7 +332,7 @@ def test_the_exact_method_refuses_large_instances_with_the_arithmetic():
 
 
 def test_costs_the_exact_method_cannot_scale_fall_back_to_the_heuristic():
-    irrational = Costs(forward=2**0.5, backward_input=1, backward_weight=1)
+    irrational = Costs.of({"F": 2**0.5, "I": 1, "W": 1})
     with pytest.raises(ValueError, match="some factor up to 1000 makes whole numbers"):
         search(SearchProblem(2, 3, irrational, 2), "exact")
     result = check(search(SearchProblem(2, 3, irrational, 2, time_limit_s=2)))

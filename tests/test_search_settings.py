@@ -38,7 +38,7 @@ def test_measured_costs_are_written_so_the_exact_method_applies():
     """Milliseconds as a run measures them (no two alike, many digits): on a grid of a thousandth of the
     largest, every cost within half a grid step of what was measured, and a scale of at most 1000 exists."""
     table = [(0.5678, 1.2345, 0.0, 0.0), (0.6123, 0, 0.7071, 0.5431), (0.4999, 1.0101, 0.0, 0.0), (0.55, 1.3, 0, 0)]
-    settings = SearchSettings.from_measured(4, 8, "loop", table)
+    settings = SearchSettings.from_measured(4, 8, "loop", [dict(zip("FBIW", row, strict=True)) for row in table])
     assert model_scales(settings.to_problem()) is not None
     # the largest cost is I on stage 1, 0.7071 ms: three significant digits put the grid at 0.001 ms
     step = 0.001

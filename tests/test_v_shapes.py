@@ -54,7 +54,7 @@ def test_every_small_size_validates_simulates_and_holds_the_authors_peak(name):
         expected = min(m, PEAK[name](p))
         if name == "v-min" and p == 2 and m > 1:
             assert max(held) == 1.5, (p, m)
-            authors = simulate(schedule, Costs(backward_input=1, backward_weight=1, w_memory_fraction=1.0))
+            authors = simulate(schedule, Costs.of({"I": 1, "W": 1}, w_memory_fraction=1.0))
             assert max(peaks(authors)) == expected
         else:
             assert max(held) == expected, (name, p, m, held)
@@ -65,7 +65,7 @@ def test_every_small_size_validates_simulates_and_holds_the_authors_peak(name):
 @pytest.mark.slow
 def test_the_peak_does_not_depend_on_what_w_keeps(fraction):
     """The peak comes at a forward, not between an I and its W: the same whatever share W still needs."""
-    costs = Costs(backward_input=1, backward_weight=1, w_memory_fraction=fraction)
+    costs = Costs.of({"I": 1, "W": 1}, w_memory_fraction=fraction)
     for name in ("v-half", "v-min"):
         for p in (1, 3, 4, 5, 6, 8):
             for m in (p, 2 * p, 3 * p + 2):
@@ -93,7 +93,7 @@ def test_idle_time_is_the_closed_form_at_unit_costs(name):
     for p in [*range(fewest, 9), 12, 16]:
         for m in (2 * p, 2 * p + 1, 3 * p + 2):
             for scale in (1.0, 0.5):
-                costs = Costs(forward=scale, backward_input=scale, backward_weight=scale)
+                costs = Costs.of({"F": scale, "I": scale, "W": scale})
                 timeline = simulate(build_schedule(name, p, m), costs)
                 expected = IDLE[name](p) * scale
                 assert timeline.idle_per_rank() == pytest.approx([expected] * p), (name, p, m)

@@ -77,12 +77,12 @@ def stage_cost_table(result) -> pd.DataFrame:
     costs = measured_stage_costs(result.schedule, frame["compute_ms"].to_numpy())
     table = pd.DataFrame(
         {"stage": [f"stage {stage} (rank {result.schedule.rank_of(stage)})" for stage in range(len(costs))]}
-        | {label: [round(row[kind], 3) for row in costs] for label, kind in columns.items()}
+        | {label: [round(row[kind.name], 3) for row in costs] for label, kind in columns.items()}
     ).set_index("stage")
     if result.estimator != "median" and "duration_median" in frame:
         medians = measured_stage_costs(result.schedule, frame["duration_median"].to_numpy())
         for kind in ran:
-            table[f"{kind.name} (ms, median repeat)"] = [round(row[kind], 3) for row in medians]
+            table[f"{kind.name} (ms, median repeat)"] = [round(row[kind.name], 3) for row in medians]
     table["transfer to the next rank (ms)"] = round(result.transfer_ms, 4)
     return table
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..attribution import IdleAttribution, attribute, measured_levels
-from ..costs import Costs
+from ..costs import COST_OF_KIND, Costs, Durations, resolved
 from ..dependencies import compiled
 from ..ir import Kind, Schedule
 from ..simulate import simulate
@@ -108,8 +108,8 @@ class RunResult:
         """Each rank's measured idle time split by cause ([Note: idle attribution], ``engine.attribution``): the
         textbook bubble, the stages' imbalance and cost ratios and the transfers as measured, and the rest."""
         assert self.prediction_costs is not None and self.prediction_costs.stage_costs is not None
-        table = np.asarray(self.prediction_costs.stage_costs, dtype=float)
-        return attribute(self.schedule, measured_levels(table, self.prediction_costs), self.measured)
+        rows = self.prediction_costs.stage_costs
+        return attribute(self.schedule, measured_levels(rows, self.prediction_costs), self.measured)
 
     def summary(self) -> dict:
         measured = self.measured
@@ -151,17 +151,14 @@ class RunResult:
         }
 
 
-def measured_stage_costs(schedule: Schedule, compute_ms: np.ndarray) -> tuple[tuple[float, float, float, float], ...]:
-    """Mean measured duration of F, B, I, W on each stage (0 where a stage has no such action)."""
+def measured_stage_costs(schedule: Schedule, compute_ms: np.ndarray) -> tuple[Durations, ...]:
+    """Mean measured duration of each kind on each stage (0 where a stage has no such action), keyed as
+    ``Costs.durations``; F&B, which times no single action, is F + B (``resolved``)."""
     c = compiled(schedule)
     frame = pd.DataFrame({"stage": c.stage, "kind": c.kind, "ms": compute_ms})
     means = frame.groupby(["stage", "kind"])["ms"].mean()
-
-    def mean(stage: int, kind: Kind) -> float:
-        return float(means.get((stage, kind), 0.0))
-
     return tuple(
-        (mean(stage, Kind.F), mean(stage, Kind.B), mean(stage, Kind.I), mean(stage, Kind.W))
+        resolved({cost.key: float(means.get((stage, kind), 0.0)) for kind, cost in COST_OF_KIND.items()}, measured=True)
         for stage in range(schedule.num_stages)
     )
 
@@ -204,7 +201,7 @@ def assemble(
     (for these small models nearly all of it: W keeps each layer's input and output gradient)."""
     schedule = config.plan.schedule
     w_fraction = None if config.recompute else measured_w_memory_fraction(schedule, memory_bytes)
-    costs = Costs(
+    costs = Costs.of(
         stage_costs=measured_stage_costs(schedule, np.asarray(compute_ms)), comm=transfer_ms, recompute=config.recompute
     )
     if w_fraction is not None:  # else the memory model's default share

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..costs import Durations, resolved
 from .hardware import GpuSpec
 from .layout import Layout
 from .models import LayerFlops, ModelSpec
@@ -107,9 +108,9 @@ class StageCosts:
         """B = I + W."""
         return self.backward_input + self.backward_weight
 
-    def row(self) -> tuple[float, float, float, float]:
-        """(F, B, I, W), the simulator's ``Costs.stage_costs`` row."""
-        return (self.forward, self.backward, self.backward_input, self.backward_weight)
+    def row(self) -> Durations:
+        """The simulator's ``Costs.stage_costs`` row: F, I, W (B = I + W, F&B = F + B by ``resolved``'s rules)."""
+        return resolved({"F": self.forward, "I": self.backward_input, "W": self.backward_weight})
 
 
 def stage_costs(

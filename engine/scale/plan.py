@@ -1,7 +1,7 @@
 """One call from a model, a GPU and a layout to everything the Plan page shows: ``plan(...) -> Plan``.
 
 The pipeline is the lab's own simulator: the family's schedule (``build_schedule``) run with each stage's
-measured-style durations in seconds (``Costs(stage_costs=...)``, F, B = I + W, I, W) and the pipeline
+measured-style durations in seconds (``Costs.of(stage_costs=...)``, F, B = I + W, I, W) and the pipeline
 transfer as ``comm``. One pipeline is simulated; the DP replicas run the same one in parallel and meet in the
 gradient all-reduce at the end of the step, drawn after each rank's last action.
 
@@ -261,7 +261,7 @@ def plan(
     # time: the stages' F, I, W in seconds, the transfer as comm, one pipeline simulated
     costs_per_stage = stage_costs(model, gpu, layout, efficiency, layers)
     transfer = pipeline_transfer(model, gpu, layout, schedule.placement)
-    timeline = simulate(schedule, Costs(stage_costs=tuple(row.row() for row in costs_per_stage), comm=transfer.seconds))
+    timeline = simulate(schedule, Costs.of(stage_costs=[row.row() for row in costs_per_stage], comm=transfer.seconds))
 
     # memory: model states of each rank's stages, activations × the simulated in-flight count
     per_stage = stage_parameters(model, layers)

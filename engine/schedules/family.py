@@ -6,12 +6,12 @@ line in the registry (``engine/schedules/__init__.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..closed_forms import ClosedForm, FormsOf, Setting
-from ..costs import Costs
+from ..costs import PAIR_KEY, Costs
 from ..ir import Schedule
 from .depth_first import microbatch_rounds
 
@@ -68,26 +68,14 @@ class Family:
         """Model chunks per rank this family runs for a requested v (its own when it fixes them)."""
         return self.fixed_chunks if self.fixed_chunks is not None else (requested or 2)
 
-    def costs(
-        self,
-        *,
-        forward: float,
-        backward: float,
-        backward_input: float,
-        backward_weight: float,
-        overlapped: float | None,
-        **extra: Any,
-    ) -> Costs:
-        """The ``Costs`` this family reads from a full set of inputs: B, or I and W when it splits the
-        backward; F&B only when it overlaps (None: F + B, no gain)."""
-        given: dict[str, Any] = {"forward": forward}
-        if self.splits_backward:
-            given.update(backward_input=backward_input, backward_weight=backward_weight)
-        else:
-            given["backward"] = backward
-        if self.overlaps_forward_backward and overlapped is not None:
-            given["overlapped"] = overlapped
-        return Costs(**given, **extra)
+    def costs(self, durations: Mapping[str, float | None], **extra: Any) -> Costs:
+        """The ``Costs`` this family reads from a full set of durations keyed as ``COST_KEYS``: all but B when it
+        splits the backward, all but I and W when it does not, and F&B only when it overlaps (None: F + B, no
+        gain). What it leaves out follows by the default rules. ``extra``: the other fields (``comm=0.5``…)."""
+        unread = {"B"} if self.splits_backward else {"I", "W"}
+        if not self.overlaps_forward_backward:
+            unread.add(PAIR_KEY)
+        return Costs.of({key: value for key, value in durations.items() if key not in unread}, **extra)
 
     def closed_forms(self, schedule: Schedule, costs: Costs, timeline: Timeline) -> list[ClosedForm]:
         """Its closed forms for this configuration, next to the simulated values (empty without any)."""

@@ -18,8 +18,6 @@ from .result import SearchResult
 from .solve import SEARCH_METHODS, search
 
 DEFAULT_TIME_LIMIT_S = 10.0
-PER_STAGE_SEPARATOR = ":"
-COST_NAMES = {"F": "forward", "I": "backward_input", "W": "backward_weight"}
 
 
 def add_search_command(commands) -> None:
@@ -55,31 +53,6 @@ def add_search_command(commands) -> None:
     parser.add_argument("--out", metavar="FILE.csv", help="write the schedule as PyTorch's per-rank CSV")
 
 
-def parse_costs(text: str, *, comm: float, num_stages: int) -> Costs:
-    """One value for all stages ("F=1,I=1,W=1", as ``Costs.parse``), or one per stage ("F=1:2,I=1:2,W=1:1"),
-    which the simulator then uses as they are (``Costs.stage_costs``)."""
-    if PER_STAGE_SEPARATOR not in text:
-        return Costs.parse(text, comm=comm)
-    values: dict[str, list[float]] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, _, written = part.partition("=")
-        name = name.strip().upper()
-        if name not in COST_NAMES or name in values:
-            raise ValueError(f"per-stage costs are F=…,I=…,W=… once each, got {part!r} in {text!r}")
-        try:
-            values[name] = [float(n) for n in written.split(PER_STAGE_SEPARATOR)]
-        except ValueError:
-            raise ValueError(f"cannot read {part!r}: values per stage are numbers separated by ':'") from None
-    missing = [name for name in COST_NAMES if name not in values]
-    if missing:
-        raise ValueError(f"per-stage costs need F, I and W; {', '.join(missing)} missing in {text!r}")
-    for name, numbers in values.items():
-        if len(numbers) != num_stages:
-            raise ValueError(f"{name} has {len(numbers)} values per stage, but the search has {num_stages} stages")
-    rows = tuple((f, i + w, i, w) for f, i, w in zip(values["F"], values["I"], values["W"], strict=True))
-    return Costs(stage_costs=rows, comm=comm)
-
-
 def _clean(value: float) -> float:
     """Sums of durations leave crumbs like 27.000000000000004: 12 significant digits are plenty."""
     return float(f"{value:.12g}")
@@ -98,7 +71,7 @@ def search_command(args) -> int:
     if args.out is not None:  # fail before the search, not after it
         check_output(args.out, what="schedule")
     num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * (2 if args.placement == "v" else 1)
-    costs = parse_costs(args.costs, comm=args.comm, num_stages=num_stages)
+    costs = Costs.parse(args.costs, num_stages=num_stages, where="the search", comm=args.comm)
     problem = SearchProblem(args.ranks, args.microbatches, costs, args.memory, args.placement, args.time_limit)
     result = search(problem, args.method)
     if args.out is not None:
