@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..closed_forms import ClosedForm, FormsOf, Setting
 from ..costs import Costs
-from ..ir import Schedule
+from ..ir import PLACEMENTS, Schedule
 from .depth_first import microbatch_rounds
 
 if TYPE_CHECKING:
@@ -56,6 +56,10 @@ class Family:
     """True for the interleaved families, whose micro-batches go through the chunks in rounds."""
     forms: FormsOf | None = None
     """Its closed forms (``engine.closed_forms``), or None when it has none."""
+
+    def __post_init__(self) -> None:
+        held = PLACEMENTS[self.placement].chunks_per_rank  # a V holds its two chunks whatever the family
+        assert held is None or self.fixed_chunks == held, f"{self.name}: {self.placement} holds {held} chunks"
 
     @property
     def takes_chunks(self) -> bool:

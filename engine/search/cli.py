@@ -97,7 +97,7 @@ def _summary(result: SearchResult) -> dict:
 def search_command(args) -> int:
     if args.out is not None:  # fail before the search, not after it
         check_output(args.out, what="schedule")
-    num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * (2 if args.placement == "v" else 1)
+    num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * PLACEMENTS[args.placement].chunks()
     costs = parse_costs(args.costs, comm=args.comm, num_stages=num_stages)
     problem = SearchProblem(args.ranks, args.microbatches, costs, args.memory, args.placement, args.time_limit)
     result = search(problem, args.method)
