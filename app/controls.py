@@ -153,7 +153,7 @@ def bind_real_run(link: dict[str, str] | None, *, edited: bool) -> tuple[RealRun
         family = FAMILIES[draw(RealRunSettings, "family")]
         names[:0] = ["num_ranks", "num_microbatches"] + (["num_chunks"] if family.takes_chunks else [])
     for name in names:
-        draw(RealRunSettings, name, **({"on_change": _model_changed} if name == "model" else {}))
+        draw(RealRunSettings, name, on_change=_model_changed if name == "model" else None)
     state.remember(defaults)
     settings, typed = RealRunSettings.from_widgets({name: st.session_state[name] for name in defaults})
     return replace(settings, schedule_csv=RealRunSettings.received_schedule(st.session_state)), problems + typed

@@ -105,7 +105,7 @@ class RealRunSettings(Declared):
             estimator=self.estimator,
         )
         if self.schedule_csv is not None:
-            return RunConfig(schedule_csv=self.schedule_csv, **common)  # type: ignore[arg-type]
+            return RunConfig.from_csv(self.schedule_csv, **common)
         return RunConfig(
             family=self.family,
             num_ranks=self.num_ranks,

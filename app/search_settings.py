@@ -36,7 +36,7 @@ class SearchSettings(Declared):
     placement: str = declared(
         "loop",
         Option(
-            "placement", Choice(PLACEMENTS, PLACEMENT_TITLES), "Placement", "stage r on rank r, or a V", widget="radio"
+            "placement", Choice(tuple(PLACEMENTS), PLACEMENT_TITLES), "Placement", "stage r on rank r, or a V", widget="radio"
         ),  # fmt: skip
     )
     """"loop" (one stage per rank) or "v" (two chunks in a V)."""
@@ -92,7 +92,7 @@ class SearchSettings(Declared):
 
     @property
     def num_stages(self) -> int:
-        return self.num_ranks * (2 if self.placement == "v" else 1)
+        return self.num_ranks * PLACEMENTS[self.placement].chunks()
 
     def engine_costs(self) -> Costs:
         """The costs as the engine reads them (ValueError in words for a bad costs text)."""

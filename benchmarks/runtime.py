@@ -33,8 +33,9 @@ from engine.model_config import ModelConfig
 from engine.models import ToyModel, make_batch, split_model
 from engine.runtime import RunConfig, run
 from engine.runtime.distributed import run_rank
+from engine.schedules import FAMILIES as SCHEDULE_FAMILIES
 
-FAMILIES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B", "interleaved-1f1b": "ScheduleInterleaved1F1B"}
+FAMILIES = {name: SCHEDULE_FAMILIES[name].pytorch_class for name in ("gpipe", "1f1b", "interleaved-1f1b")}
 
 
 class TorchStage(nn.Module):

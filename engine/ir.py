@@ -11,7 +11,7 @@ Text forms follow PyTorch's ``torch.distributed.pipelining`` (``_Action.__repr__
 An overlapped forward/backward pair on one rank (DualPipeV) is one slot holding two actions; its CSV text is
 PyTorch's ``(0F7;7B3)OVERLAP_F_B``.
 
-Placement (see [Note: placement]):
+Placement (the ``PLACEMENTS`` registry of ``Placement`` records; see [Note: placement]):
 
 * ``loop``: stage s runs on rank ``s mod p`` (GPipe, 1F1B, interleaved 1F1B, ZB-H1/H2).
 * ``v``: rank r holds stages ``r`` and ``2p-1-r``, so the model goes down the ranks and back up
@@ -134,16 +134,63 @@ def parse_slot(text: str) -> Slot:
     return Action.parse(text)
 
 
-PLACEMENTS = ("loop", "v")
+@dataclass(frozen=True)
+class Placement:
+    """[Note: placement] Where a schedule's stages live: which rank holds stage s, and how many chunks that
+    gives each rank. The registry ``PLACEMENTS`` holds the two the lab knows; ``Schedule.placement`` names one.
+
+    * loop: stage s on rank s mod p, for any number of chunks per rank v (stages 0..p−1 on ranks 0..p−1,
+      then p..2p−1 again from rank 0, and so on: interleaved 1F1B's loop).
+    * V: stages 0..p−1 go down ranks 0..p−1, stages p..2p−1 come back up, so rank r holds stages r and
+      2p−1−r: exactly two chunks per rank, and the last stage sits on rank 0 next to the first."""
+
+    name: str
+    """The key: ``Schedule.placement``, the URL's and the CLI's ``placement`` value ("loop", "v")."""
+    title: str
+    """How messages name it ("loop", "V")."""
+    chunks_per_rank: int | None
+    """The model chunks every rank holds under this placement (2 for V), or None when it takes any v ≥ 1."""
+    stage_rank: Callable[[int, int], int]
+    """(stage, num_ranks) -> the rank that holds the stage."""
+    description: str
+    """In words, for menus and help."""
+
+    def chunks(self, requested: int | None = None) -> int:
+        """Chunks per rank a schedule in this placement has: its fixed count, else ``requested``, else 1 (one
+        stage per rank, what the search builds in a loop)."""
+        if self.chunks_per_rank is not None:
+            return self.chunks_per_rank
+        return 1 if requested is None else requested
+
+    def check_chunks(self, num_chunks: int) -> None:
+        """ValueError unless ``num_chunks`` per rank fit this placement."""
+        if self.chunks_per_rank is not None and num_chunks != self.chunks_per_rank:
+            raise ValueError(
+                f"{self.title} placement holds exactly {self.chunks_per_rank} chunks per rank, got {num_chunks}"
+            )
+
+
+def _loop_rank(stage: int, num_ranks: int) -> int:
+    return stage % num_ranks
+
+
+def _v_rank(stage: int, num_ranks: int) -> int:
+    return stage if stage < num_ranks else 2 * num_ranks - 1 - stage
+
+
+PLACEMENTS: dict[str, Placement] = {
+    placement.name: placement
+    for placement in (
+        Placement("loop", "loop", None, _loop_rank, "stage s on rank s mod p (one stage per rank, or v in a loop)"),
+        Placement("v", "V", 2, _v_rank, "two chunks per rank in a V: rank r holds stages r and 2p−1−r"),
+    )
+}
+"""The placements by name (see [Note: placement]); iterating gives the names, as the CLI's choices want."""
 
 
 def rank_of_stage(stage: int, num_ranks: int, placement: str) -> int:
-    """[Note: placement] loop: s mod p. V: stages 0..p-1 go down ranks 0..p-1, stages p..2p-1 come back up."""
-    if placement == "loop":
-        return stage % num_ranks
-    if stage < num_ranks:
-        return stage
-    return 2 * num_ranks - 1 - stage
+    """The rank that holds ``stage`` under the placement named ``placement`` ([Note: placement])."""
+    return PLACEMENTS[placement].stage_rank(stage, num_ranks)
 
 
 @dataclass(frozen=True)
@@ -162,7 +209,7 @@ class Schedule:
     num_chunks: int
     """v: model chunks (stages) per rank; the model has p·v stages."""
     placement: str
-    """"loop" or "v"; see [Note: placement] in the module docstring."""
+    """"loop" or "v": a key of ``PLACEMENTS`` (see [Note: placement])."""
     ranks: tuple[tuple[Slot, ...], ...]
     """ranks[r] is rank r's ordered work."""
     _derived: dict[Callable[[Schedule], Any], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -171,9 +218,8 @@ class Schedule:
 
     def __post_init__(self) -> None:
         if self.placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
-        if self.placement == "v" and self.num_chunks != 2:
-            raise ValueError(f"V placement holds exactly 2 chunks per rank, got {self.num_chunks}")
+            raise ValueError(f"placement must be one of {tuple(PLACEMENTS)}, got {self.placement!r}")
+        PLACEMENTS[self.placement].check_chunks(self.num_chunks)
         if len(self.ranks) != self.num_ranks:
             raise ValueError(f"schedule has {len(self.ranks)} rank lists for {self.num_ranks} ranks")
 

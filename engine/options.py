@@ -233,7 +233,7 @@ class Option:
 
     def narrowed(self, **bounds: Any) -> Option:
         """The same setting with tighter bounds (the public app draws fewer ranks than the engine simulates)."""
-        return replace(self, codec=replace(self.codec, **bounds))  # type: ignore[type-var]
+        return replace(self, codec=replace(self.codec, **bounds))
 
     def read(self, text: str) -> Any:
         return self.codec.read(text)

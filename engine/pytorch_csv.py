@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .files import quoted, read_regular_file, shown
-from .ir import Action, Kind, Schedule, Slot, parse_slot, rank_of_stage, slot_actions
+from .ir import PLACEMENTS, Action, Kind, Schedule, Slot, parse_slot, slot_actions
 from .limits import MAX_CSV_BYTES, MAX_CSV_CELLS, MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
 
 COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD")
@@ -159,9 +159,10 @@ def read_csv(
 def _infer_placement(actions: list[tuple[int, Action]], num_ranks: int, num_stages: int) -> str:
     """V only when every action sits where V placement (2 chunks per rank) puts it; otherwise loop, and the
     validator marks any action on the wrong rank."""
-    fits_v = num_stages == 2 * num_ranks and all(rank_of_stage(a.stage, num_ranks, "v") == rank for rank, a in actions)
-    fits_loop = all(rank_of_stage(a.stage, num_ranks, "loop") == rank for rank, a in actions)
-    return "v" if fits_v and not fits_loop else "loop"
+    v, loop = PLACEMENTS["v"], PLACEMENTS["loop"]
+    fits_v = num_stages == v.chunks() * num_ranks and all(v.stage_rank(a.stage, num_ranks) == r for r, a in actions)
+    fits_loop = all(loop.stage_rank(a.stage, num_ranks) == rank for rank, a in actions)
+    return v.name if fits_v and not fits_loop else loop.name
 
 
 def read_csv_file(path: str, **options) -> CsvReading:

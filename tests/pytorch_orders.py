@@ -10,17 +10,7 @@ from __future__ import annotations
 import logging
 import warnings
 
-from engine import Schedule, read_csv
-
-PYTORCH_CLASSES = {
-    "gpipe": "ScheduleGPipe",
-    "1f1b": "Schedule1F1B",
-    "interleaved-1f1b": "ScheduleInterleaved1F1B",
-    "looped-bfs": "ScheduleLoopedBFS",
-    "interleaved-zb": "ScheduleInterleavedZeroBubble",
-    "zb-v": "ScheduleZBVZeroBubble",
-    "dualpipev": "ScheduleDualPipeV",
-}
+from engine import FAMILIES, Schedule, read_csv
 
 
 def pytorch_rows(family: str, num_ranks: int, num_microbatches: int, num_chunks: int | None = None) -> list[list]:
@@ -30,12 +20,15 @@ def pytorch_rows(family: str, num_ranks: int, num_microbatches: int, num_chunks:
     from torch.distributed.pipelining import schedules
     from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
 
+    class_name = FAMILIES[family].pytorch_class  # the family's own claim; the parity tests check it
+    assert class_name is not None, f"{family} has no PyTorch class"
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         logging.disable(logging.WARNING)
         try:
             return get_schedule_ops(
-                getattr(schedules, PYTORCH_CLASSES[family]), num_ranks, num_microbatches, num_stages_per_rank=num_chunks
+                getattr(schedules, class_name), num_ranks, num_microbatches, num_stages_per_rank=num_chunks
             )
         finally:
             logging.disable(logging.NOTSET)

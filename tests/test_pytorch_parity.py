@@ -121,3 +121,14 @@ def test_pytorchs_broken_1f1b_order_is_blamed_where_it_breaks(capsys):
     marked = [line for line in err.splitlines() if "<-- here" in line]
     assert marked == [line for line in err.splitlines() if line.endswith("<-- here: rank 3 3F8")] and len(marked) == 1
     assert "inferred as the most forwards any stage runs" in err
+
+
+def test_each_familys_pytorch_class_is_pytorchs_and_found_by_its_torchtitan_name():
+    """The families that name a PyTorch class (``Family.pytorch_class``) are the seven PyTorch builds, and
+    PyTorch's own ``get_schedule_class`` finds each by the name torchtitan's TOML writes (``pytorch_name``)."""
+    from torch.distributed.pipelining import schedules
+
+    named = {name: family for name, family in FAMILIES.items() if family.pytorch_class is not None}
+    assert set(named) == {"gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "interleaved-zb", "zb-v", "dualpipev"}
+    for family in named.values():
+        assert schedules.get_schedule_class(family.pytorch_name) is getattr(schedules, family.pytorch_class)

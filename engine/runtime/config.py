@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from ..dependencies import CompiledSchedule, compiled, execution_order
 from ..ir import Schedule, all_actions
@@ -38,6 +39,28 @@ class RunPlan:
     def order(self) -> list[int]:
         """An order of the slots (flat indices) one process can run them in."""
         return execution_order(self.schedule)
+
+
+EDITED = "edited"
+"""The family name of a schedule run from the editor's CSV (``RunConfig.from_csv``)."""
+
+
+@dataclass(frozen=True)
+class FailurePoint:
+    """Where a test injects a failure: ``rank`` raises as it starts ``action``."""
+
+    rank: int
+    action: str
+    """The action's text ("1F3"), compared with the text of each action the rank runs: a text no action
+    writes (say "1F03") is refused, not read as another action."""
+
+    @classmethod
+    def parse(cls, text: str) -> FailurePoint:
+        """Read "RANK:ACTION" such as "1:1F3"."""
+        rank, sep, action = text.partition(":")
+        if not sep or not rank.isdigit() or not action:
+            raise ValueError(f"fail_at must look like RANK:ACTION, e.g. 1:1F3; got {text!r}")
+        return cls(int(rank), action)
 
 
 @dataclass(frozen=True)
@@ -81,10 +104,25 @@ class RunConfig:
     timeout_s: float = 30.0
     """Distributed: how long a rank may wait for another before the run is ended."""
     fail_at: str | None = None
-    """Inject a failure, "RANK:ACTION" such as "1:1F3" (tests of the failure path)."""
-    schedule_csv: str | None = None
-    """A schedule in PyTorch's CSV format to run instead of a family (the editor's "run it for real"); the
-    ranks, micro-batches and chunks then come from it."""
+    """Inject a failure, "RANK:ACTION" such as "1:1F3" (tests of the failure path); read once into ``failure``."""
+    edited_schedule: Schedule | None = None
+    """A schedule to run instead of a family (the editor's "run it for real"), made by ``from_csv`` from
+    PyTorch's CSV; ``family``, ``num_ranks``, ``num_microbatches`` and ``num_chunks`` are then its own
+    ("edited", its p, its m, None)."""
+
+    @classmethod
+    def from_csv(cls, schedule_csv: str, **settings: Any) -> RunConfig:
+        """The experiment of a schedule in PyTorch's CSV format: the CSV read once, its sizes as the config's.
+        ``settings``: any other field (model, backend, repeats, ...)."""
+        schedule = read_csv(schedule_csv, name=EDITED).schedule
+        return cls(
+            family=EDITED,
+            num_ranks=schedule.num_ranks,
+            num_microbatches=schedule.num_microbatches,
+            num_chunks=None,
+            edited_schedule=schedule,
+            **settings,
+        )
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -102,15 +140,14 @@ class RunConfig:
                 "--clock instructions times the emulated backend's actions on the CPU; the distributed backend "
                 "keeps the wall clock and a GPU its CUDA events"
             )
-        if self.schedule_csv is not None:  # the sizes are the CSV's
-            schedule = read_csv(self.schedule_csv, name="edited").schedule
-            for name, value in (
-                ("family", "edited"),
-                ("num_ranks", schedule.num_ranks),
-                ("num_microbatches", schedule.num_microbatches),
-                ("num_chunks", None),
-            ):
-                object.__setattr__(self, name, value)
+        if self.edited_schedule is not None:
+            edited = self.edited_schedule
+            sizes = (self.family, self.num_ranks, self.num_microbatches, self.num_chunks)
+            if sizes != (EDITED, edited.num_ranks, edited.num_microbatches, None):
+                raise ValueError(
+                    f"an edited schedule runs as family {EDITED!r} with its own {edited.num_ranks} ranks and "
+                    f"{edited.num_microbatches} micro-batches and no chunks, got {sizes}; use RunConfig.from_csv"
+                )
         if self.model.batch % self.num_microbatches:
             b, m = self.model.batch, self.num_microbatches
             raise ValueError(
@@ -121,28 +158,31 @@ class RunConfig:
             raise ValueError(f"transfer time must be a finite number ≥ 0 ms, got {self.transfer_ms}")
         if not 0 < self.timeout_s < float("inf"):
             raise ValueError(f"timeout must be a finite number > 0 s, got {self.timeout_s}")
-        if self.fail_at is not None:
-            rank, sep, action = self.fail_at.partition(":")
-            if not sep or not rank.isdigit() or not action:
-                raise ValueError(f"fail_at must look like RANK:ACTION, e.g. 1:1F3; got {self.fail_at!r}")
+        _ = self.failure  # a malformed failure point fails here
         _ = self.plan  # a bad schedule, split or failure point fails here, before any work
 
     @cached_property
+    def failure(self) -> FailurePoint | None:
+        """``fail_at`` read (once) into a rank and an action's text; None when no failure is injected."""
+        return None if self.fail_at is None else FailurePoint.parse(self.fail_at)
+
+    @cached_property
     def plan(self) -> RunPlan:
-        if self.schedule_csv is not None:
-            schedule = validate(read_csv(self.schedule_csv, name="edited").schedule)
+        if self.edited_schedule is not None:
+            schedule = validate(self.edited_schedule)
         else:
             schedule = validate(build_schedule(self.family, self.num_ranks, self.num_microbatches, self.num_chunks))
-        if self.fail_at is not None:
-            rank, _, action = self.fail_at.partition(":")
-            if int(rank) >= self.num_ranks:
-                raise ValueError(f"fail_at {self.fail_at}: there is no rank {rank} (ranks 0..{self.num_ranks - 1})")
-            if action not in {str(a) for r, a in all_actions(schedule) if r == int(rank)}:
-                raise ValueError(f"fail_at {self.fail_at}: rank {rank} never runs {action}")
+        failure = self.failure
+        if failure is not None:
+            if failure.rank >= self.num_ranks:
+                raise ValueError(
+                    f"fail_at {self.fail_at}: there is no rank {failure.rank} (ranks 0..{self.num_ranks - 1})"
+                )
+            if failure.action not in {str(a) for r, a in all_actions(schedule) if r == failure.rank}:
+                raise ValueError(f"fail_at {self.fail_at}: rank {failure.rank} never runs {failure.action}")
         return RunPlan(schedule, tuple(partition(self.model.layers, schedule.num_stages, self.partition)))
 
     def failure_for(self, rank: int) -> str | None:
-        if self.fail_at is None:
-            return None
-        fail_rank, _, action = self.fail_at.partition(":")
-        return action if int(fail_rank) == rank else None
+        """The action's text at which ``rank`` fails (None: it does not)."""
+        failure = self.failure
+        return failure.action if failure is not None and failure.rank == rank else None

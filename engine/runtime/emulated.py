@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -23,9 +24,9 @@ from .config import RunConfig
 from .devices import choose_devices, device_label
 from .execute import InProcess, Watch, execute
 from .gradients import gradient_errors, reference_gradients
-from .interference import ESTIMATORS, assess, estimate
+from .interference import ESTIMATORS, Interference, assess, estimate
 from .progress import Progress, no_progress
-from .result import RunResult, assemble
+from .result import Measurement, RunResult, assemble
 from .stage import build_worker
 from .timing import ActionClock, InstructionCounter, median_and_spread, one_intra_op_thread
 
@@ -47,21 +48,83 @@ def run_emulated(config: RunConfig, *, progress: Progress = no_progress) -> RunR
 def _measure(
     config: RunConfig, devices: list[torch.device], progress: Progress, counter: InstructionCounter | None
 ) -> RunResult:
-    plan = config.plan
-    c = plan.compiled
+    """Run the steps, place the estimates on virtual device clocks, check the gradients, and write it up."""
     workers = {rank: build_worker(config, rank, devices[rank]) for rank in range(config.num_ranks)}
     kind = INSTRUCTIONS if counter is not None else None
     clocks = {rank: ActionClock(device, kind, counter) for rank, device in enumerate(devices)}
+    timings = _time_steps(config, devices, workers, clocks, _Progress(progress, config.plan.compiled, config))
+    placed = _place_on_device_clocks(config, timings)
+    loss, reference_loss, max_grad_error = _check_gradients(config, workers)
+    clock = clocks[0].kind
+    # bookkeeping: the step's CPU time outside the timed actions and copies (CPU clock only)
+    step_cpu_ms = timings.step_cpu_ms
+    overhead = max(0.0, step_cpu_ms - timings.timed_ms) / step_cpu_ms if step_cpu_ms and clock == THREAD_CPU else None
+    # the host's share of wall-clock time the thread ran: a CPU question (a GPU's clock is its own)
+    on_cpu = devices[0].type == "cpu"
+    cpu_share = timings.cpu_total_ms / timings.wall_total_ms if on_cpu and timings.wall_total_ms > 0 else None
+    interference = assess(timings.durations, cpu_share)
+    return assemble(
+        config,
+        Measurement(
+            starts=placed.starts,
+            ends=placed.ends,
+            compute_ms=placed.chosen,
+            memory_bytes=timings.memory,
+            memory_peak=timings.peak,
+            transfer_ms=placed.transfer_ms,
+            loss=loss,
+            reference_loss=reference_loss,
+            max_grad_error=max_grad_error,
+            device=device_label(devices),
+            wall_ms_per_step=timings.wall_ms,
+            overhead_fraction=overhead,
+            notes=_notes(config, devices, clock, interference, placed),
+            clock=clock,
+            makespan_spread=placed.makespan_spread,
+            duration_min=placed.low,
+            duration_max=placed.high,
+            duration_median=placed.median,
+            estimator=config.estimator,
+            interference=interference,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class _StepTimings:
+    """What the measured steps left: every action's duration per step, the copies', the last step's memory."""
+
+    durations: np.ndarray
+    """Repeats × actions (compiled order), ms."""
+    copies: list[list[float]]
+    """Per measured step, its copies' durations (the same copies, in the same order, every step)."""
+    memory: np.ndarray
+    peak: np.ndarray
+    step_cpu_ms: float
+    """The last measured step's thread CPU time, its wall time and the timed actions' and copies' sum."""
+    wall_ms: float
+    timed_ms: float
+    cpu_total_ms: float
+    """Thread CPU and wall time summed over the measured steps."""
+    wall_total_ms: float
+
+
+def _time_steps(
+    config: RunConfig,
+    devices: list[torch.device],
+    workers: dict,
+    clocks: dict[int, ActionClock],
+    watch: _Progress,
+) -> _StepTimings:
+    """Run ``warmup_steps`` thrown-away steps, then ``repeats`` measured ones, timing every action and copy."""
+    plan = config.plan
+    c = plan.compiled
     actions = [i for slot in plan.order for i in c.slot_actions(slot)]  # every rank's, in an order one process can run
-    steps = config.warmup_steps + config.repeats
-    watch = _Progress(progress, c, config)
     durations = np.zeros((config.repeats, c.num_actions))
     copies: list[list[float]] = []
-    """Per measured step, its copies' durations (the same copies, in the same order, every step)."""
     step_cpu_ms = wall_ms = timed_ms = 0.0
     cpu_total_ms = wall_total_ms = 0.0
-
-    for step in range(steps):
+    for step in range(config.warmup_steps + config.repeats):
         measuring = step >= config.warmup_steps
         for worker in workers.values():
             worker.zero_grad()
@@ -81,10 +144,33 @@ def _measure(
             step_cpu_ms = (time.thread_time() - cpu_begin) * 1e3
             wall_ms = (time.perf_counter() - wall_begin) * 1e3
             cpu_total_ms, wall_total_ms = cpu_total_ms + step_cpu_ms, wall_total_ms + wall_ms
-    memory, peak = measured.memory, measured.peak
+    return _StepTimings(
+        durations, copies, measured.memory, measured.peak, step_cpu_ms, wall_ms, timed_ms, cpu_total_ms, wall_total_ms
+    )
 
-    # place the estimates on virtual device clocks for the timeline, each repeat for the spread of the makespan;
-    # a copy's estimate is taken over the repeats like an action's, then the median over the copies
+
+@dataclass(frozen=True)
+class _Placed:
+    """The estimates placed on virtual device clocks: the timeline's slots and the spread over the repeats."""
+
+    transfer_ms: float
+    num_copies: int
+    chosen: np.ndarray
+    """Per action, the estimate over its repeats (``config.estimator``); the timeline and prediction use it."""
+    median: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    starts: list[float]
+    ends: list[float]
+    makespan_spread: tuple[float, float]
+
+
+def _place_on_device_clocks(config: RunConfig, timings: _StepTimings) -> _Placed:
+    """Walk the schedule with the chosen estimates for the timeline, and with each repeat for the makespan's
+    spread; a copy's estimate is taken over the repeats like an action's, then the median over the copies."""
+    plan = config.plan
+    c = plan.compiled
+    copies, durations = timings.copies, timings.durations
     num_copies = len(copies[0]) if copies else 0
     transfer_ms = (
         config.transfer_ms
@@ -98,19 +184,25 @@ def _measure(
         max(walk(plan.schedule, np.bincount(c.slot, weights=d, minlength=c.num_slots), transfer_ms).ends, default=0.0)
         for d in durations
     ]
+    return _Placed(transfer_ms, num_copies, chosen, median, low, high, starts, ends, (min(makespans), max(makespans)))
 
+
+def _check_gradients(config: RunConfig, workers: dict) -> tuple[float, float, float]:
+    """The pipeline's loss, the unsplit model's, and the largest relative gradient error against it."""
     reference_loss, reference = reference_gradients(config.model)
     errors = {}
     for worker in workers.values():
-        errors.update(gradient_errors(plan, worker, reference))
+        errors.update(gradient_errors(config.plan, worker, reference))
     loss = sum(sum(worker.losses.values()) for worker in workers.values())
-    # bookkeeping: the step's CPU time outside the timed actions and copies (CPU clock only)
-    overhead = max(0.0, step_cpu_ms - timed_ms) / step_cpu_ms if step_cpu_ms and clocks[0].kind == THREAD_CPU else None
-    # the host's share of wall-clock time the thread ran: a CPU question (a GPU's clock is its own)
-    on_cpu = devices[0].type == "cpu"
-    interference = assess(durations, cpu_total_ms / wall_total_ms if on_cpu and wall_total_ms > 0 else None)
+    return loss, reference_loss, max(errors.values())
+
+
+def _notes(
+    config: RunConfig, devices: list[torch.device], clock: str, interference: Interference, placed: _Placed
+) -> tuple[str, ...]:
+    """What the reader needs to read the numbers: the clock and estimator, a busy host, a shared GPU, the copy."""
     notes = [
-        f"emulated: the durations are measured ({CLOCKS[clocks[0].kind]}; {ESTIMATORS[config.estimator]} "
+        f"emulated: the durations are measured ({CLOCKS[clock]}; {ESTIMATORS[config.estimator]} "
         f"over {config.repeats} step(s) after {config.warmup_steps} warm-up), the device clocks are virtual "
         f"(one device per rank)"
     ]
@@ -120,32 +212,10 @@ def _measure(
         notes.append("several ranks share a GPU: memory is torch.cuda.memory_allocated of the shared device")
     if config.transfer_ms is None:
         notes.append(
-            f"transfer: measured activation copy, {transfer_ms:.4f} ms (the median over {num_copies} copies of "
-            f"each copy's {'fastest' if config.estimator == 'min' else 'median'} repeat)"
+            f"transfer: measured activation copy, {placed.transfer_ms:.4f} ms (the median over {placed.num_copies} "
+            f"copies of each copy's {'fastest' if config.estimator == 'min' else 'median'} repeat)"
         )
-    return assemble(
-        config,
-        starts=starts,
-        ends=ends,
-        compute_ms=chosen,
-        memory_bytes=memory,
-        memory_peak=peak,
-        transfer_ms=transfer_ms,
-        loss=loss,
-        reference_loss=reference_loss,
-        max_grad_error=max(errors.values()),
-        device=device_label(devices),
-        wall_ms_per_step=wall_ms,
-        overhead_fraction=overhead,
-        notes=tuple(notes),
-        clock=clocks[0].kind,
-        makespan_spread=(min(makespans), max(makespans)),
-        duration_min=low,
-        duration_max=high,
-        duration_median=median,
-        estimator=config.estimator,
-        interference=interference,
-    )
+    return tuple(notes)
 
 
 class _Progress(Watch):

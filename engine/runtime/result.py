@@ -179,57 +179,91 @@ def measured_w_memory_fraction(schedule: Schedule, memory_bytes: np.ndarray) -> 
     return float(np.clip(1.0 + change[is_input].sum() / added, 0.0, 1.0))
 
 
-def assemble(
-    config: RunConfig,
-    *,
-    starts,
-    ends,
-    compute_ms,
-    memory_bytes,
-    transfer_ms: float,
-    waits: pd.DataFrame | None = None,
-    notes: tuple[str, ...] = (),
-    duration_min=None,
-    duration_max=None,
-    duration_median=None,
-    memory_peak=None,
-    **fields,
-) -> RunResult:
+@dataclass(frozen=True)
+class Measurement:
+    """What a backend measured in one run, handed to ``assemble``: times per slot, costs and memory per action
+    (compiled order), and the run's checks and notes. The fields without a default are what every backend
+    measures; the rest default to what ``RunResult`` assumes when a backend does not report them."""
+
+    starts: np.ndarray | list[float]
+    """Per slot (flat), its start and end on the measured timeline, ms."""
+    ends: np.ndarray | list[float]
+    compute_ms: np.ndarray
+    """Per action, the duration the prediction uses (the estimate over the repeats), ms."""
+    memory_bytes: np.ndarray
+    """Per action, the bytes the rank held after it."""
+    transfer_ms: float
+    loss: float
+    reference_loss: float
+    max_grad_error: float
+    device: str
+    wall_ms_per_step: float
+    clock: str
+    makespan_spread: tuple[float, float]
+    waits: pd.DataFrame | None = None
+    """Distributed: the receive waits (rank, start, end, waiting_for, action)."""
+    notes: tuple[str, ...] = ()
+    duration_min: np.ndarray | None = None
+    """Per action, its measured repeats' fastest, slowest and median; None: ``compute_ms``."""
+    duration_max: np.ndarray | None = None
+    duration_median: np.ndarray | None = None
+    memory_peak: np.ndarray | None = None
+    """Per action, the most bytes held while it ran; None: ``memory_bytes``."""
+    overhead_fraction: float | None = None
+    estimator: str = "median"
+    interference: Interference | None = None
+
+
+def assemble(config: RunConfig, measured: Measurement) -> RunResult:
     """Build the measured Timeline and the prediction from the measured costs, side by side.
 
     The prediction's memory model uses the share of bytes W still needs after I as measured in this run
     (for these small models nearly all of it: W keeps each layer's input and output gradient)."""
     schedule = config.plan.schedule
-    w_fraction = None if config.recompute else measured_w_memory_fraction(schedule, memory_bytes)
+    compute_ms = np.asarray(measured.compute_ms)
+    w_fraction = None if config.recompute else measured_w_memory_fraction(schedule, measured.memory_bytes)
     costs = Costs.of(
-        stage_costs=measured_stage_costs(schedule, np.asarray(compute_ms)), comm=transfer_ms, recompute=config.recompute
+        stage_costs=measured_stage_costs(schedule, compute_ms), comm=measured.transfer_ms, recompute=config.recompute
     )
     if w_fraction is not None:  # else the memory model's default share
         costs = replace(costs, w_memory_fraction=w_fraction)
     predicted = simulate(schedule, costs, check=False)
-    measured = Timeline.from_slots(
+
+    def or_compute(values: np.ndarray | None) -> np.ndarray:
+        return np.asarray(compute_ms if values is None else values)
+
+    timeline = Timeline.from_slots(
         schedule,
-        starts,
-        ends,
-        memory_bytes,
+        measured.starts,
+        measured.ends,
+        measured.memory_bytes,
         source="measured",
-        waits=waits,
-        comm=transfer_ms,
-        compute_ms=np.asarray(compute_ms),
-        duration_min=np.asarray(compute_ms if duration_min is None else duration_min),
-        duration_max=np.asarray(compute_ms if duration_max is None else duration_max),
-        duration_median=np.asarray(compute_ms if duration_median is None else duration_median),
+        waits=measured.waits,
+        comm=measured.transfer_ms,
+        compute_ms=compute_ms,
+        duration_min=or_compute(measured.duration_min),
+        duration_max=or_compute(measured.duration_max),
+        duration_median=or_compute(measured.duration_median),
         memory_model=predicted.frame["memory_after"].to_numpy(),
-        memory_peak=np.asarray(memory_bytes if memory_peak is None else memory_peak, float),
+        memory_peak=np.asarray(measured.memory_bytes if measured.memory_peak is None else measured.memory_peak, float),
     )
     return RunResult(
         config=config,
         schedule=schedule,
-        measured=measured,
+        measured=timeline,
         predicted=predicted,
-        transfer_ms=transfer_ms,
+        loss=measured.loss,
+        reference_loss=measured.reference_loss,
+        max_grad_error=measured.max_grad_error,
+        transfer_ms=measured.transfer_ms,
+        device=measured.device,
+        wall_ms_per_step=measured.wall_ms_per_step,
         w_memory_fraction=costs.w_memory_fraction,
-        notes=tuple(notes),
+        overhead_fraction=measured.overhead_fraction,
+        notes=tuple(measured.notes),
+        clock=measured.clock,
+        makespan_spread=measured.makespan_spread,
         prediction_costs=costs,
-        **fields,
+        estimator=measured.estimator,
+        interference=measured.interference,
     )

@@ -254,9 +254,7 @@ def plan(
     efficiency = real_number("efficiency", DEFAULT_EFFICIENCY if efficiency is None else efficiency, 0, 1)
     layout.check(model)
     layers = layout.layers_per_stage(model)
-    p, m = layout.pipeline_parallel, layout.num_microbatches
-    family = layout.family_spec
-    schedule = build_schedule(layout.family, p, m, layout.chunks)
+    schedule = build_schedule(layout.family, layout.pipeline_parallel, layout.num_microbatches, layout.chunks)
 
     # time: the stages' F, I, W in seconds, the transfer as comm, one pipeline simulated
     costs_per_stage = stage_costs(model, gpu, layout, efficiency, layers)
@@ -266,54 +264,11 @@ def plan(
     # memory: model states of each rank's stages, activations × the simulated in-flight count
     per_stage = stage_parameters(model, layers)
     per_rank = rank_parameters(model, layout, schedule, per_stage)
-    activations = peak_activation_bytes(timeline, schedule, stage_activation_bytes(model, layout, layers))
-    in_flight = timeline.peak_memory_per_rank()
-    stages_of = [tuple(s for s in range(schedule.num_stages) if schedule.rank_of(s) == r) for r in range(p)]
-    memory = tuple(
-        RankMemory(
-            rank=r,
-            stages=stages_of[r],
-            layers=sum(layers[s] for s in stages_of[r]),
-            parameters=per_rank[r],
-            **dataclasses.asdict(ModelStateBytes.of(per_rank[r], layout.zero, layout.data_parallel)),
-            activations=float(activations[r]),
-            peak_microbatches_in_flight=in_flight[r],
-            capacity=gpu.memory_bytes,
-        )
-        for r in range(p)
-    )
-
-    # the DP all-reduce after each rank's last action
-    last_end = timeline.frame.groupby("rank")["end"].max()
-    allreduce = tuple(
-        AllReduce(
-            rank=r,
-            start=float(last_end.get(r, 0.0)),
-            end=float(last_end.get(r, 0.0)) + data_parallel_seconds(per_rank[r], gpu, layout),
-            gradient_bytes=BYTES_PER_VALUE * per_rank[r],
-        )
-        for r in range(p)
-    )
+    memory = _rank_memory(model, gpu, layout, schedule, timeline, layers, per_rank)
 
     model_flops, hardware_flops = step_flops(model, layout)
     s = layout.sequence(model)
-    gpt_style = model.is_gpt_style
-    notes = [
-        f"One pipeline of the {layout.data_parallel} DP replicas is simulated ({p} ranks × {m} micro-batches × "
-        f"{layout.num_chunks} chunk(s)); the others run the same step and meet in the gradient all-reduce.",
-        (
-            "One pipeline rank: no transfers between ranks."
-            if transfer.link == "none"
-            else f"Pipeline transfers: {transfer.bytes / 1e6:.1f} MB per micro-batch over {transfer.link}, "
-            f"{transfer.seconds * 1e3:.3f} ms; the slowest hop stands for all."
-        ),
-        *family.size_notes(p, m),
-    ]
-    if not gpt_style:
-        notes.append(
-            "Activation bytes use Korthikanti et al.'s Table 2, derived for a GPT-3 layer; for SwiGLU and "
-            "grouped-query attention they are an estimate."
-        )
+    gpt_style = model.is_gpt_style  # the closed forms (Narayanan et al.) are a GPT layer's
     return Plan(
         model=model,
         gpu=gpu,
@@ -336,10 +291,79 @@ def plan(
             else None
         ),
         transfer=transfer,
-        allreduce=allreduce,
+        allreduce=_allreduce_after_last_action(timeline, gpu, layout, per_rank),
         memory=memory,
-        notes=tuple(notes),
+        notes=_plan_notes(model, layout, transfer),
     )
+
+
+def _rank_memory(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    layout: Layout,
+    schedule: Schedule,
+    timeline: Timeline,
+    layers: tuple[int, ...],
+    per_rank: list[float],
+) -> tuple[RankMemory, ...]:
+    """Per rank: its stages' model states (ZeRO-sharded over DP) and its activations at the simulated peak."""
+    activations = peak_activation_bytes(timeline, schedule, stage_activation_bytes(model, layout, layers))
+    in_flight = timeline.peak_memory_per_rank()
+    p = schedule.num_ranks
+    stages_of = [tuple(s for s in range(schedule.num_stages) if schedule.rank_of(s) == r) for r in range(p)]
+    return tuple(
+        RankMemory(
+            rank=r,
+            stages=stages_of[r],
+            layers=sum(layers[s] for s in stages_of[r]),
+            parameters=per_rank[r],
+            **dataclasses.asdict(ModelStateBytes.of(per_rank[r], layout.zero, layout.data_parallel)),
+            activations=float(activations[r]),
+            peak_microbatches_in_flight=in_flight[r],
+            capacity=gpu.memory_bytes,
+        )
+        for r in range(p)
+    )
+
+
+def _allreduce_after_last_action(
+    timeline: Timeline, gpu: GpuSpec, layout: Layout, per_rank: list[float]
+) -> tuple[AllReduce, ...]:
+    """The DP all-reduce of each rank's gradients, drawn after the rank's last action (a rank's gradients are
+    complete only then)."""
+    last_end = timeline.frame.groupby("rank")["end"].max()
+    return tuple(
+        AllReduce(
+            rank=r,
+            start=float(last_end.get(r, 0.0)),
+            end=float(last_end.get(r, 0.0)) + data_parallel_seconds(per_rank[r], gpu, layout),
+            gradient_bytes=BYTES_PER_VALUE * per_rank[r],
+        )
+        for r in range(layout.pipeline_parallel)
+    )
+
+
+def _plan_notes(model: ModelSpec, layout: Layout, transfer: Transfer) -> tuple[str, ...]:
+    """What the page says under the numbers: what was simulated, the transfers, the family's size notes,
+    and where an estimate stands in for a derivation."""
+    p, m = layout.pipeline_parallel, layout.num_microbatches
+    notes = [
+        f"One pipeline of the {layout.data_parallel} DP replicas is simulated ({p} ranks × {m} micro-batches × "
+        f"{layout.num_chunks} chunk(s)); the others run the same step and meet in the gradient all-reduce.",
+        (
+            "One pipeline rank: no transfers between ranks."
+            if transfer.link == "none"
+            else f"Pipeline transfers: {transfer.bytes / 1e6:.1f} MB per micro-batch over {transfer.link}, "
+            f"{transfer.seconds * 1e3:.3f} ms; the slowest hop stands for all."
+        ),
+        *layout.family_spec.size_notes(p, m),
+    ]
+    if not model.is_gpt_style:
+        notes.append(
+            "Activation bytes use Korthikanti et al.'s Table 2, derived for a GPT-3 layer; for SwiGLU and "
+            "grouped-query attention they are an estimate."
+        )
+    return tuple(notes)
 
 
 def plan_preset(name: str) -> Plan:

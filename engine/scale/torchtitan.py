@@ -11,17 +11,6 @@ from __future__ import annotations
 from .layout import Layout
 from .models import ModelSpec
 
-PYTORCH_SCHEDULES = {
-    "gpipe": "GPipe",
-    "1f1b": "1F1B",
-    "interleaved-1f1b": "Interleaved1F1B",
-    "looped-bfs": "LoopedBFS",
-    "interleaved-zb": "InterleavedZeroBubble",
-    "zb-v": "ZBVZeroBubble",
-    "dualpipev": "DualPipeV",
-}
-"""The lab's families PyTorch builds itself, by PyTorch's name; ZB-H1 and ZB-H2 come from the CSV."""
-
 
 def uniform_layers_per_stage(layers_per_stage: tuple[int, ...]) -> tuple[int, int, int] | None:
     """(layers per stage, first-stage fewer, last-stage fewer) when torchtitan's three numbers describe the
@@ -64,7 +53,7 @@ def torchtitan_toml(model: ModelSpec, layout: Layout, layers_per_stage: tuple[in
         "[parallelism]",
         f"pipeline_parallel_degree = {layout.pipeline_parallel}",
     ]
-    schedule = PYTORCH_SCHEDULES.get(layout.family)
+    schedule = layout.family_spec.pytorch_name  # None: PyTorch has no class; run the lab's CSV
     if schedule is None:
         lines += [
             'pipeline_parallel_schedule = "PipelineScheduleMulti"',

@@ -108,6 +108,7 @@ def _dualpipev_rank(rank: int, p: int, m: int) -> tuple[Slot, ...]:
 FAMILY = Family(
     name="dualpipev",
     build=dualpipev,
+    pytorch_class="ScheduleDualPipeV",
     title="DualPipeV (overlapped F&B)",
     source="DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe DualPipeV; PyTorch ScheduleDualPipeV",
     story="DeepSeek-V3's schedule, cut in half: a V like ZB-V, and in the steady phase one chunk's "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..closed_forms import ClosedForm, FormsOf, Setting
 from ..costs import PAIR_KEY, Costs
-from ..ir import Schedule
+from ..ir import PLACEMENTS, Schedule
 from .depth_first import microbatch_rounds
 
 if TYPE_CHECKING:
@@ -33,6 +33,9 @@ class Family:
     """One or two sentences on why its numbers are what they are (the "Why these numbers" panel)."""
     source: str
     """Where it comes from (paper, section; PyTorch's class)."""
+    pytorch_class: str | None = None
+    """The class in ``torch.distributed.pipelining.schedules`` that builds this family ("Schedule1F1B"), or
+    None when PyTorch has none (ZB-H1, ZB-H2, V-Half, V-Min: they run from the lab's CSV)."""
     fixed_chunks: int | None = 1
     """Model chunks per rank when the family fixes them (1, or 2 for the V-shaped ones); None when the user
     chooses (v ≥ 2, the ``--chunks`` option)."""
@@ -54,9 +57,19 @@ class Family:
     forms: FormsOf | None = None
     """Its closed forms (``engine.closed_forms``), or None when it has none."""
 
+    def __post_init__(self) -> None:
+        held = PLACEMENTS[self.placement].chunks_per_rank  # a V holds its two chunks whatever the family
+        assert held is None or self.fixed_chunks == held, f"{self.name}: {self.placement} holds {held} chunks"
+
     @property
     def takes_chunks(self) -> bool:
         return self.fixed_chunks is None
+
+    @property
+    def pytorch_name(self) -> str | None:
+        """The name PyTorch's ``get_schedule_class`` and torchtitan's ``pipeline_parallel_schedule`` take
+        ("1F1B" for ``Schedule1F1B``), or None when PyTorch has no class for this family."""
+        return None if self.pytorch_class is None else self.pytorch_class.removeprefix("Schedule")
 
     def built_for(self, num_ranks: int, num_microbatches: int) -> int:
         """The micro-batch count the generator builds before trimming to ``num_microbatches``."""

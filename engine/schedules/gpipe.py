@@ -47,6 +47,7 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
 FAMILY = Family(
     name="gpipe",
     build=gpipe,
+    pytorch_class="ScheduleGPipe",
     title="GPipe",
     source="Huang et al. 2019, GPipe §2.3",
     story="Every rank runs all m forwards, then all m backwards. The pipe fills for p − 1 steps and drains "

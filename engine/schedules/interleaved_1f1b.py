@@ -51,6 +51,7 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
 FAMILY = Family(
     name="interleaved-1f1b",
     build=interleaved_1f1b,
+    pytorch_class="ScheduleInterleaved1F1B",
     title="Interleaved 1F1B (Megatron)",
     source="Narayanan et al. 2021 (Megatron-LM) §2.2.2",
     story="Each rank holds v smaller chunks of the model, not one; the fill and drain take a "

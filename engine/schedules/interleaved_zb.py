@@ -74,6 +74,7 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
 FAMILY = Family(
     name="interleaved-zb",
     build=interleaved_zero_bubble,
+    pytorch_class="ScheduleInterleavedZeroBubble",
     title="Interleaved zero bubble (v chunks; PyTorch's ZB1P)",
     source="PyTorch ScheduleInterleavedZeroBubble (its docstring's \"ZB1P\"; the paper's ZB-1p is a searched "
     "one-chunk schedule); after Qi et al. 2024, Zero Bubble",

@@ -54,6 +54,7 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
 FAMILY = Family(
     name="looped-bfs",
     build=looped_bfs,
+    pytorch_class="ScheduleLoopedBFS",
     title="Looped BFS",
     source="Lamy-Poirier 2023, Breadth-first pipeline parallelism",
     story="Like interleaved 1F1B, v chunks per rank shorten the fill and drain; but every micro-batch "

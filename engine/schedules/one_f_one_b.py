@@ -44,6 +44,7 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
 FAMILY = Family(
     name="1f1b",
     build=one_f_one_b,
+    pytorch_class="Schedule1F1B",
     title="1F1B (PipeDream-flush)",
     source="Narayanan et al. 2021 (PipeDream-flush)",
     story="After a warm-up of p − 1 − r forwards, rank r alternates one forward with one backward. With "

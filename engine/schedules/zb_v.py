@@ -131,6 +131,7 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
 FAMILY = Family(
     name="zb-v",
     build=zb_v,
+    pytorch_class="ScheduleZBVZeroBubble",
     title="ZB-V (V placement)",
     source="Qi et al. 2024, Zero Bubble (arXiv version) §6; V shapes: Pipeline Parallelism with Controllable "
     "Memory §3; PyTorch ScheduleZBVZeroBubble",

@@ -70,7 +70,7 @@ def _summary(result: SearchResult) -> dict:
 def search_command(args) -> int:
     if args.out is not None:  # fail before the search, not after it
         check_output(args.out, what="schedule")
-    num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * (2 if args.placement == "v" else 1)
+    num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * PLACEMENTS[args.placement].chunks()
     costs = Costs.parse(args.costs, num_stages=num_stages, where="the search", comm=args.comm)
     problem = SearchProblem(args.ranks, args.microbatches, costs, args.memory, args.placement, args.time_limit)
     result = search(problem, args.method)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dependencies import compiled, walk
+from ..dependencies import CompiledSchedule, compiled, walk
 from ..ir import Action, Kind, Schedule
 from .bounds import chain_times
 from .heuristic import Candidate
@@ -123,25 +123,66 @@ def solve_exact(
     time; the import and the model's construction count). Progress is timed from ``began``."""
     from ortools.sat.python import cp_model  # lazily: see the module docstring
 
-    table, m = problem.table, problem.num_microbatches
-    num_stages = table.num_stages
     scales = model_scales(problem)
     if scales is None:
         raise ValueError(
             "the exact method needs costs that some factor up to 1000 makes whole numbers; use the heuristic"
         )
     time_scale, memory_scale = scales
-    # the actions, numbered as the compiled hint orders them; their hand-offs come from engine.dependencies
-    schedule = Schedule("hint", problem.num_ranks, m, problem.num_chunks, problem.placement, hint.ranks)
-    c = compiled(schedule)
-    duration = np.rint(table.duration[c.stage, c.kind] * time_scale).astype(int).tolist()
-    comm = round(table.comm * time_scale)
-    hint_start = walk(schedule, duration, comm).starts  # the hint timed as the simulator would, in ticks
-    horizon = round(max(s + d for s, d in zip(hint_start, duration, strict=True)))
-    chain = chain_times(table)
+    timed = _TimedHint.of(problem, hint, time_scale)
+    # the model, constraints in this order (CP-SAT's search, and so a timed-out answer, depend on it)
+    model = cp_model.CpModel()
+    start, interval, index = _add_actions(model, problem, timed)
 
-    def ticks(value: float) -> int:
-        return round(value * time_scale)
+    def end(i: int):
+        return start[i] + timed.duration[i]
+
+    _add_handoffs(model, timed, start, end, index)
+    _memory_precedences(model, problem, start, end, index)
+    _add_ranks(model, problem, timed, start, interval, index, memory_scale)
+    _minimise_makespan(model, problem, timed, end, index, lower_bound)
+    return _solve(
+        cp_model, model, problem, timed, start, began=began, deadline=deadline, clock=clock, num_workers=num_workers
+    )
+
+
+@dataclass(frozen=True)
+class _TimedHint:
+    """The actions, numbered as the compiled hint orders them (their hand-offs come from engine.dependencies),
+    with durations and transfer in whole ticks, and the hint timed as the simulator would."""
+
+    c: CompiledSchedule
+    time_scale: int
+    duration: list[int]
+    """Per action, ticks."""
+    comm: int
+    hint_start: list[float]
+    horizon: int
+    """The hint's makespan: no better order ends later."""
+
+    @classmethod
+    def of(cls, problem: SearchProblem, hint: Candidate, time_scale: int) -> _TimedHint:
+        schedule = Schedule(
+            "hint", problem.num_ranks, problem.num_microbatches, problem.num_chunks, problem.placement, hint.ranks
+        )
+        c = compiled(schedule)
+        duration = np.rint(problem.table.duration[c.stage, c.kind] * time_scale).astype(int).tolist()
+        comm = round(problem.table.comm * time_scale)
+        hint_start = walk(schedule, duration, comm).starts  # the hint timed as the simulator would, in ticks
+        horizon = round(max(s + d for s, d in zip(hint_start, duration, strict=True)))
+        return cls(c, time_scale, duration, comm, hint_start, horizon)
+
+    def ticks(self, value: float) -> int:
+        return round(value * self.time_scale)
+
+
+def _add_actions(
+    model, problem: SearchProblem, timed: _TimedHint
+) -> tuple[list, list, dict[tuple[int, int, int], int]]:
+    """One start variable and one fixed-length interval per action, each start bounded by one micro-batch's
+    chain and hinted with the hint's start; returns (starts, intervals, (stage, kind, micro-batch) -> action)."""
+    table, c, horizon, ticks = problem.table, timed.c, timed.horizon, timed.ticks
+    chain = chain_times(table)
 
     def earliest_and_latest(s: int, kind: Kind) -> tuple[int, int]:
         """From one micro-batch's chain: when the action can start at the soonest, and at the latest while
@@ -154,32 +195,36 @@ def solve_exact(
             return ticks(chain.input_start[s]), horizon - own - ticks(chain.after_input[s])
         return ticks(chain.input_start[s] + table.duration[s, Kind.I]), horizon - own
 
-    model = cp_model.CpModel()
     start, interval = [], []
     index: dict[tuple[int, int, int], int] = {}  # (stage, kind, micro-batch) -> action
     for i in range(c.num_actions):
         s, kind, j = c.action(i)
         low, high = earliest_and_latest(s, kind)
         start.append(model.new_int_var(low, max(low, high), f"{s}{kind}{j}"))
-        interval.append(model.new_fixed_size_interval_var(start[i], duration[i], f"run {s}{kind}{j}"))
+        interval.append(model.new_fixed_size_interval_var(start[i], timed.duration[i], f"run {s}{kind}{j}"))
         index[s, kind, j] = i
-        model.add_hint(start[i], round(hint_start[i]))
+        model.add_hint(start[i], round(timed.hint_start[i]))
+    return start, interval, index
 
-    def end(i: int):
-        return start[i] + duration[i]
 
+def _add_handoffs(model, timed: _TimedHint, start, end, index) -> None:
+    """The hand-off rules as precedences, with the transfer time across ranks, and [Note: micro-batch order]."""
+    c = timed.c
     producer = {int(key): i for i, key in enumerate(c.makes.tolist()) if key >= 0}
-    for i in range(c.num_actions):  # the hand-off rules, with the transfer time across ranks
+    for i in range(c.num_actions):
         if c.from_neighbour[i] >= 0:
-            model.add(start[i] >= end(producer[int(c.from_neighbour[i])]) + comm * bool(c.neighbour_is_remote[i]))
+            model.add(start[i] >= end(producer[int(c.from_neighbour[i])]) + timed.comm * bool(c.neighbour_is_remote[i]))
         if c.from_own[i] >= 0:
             model.add(start[i] >= end(producer[int(c.from_own[i])]))
         previous = (int(c.stage[i]), int(c.kind[i]), int(c.microbatch[i]) - 1)
         if previous[2] >= 0:  # [Note: micro-batch order]
             model.add(start[i] >= end(index[previous]))
 
-    _memory_precedences(model, problem, start, end, index)
 
+def _add_ranks(model, problem: SearchProblem, timed: _TimedHint, start, interval, index, memory_scale: int) -> None:
+    """Per rank: one action at a time, and memory as a cumulative resource under the budget (each micro-batch
+    holds a releaser's share from the start of its F to the start of that I or W)."""
+    table, m, c, horizon = problem.table, problem.num_microbatches, timed.c, timed.horizon
     capacity = math.floor(problem.memory_budget * memory_scale + 1e-6)
     for rank in range(problem.num_ranks):
         mine = np.flatnonzero(c.rank == rank).tolist()
@@ -193,18 +238,30 @@ def solve_exact(
                 for j in range(m):  # held from the start of F(s, j) to the start of its releaser
                     forward, release = index[s, Kind.F, j], index[s, releaser, j]
                     length = model.new_int_var(1, horizon, "")
-                    model.add_hint(length, round(hint_start[release] - hint_start[forward]))
+                    model.add_hint(length, round(timed.hint_start[release] - timed.hint_start[forward]))
                     held.append(model.new_interval_var(start[forward], length, start[release], ""))
                     demands.append(demand)
         if held:
             model.add_cumulative(held, demands, capacity)
 
-    makespan = model.new_int_var(min(horizon, math.ceil(lower_bound * time_scale - 1e-6)), horizon, "makespan")
-    for s in range(num_stages):  # W's run in micro-batch order, so the last one of each stage ends last
-        model.add(makespan >= end(index[s, Kind.W, m - 1]))
-    model.minimize(makespan)
-    model.add_hint(makespan, horizon)
 
+def _minimise_makespan(model, problem: SearchProblem, timed: _TimedHint, end, index, lower_bound: float) -> None:
+    """The objective: the last W's end, between the lower bound and the hint's makespan (its hint)."""
+    makespan = model.new_int_var(
+        min(timed.horizon, math.ceil(lower_bound * timed.time_scale - 1e-6)), timed.horizon, "makespan"
+    )
+    for s in range(problem.table.num_stages):  # W's run in micro-batch order, so the last one of each stage ends last
+        model.add(makespan >= end(index[s, Kind.W, problem.num_microbatches - 1]))
+    model.minimize(makespan)
+    model.add_hint(makespan, timed.horizon)
+
+
+def _solve(
+    cp_model, model, problem: SearchProblem, timed: _TimedHint, start, *, began, deadline, clock, num_workers
+) -> ExactOutcome:
+    """Run CP-SAT until ``deadline`` (less the reserve for checking the result), recording every solution
+    and bound improvement, and read each rank's order off the start times."""
+    time_scale, c = timed.time_scale, timed.c
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.01, deadline - clock() - FINISH_RESERVE_S)
     solver.parameters.num_workers = num_workers

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..ir import Action, Kind
 from .bounds import chain_times
-from .problem import MEMORY_TOLERANCE, SearchProblem
+from .problem import MEMORY_TOLERANCE, SPLIT_KINDS, SearchProblem
 
 WARMUPS = ("fill", "one-f-one-b", "budget")
 """How much memory a rank fills with forwards before it waits for backwards:
@@ -143,123 +143,160 @@ def warmup_caps(problem: SearchProblem, warmup: str) -> list[float]:
 
 
 def greedy(problem: SearchProblem, variant: Variant) -> Candidate:
-    """One run of the list scheduler under ``variant`` (see the module docstring)."""
-    table, m, p = problem.table, problem.num_microbatches, problem.num_ranks
-    num_stages = table.num_stages
-    rank_of = list(table.rank_of_stage)
-    forward_time, input_time, weight_time = (table.duration[:, kind].tolist() for kind in (Kind.F, Kind.I, Kind.W))
-    forward_memory, input_memory, weight_memory = (
-        table.memory_change[:, kind].tolist() for kind in (Kind.F, Kind.I, Kind.W)
-    )
-    down_hop = [table.hop(s, s + 1) if s + 1 < num_stages else 0.0 for s in range(num_stages)]  # F(s) → F(s+1)
-    up_hop = [table.hop(s, s - 1) if s > 0 else 0.0 for s in range(num_stages)]  # I(s) → I(s−1)
-    stages_of = [table.stages_of(r) for r in range(p)]
-    # with two chunks, the deep stage of each shallow one (``CHUNK_SHARING``)
-    partner = [-1] * num_stages
-    for stages in stages_of:
-        if len(stages) == 2:
-            partner[stages[0]] = stages[1]
-    budget = problem.memory_budget + MEMORY_TOLERANCE
-    caps = [cap + MEMORY_TOLERANCE for cap in warmup_caps(problem, variant.warmup)]
-    fit, sharing = variant.weights == "fit", variant.chunks
-    lead = lead_caps(problem) if sharing == "turn" else [problem.num_microbatches] * num_stages
+    """One run of the list scheduler under ``variant`` (see the module docstring): ranks decide in time order,
+    each when it becomes free or when an input it waits for arrives."""
+    state = _ListScheduler(problem, variant)
+    while state.queue:
+        now, rank = heapq.heappop(state.queue)
+        if now != state.decision[rank] or not state.left[rank]:
+            continue  # a stale entry, or a finished rank
+        state.decide(rank, now)
+    if any(state.left):  # the reservations in forward_fits make this unreachable; a failure here is a bug
+        raise AssertionError(f"greedy search stalled with {sum(state.left)} actions left ({variant})")
+    order = tuple(tuple(actions) for actions in state.order)
+    return Candidate(order, max(state.free), f"greedy list scheduler ({variant})")
 
-    forwards_done, inputs_done, weights_done = [0] * num_stages, [0] * num_stages, [0] * num_stages
-    forward_end = [[0.0] * m for _ in range(num_stages)]
-    input_end = [[0.0] * m for _ in range(num_stages)]
-    free, memory, waiting_memory = [0.0] * p, [0.0] * p, [0.0] * p  # waiting: forwards whose I is to come
-    left = [3 * m * len(stages) for stages in stages_of]
-    order: list[list[Action]] = [[] for _ in range(p)]
-    decision = [0.0] * p  # when each rank decides next (inf: when an input it waits for is produced)
-    queue = [(0.0, rank) for rank in range(p)]
-    infinity = math.inf
 
-    def forward_arrival(s: int) -> float | None:
+@dataclass(slots=True)
+class _Choices:
+    """What a free rank can do at ``now``: the I's and F's whose inputs have arrived, the next known arrival
+    of one it could run, whether a forward is held back by the budget, and the stage with most W's pending."""
+
+    ready: dict[Kind, list[tuple[int, int, float]]]
+    """Per kind (I, F): (micro-batch, −stage, arrival), so ``min`` picks the older micro-batch, then the
+    deeper stage."""
+    soon: float = math.inf
+    memory_blocks: bool = False
+    pending_weight: int = -1
+    """The stage with the most I's whose W has not run (−1: none)."""
+
+
+class _ListScheduler:
+    """The greedy's state: the instance as plain per-stage lists (read in the inner loop), the variant's
+    settings, and per stage and rank what has run, when, and what it holds."""
+
+    def __init__(self, problem: SearchProblem, variant: Variant) -> None:
+        table, m, p = problem.table, problem.num_microbatches, problem.num_ranks
+        num_stages = table.num_stages
+        self.m, self.num_stages = m, num_stages
+        # the instance
+        self.rank_of = list(table.rank_of_stage)
+        self.took = {kind: table.duration[:, kind].tolist() for kind in SPLIT_KINDS}
+        self.changes = {kind: table.memory_change[:, kind].tolist() for kind in SPLIT_KINDS}
+        self.forward_memory = self.changes[Kind.F]
+        down_hop = [table.hop(s, s + 1) if s + 1 < num_stages else 0.0 for s in range(num_stages)]  # F(s) → F(s+1)
+        up_hop = [table.hop(s, s - 1) if s > 0 else 0.0 for s in range(num_stages)]  # I(s) → I(s−1)
+        self.down_hop, self.up_hop = down_hop, up_hop
+        self.stages_of = [table.stages_of(r) for r in range(p)]
+        # with two chunks, the deep stage of each shallow one (``CHUNK_SHARING``)
+        self.partner = [-1] * num_stages
+        for stages in self.stages_of:
+            if len(stages) == 2:
+                self.partner[stages[0]] = stages[1]
+        # the variant
+        self.budget = problem.memory_budget + MEMORY_TOLERANCE
+        self.caps = [cap + MEMORY_TOLERANCE for cap in warmup_caps(problem, variant.warmup)]
+        self.fit, self.sharing = variant.weights == "fit", variant.chunks
+        self.lead = lead_caps(problem) if self.sharing == "turn" else [problem.num_microbatches] * num_stages
+        # the state: per stage, how many of each kind have run and when each product was made
+        self.forwards_done, self.inputs_done, self.weights_done = [0] * num_stages, [0] * num_stages, [0] * num_stages
+        self.done = {Kind.F: self.forwards_done, Kind.I: self.inputs_done, Kind.W: self.weights_done}
+        self.forward_end = [[0.0] * m for _ in range(num_stages)]
+        self.input_end = [[0.0] * m for _ in range(num_stages)]
+        self.hands_on = {Kind.F: (self.forward_end, +1, down_hop), Kind.I: (self.input_end, -1, up_hop)}
+        # per rank: free from, memory held, memory of forwards whose I is to come, actions left, the order
+        self.free, self.memory, self.waiting_memory = [0.0] * p, [0.0] * p, [0.0] * p
+        self.left = [3 * m * len(stages) for stages in self.stages_of]
+        self.order: list[list[Action]] = [[] for _ in range(p)]
+        self.decision = [0.0] * p  # when each rank decides next (inf: when an input it waits for is produced)
+        self.queue = [(0.0, rank) for rank in range(p)]
+
+    def forward_arrival(self, s: int) -> float | None:
+        """When stage ``s``'s next forward has its input (inf: not produced yet; None: all forwards ran)."""
+        forwards_done = self.forwards_done
         j = forwards_done[s]
-        if j >= m:
+        if j >= self.m:
             return None
         if s == 0:
             return 0.0
         if j < forwards_done[s - 1]:
-            return forward_end[s - 1][j] + down_hop[s - 1]
-        return infinity  # its input is not produced yet
+            return self.forward_end[s - 1][j] + self.down_hop[s - 1]
+        return math.inf  # its input is not produced yet
 
-    def input_arrival(s: int) -> float | None:
+    def input_arrival(self, s: int) -> float | None:
+        """When stage ``s``'s next I has its inputs (inf: not produced yet; None: its own forward has not run)."""
+        inputs_done = self.inputs_done
         j = inputs_done[s]
-        if j >= forwards_done[s]:
+        if j >= self.forwards_done[s]:
             return None  # its own forward has not run (that is this rank's choice, not a wait)
-        own = forward_end[s][j]
-        if s == num_stages - 1:
+        own = self.forward_end[s][j]
+        if s == self.num_stages - 1:
             return own
         if j < inputs_done[s + 1]:
-            return max(own, input_end[s + 1][j] + up_hop[s + 1])
-        return infinity
+            return max(own, self.input_end[s + 1][j] + self.up_hop[s + 1])
+        return math.inf
 
-    def forward_fits(rank: int, s: int) -> tuple[bool, bool]:
+    def forward_fits(self, rank: int, s: int) -> tuple[bool, bool]:
         """(fits the budget, fits the warm-up cap)."""
-        need = forward_memory[s]
-        deeper = partner[s]
+        memory, need = self.memory[rank], self.forward_memory[s]
+        deeper = self.partner[s]
         if deeper >= 0:  # a shallow forward, ahead of its deep ones (``CHUNK_SHARING``)
-            ahead = forwards_done[s] - forwards_done[deeper]
-            if (sharing == "one" and ahead) or ahead >= lead[s]:
+            ahead = self.forwards_done[s] - self.forwards_done[deeper]
+            if (self.sharing == "one" and ahead) or ahead >= self.lead[s]:
                 return False, True  # waits for the deep forwards (reported as memory: W's may help)
-            kept = {"turn": 1, "next": 1, "all": ahead + 1, "one": 0}[sharing or "next"]
-            need += kept * forward_memory[deeper]
-            return memory[rank] + need <= budget, waiting_memory[rank] + need <= caps[rank]
-        if len(stages_of[rank]) == 2:  # the deep forward: its room was reserved, the cap must not block it
-            return memory[rank] + need <= budget, True
-        return memory[rank] + need <= budget, waiting_memory[rank] + need <= caps[rank]
+            kept = {"turn": 1, "next": 1, "all": ahead + 1, "one": 0}[self.sharing or "next"]
+            need += kept * self.forward_memory[deeper]
+            return memory + need <= self.budget, self.waiting_memory[rank] + need <= self.caps[rank]
+        if len(self.stages_of[rank]) == 2:  # the deep forward: its room was reserved, the cap must not block it
+            return memory + need <= self.budget, True
+        return memory + need <= self.budget, self.waiting_memory[rank] + need <= self.caps[rank]
 
-    def wake(rank: int, arrival: float) -> None:
-        when = max(arrival, free[rank])
-        if when < decision[rank]:
-            decision[rank] = when
-            heapq.heappush(queue, (when, rank))
+    def wake(self, rank: int, arrival: float) -> None:
+        """An input of ``rank``'s arrives at ``arrival``: decide then, if that is sooner than planned."""
+        when = max(arrival, self.free[rank])
+        if when < self.decision[rank]:
+            self.decision[rank] = when
+            heapq.heappush(self.queue, (when, rank))
 
-    done = {Kind.F: forwards_done, Kind.I: inputs_done, Kind.W: weights_done}
-    took = {Kind.F: forward_time, Kind.I: input_time, Kind.W: weight_time}
-    changes = {Kind.F: forward_memory, Kind.I: input_memory, Kind.W: weight_memory}
-    waits = {Kind.F: +1.0, Kind.I: -1.0, Kind.W: 0.0}  # a forward waits for its I from its end to the I
-    hands_on = {Kind.F: (forward_end, +1, down_hop), Kind.I: (input_end, -1, up_hop)}  # product, next stage
-
-    def run(rank: int, kind: Kind, s: int, start: float) -> None:
-        j = done[kind][s]
-        end = start + took[kind][s]
-        done[kind][s] += 1
-        memory[rank] += changes[kind][s]
-        waiting_memory[rank] += waits[kind] * forward_memory[s]
-        if kind in hands_on:
-            ends, step, hops = hands_on[kind]
+    def run(self, rank: int, kind: Kind, s: int, start: float) -> None:
+        """Append ``kind`` of stage ``s`` (its next micro-batch) to ``rank``'s order, starting at ``start``."""
+        j = self.done[kind][s]
+        end = start + self.took[kind][s]
+        self.done[kind][s] += 1
+        self.memory[rank] += self.changes[kind][s]
+        self.waiting_memory[rank] += _WAITS[kind] * self.forward_memory[s]
+        if kind in self.hands_on:  # its product wakes the neighbour stage's rank
+            ends, step, hops = self.hands_on[kind]
             ends[s][j] = end
-            if 0 <= s + step < num_stages:
-                wake(rank_of[s + step], end + hops[s])
-        order[rank].append(Action(s, kind, j))
-        left[rank] -= 1
-        free[rank] = end
-        decision[rank] = end
-        heapq.heappush(queue, (end, rank))
+            if 0 <= s + step < self.num_stages:
+                self.wake(self.rank_of[s + step], end + hops[s])
+        self.order[rank].append(Action(s, kind, j))
+        self.left[rank] -= 1
+        self.free[rank] = end
+        self.decision[rank] = end
+        heapq.heappush(self.queue, (end, rank))
 
-    while queue:
-        now, rank = heapq.heappop(queue)
-        if now != decision[rank] or not left[rank]:
-            continue  # a stale entry, or a finished rank
-        ready: dict[Kind, list[tuple[int, int, float]]] = {Kind.I: [], Kind.F: []}  # (micro-batch, −stage, arrival)
-        soon = infinity  # the next known arrival of something this rank could run
+    def choices(self, rank: int, now: float) -> _Choices:
+        """What ``rank`` could run at ``now`` on each of its stages (see ``_Choices``)."""
+        ready_inputs: list[tuple[int, int, float]] = []
+        ready_forwards: list[tuple[int, int, float]] = []
+        soon = math.inf
         memory_blocks = False
         pending_weight, most_pending = -1, 0
-        for s in stages_of[rank]:
-            arrival = input_arrival(s)
+        forwards_done, inputs_done, weights_done = self.forwards_done, self.inputs_done, self.weights_done
+        for s in self.stages_of[rank]:
+            arrival = self.input_arrival(s)
             if arrival is not None:
                 if arrival <= now:
-                    ready[Kind.I].append((inputs_done[s], -s, arrival))
+                    ready_inputs.append((inputs_done[s], -s, arrival))
                 else:
                     soon = min(soon, arrival)
-            arrival = forward_arrival(s)
+            arrival = self.forward_arrival(s)
             if arrival is not None:
-                fits_budget, fits_cap = forward_fits(rank, s)
+                fits_budget, fits_cap = self.forward_fits(rank, s)
                 if fits_budget and fits_cap:
                     if arrival <= now:
-                        ready[Kind.F].append((forwards_done[s], -s, arrival))
+                        ready_forwards.append((forwards_done[s], -s, arrival))
                     else:
                         soon = min(soon, arrival)
                 elif arrival <= now and not fits_budget:
@@ -267,20 +304,27 @@ def greedy(problem: SearchProblem, variant: Variant) -> Candidate:
             pending = inputs_done[s] - weights_done[s]
             if pending > most_pending:
                 pending_weight, most_pending = s, pending
-        # the paper's priorities: I first (the previous rank waits for it), then F, then W to fill the gap;
-        # between the two chunks of a V, the older micro-batch first, then the deeper stage
+        return _Choices({Kind.I: ready_inputs, Kind.F: ready_forwards}, soon, memory_blocks, pending_weight)
+
+    def decide(self, rank: int, now: float) -> None:
+        """The paper's priorities: I first (the previous rank waits for it), then F, then W to fill the gap
+        (``WEIGHT_POLICIES``); between the two chunks of a V, the older micro-batch first, then the deeper
+        stage. With nothing to run, idle until the next known arrival or until a waited-for input is made."""
+        found = self.choices(rank, now)
+        ready, soon, weight = found.ready, found.soon, found.pending_weight
         kind = Kind.I if ready[Kind.I] else Kind.F if ready[Kind.F] else None
         if kind is not None:
             _, minus_stage, arrival = min(ready[kind])
-            run(rank, kind, -minus_stage, max(now, arrival))
-        elif pending_weight >= 0 and (
-            memory_blocks or not fit or soon == infinity or soon - now >= weight_time[pending_weight] - 1e-12
+            self.run(rank, kind, -minus_stage, max(now, arrival))
+        elif weight >= 0 and (
+            found.memory_blocks or not self.fit or soon == math.inf or soon - now >= self.took[Kind.W][weight] - 1e-12
         ):
-            run(rank, Kind.W, pending_weight, now)
-        else:  # idle until the next known arrival, or until an input this rank waits for is produced
-            decision[rank] = soon
-            if soon < infinity:
-                heapq.heappush(queue, (soon, rank))
-    if any(left):  # the reservations above make this unreachable; a failure here is a bug, not bad input
-        raise AssertionError(f"greedy search stalled with {sum(left)} actions left ({variant})")
-    return Candidate(tuple(tuple(actions) for actions in order), max(free), f"greedy list scheduler ({variant})")
+            self.run(rank, Kind.W, weight, now)
+        else:
+            self.decision[rank] = soon
+            if soon < math.inf:
+                heapq.heappush(self.queue, (soon, rank))
+
+
+_WAITS = {Kind.F: +1.0, Kind.I: -1.0, Kind.W: 0.0}
+"""How each kind changes the memory of forwards waiting for their I (a forward waits from its end to its I)."""

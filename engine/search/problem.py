@@ -66,7 +66,7 @@ def probe_schedule(num_ranks: int, placement: str) -> Schedule:
 
     Not a runnable schedule (it is never walked), only the smallest input on which the simulator's cost and
     memory models say what every (stage, kind) costs."""
-    num_chunks = 2 if placement == "v" else 1
+    num_chunks = PLACEMENTS[placement].chunks()  # one stage per rank in a loop, two in a V
     num_stages = num_ranks * num_chunks
     ranks = tuple(
         tuple(
@@ -195,7 +195,8 @@ class SearchProblem:
 
     @property
     def num_chunks(self) -> int:
-        return 2 if self.placement == "v" else 1
+        """v: one stage per rank in a loop, two in a V (``PLACEMENTS[placement].chunks()``)."""
+        return PLACEMENTS[self.placement].chunks()
 
     @property
     def num_stages(self) -> int:

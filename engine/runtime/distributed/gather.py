@@ -13,7 +13,7 @@ import pandas as pd
 
 from ...dependencies import CompiledSchedule
 from ..config import RunConfig
-from ..result import RunResult, assemble
+from ..result import Measurement, RunResult, assemble
 from ..timing import median_and_spread
 
 
@@ -78,27 +78,29 @@ def assemble_distributed(config: RunConfig, gathered: list[dict], device, refere
         spans.append(float(e.max() - min(b.min(), w["start"].min() if len(w) else np.inf)))
     return assemble(
         config,
-        starts=starts,
-        ends=ends,
-        compute_ms=median,
-        memory_bytes=memory,
-        memory_peak=peak,
-        transfer_ms=transfer_ms,
-        waits=waits,
-        loss=float(sum(p["loss"] for p in gathered)),
-        reference_loss=reference_loss,
-        max_grad_error=max(errors.values()),
-        device=str(device) if device.type == "cuda" else "cpu",
-        wall_ms_per_step=walls[shown],
-        clock="wall",
-        makespan_spread=(min(spans), max(spans)),
-        duration_min=low,
-        duration_max=high,
-        duration_median=median,
-        notes=(
-            f"distributed: wall-clock timestamps, the step with the median time of {config.repeats}; "
-            f"transfer estimated at {transfer_ms:.4f} ms (median wait past the producer's end, when "
-            f"the receiver was already waiting)",
+        Measurement(
+            starts=starts,
+            ends=ends,
+            compute_ms=median,
+            memory_bytes=memory,
+            memory_peak=peak,
+            transfer_ms=transfer_ms,
+            waits=waits,
+            loss=float(sum(p["loss"] for p in gathered)),
+            reference_loss=reference_loss,
+            max_grad_error=max(errors.values()),
+            device=str(device) if device.type == "cuda" else "cpu",
+            wall_ms_per_step=walls[shown],
+            clock="wall",
+            makespan_spread=(min(spans), max(spans)),
+            duration_min=low,
+            duration_max=high,
+            duration_median=median,
+            notes=(
+                f"distributed: wall-clock timestamps, the step with the median time of {config.repeats}; "
+                f"transfer estimated at {transfer_ms:.4f} ms (median wait past the producer's end, when "
+                f"the receiver was already waiting)",
+            ),
         ),
     )
 
