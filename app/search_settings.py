@@ -36,7 +36,11 @@ class SearchSettings(Declared):
     placement: str = declared(
         "loop",
         Option(
-            "placement", Choice(tuple(PLACEMENTS), PLACEMENT_TITLES), "Placement", "stage r on rank r, or a V", widget="radio"
+            "placement",
+            Choice(tuple(PLACEMENTS), PLACEMENT_TITLES),
+            "Placement",
+            "stage r on rank r, or a V",
+            widget="radio",
         ),  # fmt: skip
     )
     """"loop" (one stage per rank) or "v" (two chunks in a V)."""
