@@ -4,33 +4,28 @@ page (``pg_``, ``cp_``, ``ed_``, ``rr_``); the projector switch is one key for e
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
 from engine import FAMILIES
+from engine.costs import PAIR_KEY
 from engine.schedules import Family
 
-from . import limits, state
-from .codec import flag
+from . import state
 from .real_run_settings import RealRunSettings
-from .settings import LabSettings
-from .widgets import draw
+from .settings import COST_BOXES, FULL_KEYS, SPLIT_KEYS, LabSettings
+from .widgets import draw, draw_option
 
 PROJECTOR = "app_projector"
 PROJECTOR_ROOT_PX = 21
 """Root font size in projector mode; Streamlit's smallest text (captions, 0.875 rem) is then 18 px."""
 
 
-def cost_input(label: str, key: str, help: str | None = None) -> None:
-    """A cost box: 0 to ``limits.MAX_COST`` in quarters (F, I, W, B and the transfer)."""
-    st.number_input(label, key=key, min_value=0.0, max_value=limits.MAX_COST, step=0.25, help=help)
-
-
 def projector_toggle(link: dict[str, str] | None) -> bool:
     """Larger fonts and rows for a lecture hall; ``&projector=1`` in a link turns it on."""
     if link and state.PROJECTOR_KEY in link:
-        state.seed({PROJECTOR: flag(link, state.PROJECTOR_KEY, False, [])})
+        state.seed({PROJECTOR: link[state.PROJECTOR_KEY] in ("1", "true")})
     state.restore({PROJECTOR: False})
     value = st.sidebar.toggle("Projector mode", key=PROJECTOR, help="Fonts of 18 px and more, taller rows.")
     state.remember([PROJECTOR])
@@ -43,101 +38,75 @@ def projector_query(on: bool) -> dict[str, str]:
     return {state.PROJECTOR_KEY: "1"} if on else {}
 
 
-def schedule_picker(key: str, label: str = "Schedule") -> Family:
-    name = st.selectbox(label, list(FAMILIES), key=key, format_func=lambda n: FAMILIES[n].title)
-    return FAMILIES[name]
+@dataclass(frozen=True)
+class LabInputs:
+    """Which of a configuration's inputs a page asks for (the family decides what it leaves as None)."""
+
+    schedule: bool = True
+    """A schedule picker (Compare chooses its schedules itself)."""
+    chunks: bool | None = None
+    """The chunks slider; None: when the chosen family takes chunks."""
+    split_costs: bool | None = None
+    """I and W instead of B; None: when the chosen family splits the backward."""
+    overlapped: bool | None = None
+    """The F&B box; None: when the chosen family overlaps a forward and a backward."""
 
 
 def bind_lab(
-    prefix: str,
-    link: dict[str, str] | None,
-    *,
-    base: LabSettings | None = None,
-    with_schedule: bool = True,
-    split_costs: bool | None = None,
-    show_chunks: bool = True,
-    show_overlapped: bool | None = None,
+    prefix: str, link: dict[str, str] | None, *, base: LabSettings | None = None, inputs: LabInputs = LabInputs()
 ) -> tuple[LabSettings, list[str]]:
     """The schedule, sizes and costs of one configuration, from the sidebar (seeded from ``link`` when the
-    visitor opened one), and the problems found in the link or the typed multipliers.
-
-    ``split_costs`` forces the F, I, W inputs (Compare, editor) and ``show_overlapped`` the F&B input; by
-    default the family decides (B, or I and W; F&B when it overlaps)."""
+    visitor opened one), and the problems found in the link or the typed values."""
     base = base or LabSettings()
+    # seed: a link the visitor opened sets the widgets; otherwise they come back as the visitor left them
     problems: list[str] = []
     if link:
         linked, problems = LabSettings.from_query(link, base)
         state.seed(linked.widget_values(prefix))
     defaults = base.widget_values(prefix)
     state.restore(defaults)
-    key = lambda name: LabSettings.widget_key(prefix, name)  # noqa: E731 - a short local alias
-    with st.sidebar:
-        family = schedule_picker(key("family")) if with_schedule else None
-        st.slider("Ranks (devices), p", 1, limits.MAX_RANKS, key=key("num_ranks"))
-        st.slider("Micro-batches, m", 1, limits.MAX_MICROBATCHES, key=key("num_microbatches"))
-        if family.takes_chunks if family is not None else show_chunks:
-            st.slider(
-                "Chunks per rank, v",
-                limits.MIN_CHUNKS,
-                limits.MAX_CHUNKS,
-                key=key("num_chunks"),
-                help="Model chunks each rank holds (interleaved schedules only).",
-            )
-        st.markdown("**Costs** (one micro-batch through one rank's share of the model)")
-        cost_input("F forward", key("forward"))
-        if family.splits_backward if split_costs is None and family is not None else bool(split_costs):
-            cost_input("I input-gradient backward", key("backward_input"), "The Zero Bubble paper calls this pass B.")
-            cost_input("W weight-gradient backward", key("backward_weight"))
-        else:
-            cost_input("B full backward", key("backward"))
-        overlapped = family is not None and family.overlaps_forward_backward
-        if overlapped if show_overlapped is None else show_overlapped:
-            st.number_input(
-                "F&B overlapped pair",
-                key=key("overlapped"),
-                min_value=0.0,
-                max_value=limits.MAX_OVERLAPPED,
-                step=0.25,
-                help="One forward and one backward run together (DualPipeV); F + B means no gain.",
-            )
-        cost_input(
-            "Transfer between ranks",
-            key("comm"),
-            "Time from the end of an action to its output's arrival on another rank.",
-        )
-        if st.session_state.get(key("comm"), 0) > 0:
-            st.toggle(
-                "Transfers share a link",
-                key=key("shared_links"),
-                help="A transfer occupies its link: one at a time in each direction between two ranks, so a "
-                "burst of hand-offs queues. Off: each is a pure delay.",
-            )
-        st.text_input(
-            "Stage cost multipliers (optional)",
-            key=key("stage_scale"),
-            placeholder="e.g. 1.5,1,1,1.5",
-            help="One number per stage: an imbalanced model, where one stage is slower than the others.",
-        )
-        recompute = st.toggle(
-            "Recompute activations",
-            key=key("recompute"),
-            help="A forward keeps only part of its activations; the backward re-runs it first.",
-        )
-        if recompute:
-            st.slider(
-                "Share a forward keeps",
-                0.0,
-                1.0,
-                step=0.05,
-                key=key("recompute_memory_fraction"),
-                help="The stage input and little else; the rest is rebuilt by re-running the forward.",
-            )
+    # draw: the schedule and its sizes, the costs it reads, then what every schedule shares
+    family = _draw_schedule(prefix, inputs)
+    _draw_costs(prefix, family, inputs)
+    _draw_shared(prefix)
+    # read back
     state.remember(defaults)
     values = {name: st.session_state[name] for name in defaults}
-    if not with_schedule:
-        values[key("family")] = base.family
-    settings, typed = LabSettings.from_widgets(prefix, values)
+    if not inputs.schedule:
+        values[LabSettings.widget_key("family", prefix)] = base.family
+    settings, typed = LabSettings.from_widgets(values, prefix)
     return settings, problems + typed
+
+
+def _draw_schedule(prefix: str, inputs: LabInputs) -> Family | None:
+    family = FAMILIES[draw(LabSettings, "family", prefix)] if inputs.schedule else None
+    draw(LabSettings, "num_ranks", prefix)
+    draw(LabSettings, "num_microbatches", prefix)
+    takes_chunks = family.takes_chunks if family is not None and inputs.chunks is None else bool(inputs.chunks)
+    if takes_chunks:
+        draw(LabSettings, "num_chunks", prefix)
+    return family
+
+
+def _draw_costs(prefix: str, family: Family | None, inputs: LabInputs) -> None:
+    """One box per cost the family reads (``engine.costs.COST_KINDS`` gives each its label and help)."""
+    st.sidebar.markdown("**Costs** (one micro-batch through one rank's share of the model)")
+    split = family.splits_backward if family is not None and inputs.split_costs is None else bool(inputs.split_costs)
+    overlaps = family is not None and family.overlaps_forward_backward
+    overlapped = overlaps if inputs.overlapped is None else inputs.overlapped
+    keys = (SPLIT_KEYS if split else FULL_KEYS) + ((PAIR_KEY,) if overlapped else ())
+    for key in keys:
+        draw_option(COST_BOXES[key], LabSettings.widget_key(COST_BOXES[key].key, prefix))
+    draw(LabSettings, "comm", prefix)
+
+
+def _draw_shared(prefix: str) -> None:
+    """The link sharing (once transfers take time), the stage multipliers and recomputation."""
+    if st.session_state.get(LabSettings.widget_key("comm", prefix), 0) > 0:
+        draw(LabSettings, "shared_links", prefix)
+    draw(LabSettings, "stage_scale", prefix, placeholder="e.g. 1.5,1,1,1.5")
+    if draw(LabSettings, "recompute", prefix):
+        draw(LabSettings, "recompute_memory_fraction", prefix)
 
 
 def bind_real_run(link: dict[str, str] | None, *, edited: bool) -> tuple[RealRunSettings, list[str]]:

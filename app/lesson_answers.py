@@ -77,8 +77,7 @@ def evaluate(expression: str, step: Step, real_results: dict | None = None) -> f
             return float(SIZE_NAMES[name](settings, settings.costs()))
         if name in metrics.CAUSES_OF_IDLE:
             schedule, timeline = simulated(settings)
-            sizes = (settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks)
-            split = idle_attribution(schedule, settings.costs(), timeline, key=sizes)
+            split = idle_attribution(schedule, settings.costs(), timeline, key=settings)  # the Playground's key
             return metrics.CAUSES_OF_IDLE[name].value(split)
         if name not in metrics.SIMULATED:
             raise LessonError(

@@ -312,6 +312,4 @@ def load_lessons(folder: Path = LESSONS) -> list[Lesson]:
 
 def simulated(settings: LabSettings) -> tuple[Schedule, Timeline]:
     """A lesson configuration's schedule and simulated step: the pages' cached engine call (``app.simulation``)."""
-    return simulation.simulated(
-        settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks, settings.costs()
-    )
+    return simulation.simulated(settings)

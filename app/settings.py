@@ -1,17 +1,12 @@
 """What a visitor chose on the simulated pages, in one typed object per kind of page (pure: no Streamlit here).
 
-``LabSettings`` (Playground, lessons, the editor's "start from a family") and ``CompareSettings`` (Compare) each
-own, in one place (DESIGN.md habit 14):
+``LabSettings`` (Playground, lessons, the editor's "start from a family") and ``CompareSettings`` (Compare) are
+lists of declared settings (``engine.options``): each field's URL key, codec, bounds, widget, label and help are
+in its declaration, and the URL codec, the widget keys and values and the bound checks follow from it. The keys
+are a public contract (README "Links you can share"; lessons link to them):
 
-* their fields, under the engine's names (``num_ranks``, ``backward_input``, ``recompute_memory_fraction``…);
-* their URL codec — ``from_query`` / ``to_query`` — whose keys are a public contract (README "Links you can
-  share"; lessons link to them):
-
-      /?schedule=gpipe&ranks=4&microbatches=6&chunks=2&costs=F=1,B=2&comm=0&recompute=1&keep=0.5&scale=1,2,1,1
-      /compare?schedules=gpipe,1f1b,dualpipev&ranks=4&microbatches=8&costs=F=1,I=1,W=1,F%26B=2.5
-
-* their widget keys and values (``widget_values`` / ``from_widgets``), prefixed by the page;
-* their limits (``app/limits.py``) and their conversion to the engine's ``Costs``.
+    /?schedule=gpipe&ranks=4&microbatches=6&chunks=2&costs=F=1,B=2&comm=0&recompute=1&keep=0.5&scale=1,2,1,1
+    /compare?schedules=gpipe,1f1b,dualpipev&ranks=4&microbatches=8&costs=F=1,I=1,W=1,F%26B=2.5
 
 A bad value never stops the page: it is named in a problem line and its default used.
 """
@@ -19,72 +14,140 @@ A bad value never stops the page: it is named in a problem line and its default 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 
 from engine import FAMILIES, Costs
+from engine.costs import COST_KINDS, PAIR_KEY, Durations, costs_text
+from engine.options import Choice, Declared, Flag, Number, Option, Text, code_span, declared, written
 from engine.schedules import Family
 
 from . import limits
-from .codec import choice, flag, number, numbers, plain, shown, whole, written
+from .codec import numbers
 
-LAB_KEYS = ("schedule", "ranks", "microbatches", "chunks", "costs", "comm", "links", "recompute", "keep", "scale")
-"""The URL keys ``LabSettings`` reads and writes (``projector`` belongs to every page: ``app/state.py``)."""
-COMPARE_KEYS = ("schedules",) + tuple(key for key in LAB_KEYS if key != "schedule")
 COMPARE_DEFAULT = ("gpipe", "1f1b", "zb-h1")
+SPLIT_KEYS, FULL_KEYS = ("F", "I", "W"), ("F", "B")
+"""The costs a family with a split backward reads, and one with a full backward."""
+
+
+def _read_costs(text: str) -> Durations:
+    """A link's costs: F, B, I, W (resolved from what is given) and F&B only when given, each within the app's
+    bounds."""
+    durations = Costs.parse(text).durations
+    if max(durations[key] for key in ("F", "B", "I", "W")) > limits.MAX_COST or (
+        durations[PAIR_KEY] > limits.MAX_OVERLAPPED
+    ):
+        raise ValueError(f"each cost must be at most {limits.MAX_COST:g} (F&B at most {limits.MAX_OVERLAPPED:g})")
+    given_pair = PAIR_KEY in text.upper()
+    return Durations({key: value for key, value in durations.items() if key != PAIR_KEY or given_pair})
+
+
+def _read_scale(text: str) -> tuple[float, ...] | None:
+    if not text.strip():
+        return None
+    try:
+        scale = numbers(text)
+    except ValueError:
+        raise ValueError("not all of them are numbers") from None
+    if not all(0 < x <= limits.MAX_COST for x in scale):
+        raise ValueError(f"each multiplier is above 0 and at most {limits.MAX_COST:g}")
+    return scale
+
+
+COST_BOXES = {
+    cost.key: Option(
+        f"cost_{cost.key}",
+        Number(0.0, limits.MAX_OVERLAPPED if cost.key == PAIR_KEY else limits.MAX_COST),
+        cost.label,
+        cost.help or "",
+        step=0.25,
+    )
+    for cost in COST_KINDS
+}
+"""One number box per cost kind (``engine.costs.COST_KINDS``: its label and help), keyed ``{page}_cost_{key}``."""
+DEFAULT_COSTS = Durations({"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0, PAIR_KEY: 2.5})
 
 
 @dataclass(frozen=True)
-class LabSettings:
+class LabSettings(Declared):
     """One schedule's configuration: family, sizes and costs (per micro-batch through one rank's share)."""
 
-    family: str = "1f1b"
-    """The schedule family's name (URL ``schedule``)."""
-    num_ranks: int = 4
-    """p (URL ``ranks``)."""
-    num_microbatches: int = 8
-    """m (URL ``microbatches``)."""
-    num_chunks: int = 2
-    """v, used only by the families that take chunks (URL ``chunks``)."""
-    forward: float = 1.0
-    """F (URL ``costs``, as are B, I, W and F&B)."""
-    backward: float = 2.0
-    """B, for the families with a full backward."""
-    backward_input: float = 1.0
-    """I, for the families that split the backward."""
-    backward_weight: float = 1.0
-    """W, for the families that split the backward."""
-    overlapped: float | None = 2.5
-    """F&B, one overlapped forward-and-backward pair, for the families that overlap; None: F + B (no gain)."""
-    comm: float = 0.0
-    """Transfer time between ranks (URL ``comm``)."""
-    shared_links: bool = False
-    """Transfers occupy their link, one at a time per direction (URL ``links=shared``; ``engine.links``)."""
-    recompute: bool = False
-    """URL ``recompute``."""
-    recompute_memory_fraction: float = 0.1
-    """With recomputation, the share of its activations a forward keeps (URL ``keep``)."""
-    stage_scale: tuple[float, ...] | None = None
-    """Optional cost multiplier per stage (an imbalanced model), one per stage (URL ``scale``)."""
+    family: str = declared("1f1b", limits.FAMILY)
+    num_ranks: int = declared(4, limits.RANKS)
+    num_microbatches: int = declared(8, limits.MICROBATCHES)
+    num_chunks: int = declared(2, limits.CHUNKS)
+    """v, used only by the families that take chunks."""
+    durations: Durations = declared(
+        DEFAULT_COSTS,
+        Option("costs", Text(_read_costs, str, "costs like F=1,B=2 or F=1,I=1,W=1,F&B=2.5"), "Costs", widget="none"),
+    )
+    """F, B, I, W and (when given) F&B: each family reads its own (``Family.costs``); no F&B means F + B."""
+    comm: float = declared(0.0, limits.COMM)
+    shared_links: bool = declared(
+        False,
+        Option(
+            "links",
+            Choice((False, True), texts=("delay", "shared")),
+            "Transfers share a link",
+            "A transfer occupies its link: one at a time in each direction between two ranks, so a burst of "
+            "hand-offs queues. Off: each is a pure delay.",
+            widget="toggle",
+        ),
+    )
+    recompute: bool = declared(
+        False,
+        Option(
+            "recompute",
+            Flag(),
+            "Recompute activations",
+            "A forward keeps only part of its activations; the backward re-runs it first.",
+            widget="toggle",
+        ),
+    )
+    recompute_memory_fraction: float = declared(
+        0.1,
+        Option(
+            "keep",
+            Number(0.0, 1.0),
+            "Share a forward keeps",
+            "The stage input and little else; the rest is rebuilt by re-running the forward.",
+            widget="slider",
+            step=0.05,
+        ),
+    )
+    stage_scale: tuple[float, ...] | None = declared(
+        None,
+        Option(
+            "scale",
+            Text(
+                _read_scale,
+                lambda scale: ",".join(map(written, scale or ())),
+                f"numbers separated by commas, one per stage, each above 0 and at most {limits.MAX_COST:g}",
+            ),
+            "Stage cost multipliers (optional)",
+            "One number per stage: an imbalanced model, where one stage is slower than the others.",
+            widget="text",
+        ),
+    )
 
     # -- what the family makes of it ---------------------------------------------------------------------
     @property
-    def spec(self) -> Family:
+    def family_spec(self) -> Family:
         """The family's record (``engine.schedules.Family``)."""
         return FAMILIES[self.family]
 
     @property
     def requested_chunks(self) -> int | None:
         """v as ``build_schedule`` takes it: None for a family that fixes its own."""
-        return self.num_chunks if self.spec.takes_chunks else None
+        return self.num_chunks if self.family_spec.takes_chunks else None
 
     @property
     def chunks(self) -> int:
         """v as it runs."""
-        return self.spec.chunks(self.num_chunks)
+        return self.family_spec.chunks(self.num_chunks)
 
     @property
     def built_microbatches(self) -> int:
-        return self.spec.built_for(self.num_ranks, self.num_microbatches)
+        return self.family_spec.built_for(self.num_ranks, self.num_microbatches)
 
     @property
     def pairs(self) -> int:
@@ -110,13 +173,12 @@ class LabSettings:
 
     def costs(self) -> Costs:
         """The engine's costs as this family reads them: B, or I and W; F&B when it overlaps."""
-        durations = {"F": self.forward, "B": self.backward, "I": self.backward_input, "W": self.backward_weight}
-        return self.spec.costs({**durations, "F&B": self.overlapped}, **self._shared_costs())
+        return self.family_spec.costs(self.durations, **self._shared_costs())
 
     def split_costs(self) -> Costs:
         """F, I, W (B = I + W) and F&B whatever the family: the costs of a pasted schedule (the editor)."""
-        durations = {"F": self.forward, "I": self.backward_input, "W": self.backward_weight, "F&B": self.overlapped}
-        return Costs.of(durations, **self._shared_costs())  # F&B None: F + B
+        given = {key: value for key, value in self.durations.items() if key != "B"}
+        return Costs.of(given, **self._shared_costs())
 
     def _shared_costs(self) -> dict:
         return dict(
@@ -130,10 +192,10 @@ class LabSettings:
     def title(self) -> str:
         """What ran, with the effective sizes."""
         built, m = self.built_microbatches, self.num_microbatches
-        text = f"{self.spec.title}: {plural(self.num_ranks, 'rank')}, {plural(m, 'micro-batch')}"
+        text = f"{self.family_spec.title}: {plural(self.num_ranks, 'rank')}, {plural(m, 'micro-batch')}"
         if built != m:
             text += f" (built for {built}, {built - m} dropped)"
-        if self.spec.takes_chunks:
+        if self.family_spec.takes_chunks:
             text += f", {self.num_chunks} chunks per rank"
         return text
 
@@ -141,141 +203,58 @@ class LabSettings:
     def costs_text(self, *, split: bool | None = None, overlapped: bool | None = None) -> str:
         """The URL's ``costs`` value: "F=1,B=2" or "F=1,I=1,W=1", with ",F&B=2.5" for an overlapping family
         (always written then, so a link never changes the number it shows)."""
-        split = self.spec.splits_backward if split is None else split
-        overlapped = self.spec.overlaps_forward_backward if overlapped is None else overlapped
-        parts = [f"F={written(self.forward)}"]
-        if split:
-            parts += [f"I={written(self.backward_input)}", f"W={written(self.backward_weight)}"]
-        else:
-            parts.append(f"B={written(self.backward)}")
-        if overlapped:
-            parts.append(f"F&B={written(self.overlapped_or_none_gained(split))}")
-        return ",".join(parts)
+        split = self.family_spec.splits_backward if split is None else split
+        overlapped = self.family_spec.overlaps_forward_backward if overlapped is None else overlapped
+        keys = (SPLIT_KEYS if split else FULL_KEYS) + ((PAIR_KEY,) if overlapped else ())
+        return costs_text(self.cost_values(split), keys)
 
-    def overlapped_or_none_gained(self, split: bool) -> float:
-        """F&B as a number: the given one, or F + B, no gain (B = I + W when the costs are split)."""
-        if self.overlapped is not None:
-            return self.overlapped
-        return self.forward + (self.backward_input + self.backward_weight if split else self.backward)
-
-    def to_query(self) -> dict[str, str]:
-        query = {
-            "schedule": self.family,
-            "ranks": str(self.num_ranks),
-            "microbatches": str(self.num_microbatches),
-            "chunks": str(self.num_chunks),
-            "costs": self.costs_text(),
-            "comm": written(self.comm),
-            "recompute": str(int(self.recompute)),
-        }
-        if self.shared_links:
-            query["links"] = "shared"
-        if self.recompute:
-            query["keep"] = written(self.recompute_memory_fraction)
-        if self.stage_scale:
-            query["scale"] = ",".join(map(written, self.stage_scale))
-        return query
-
-    @classmethod
-    def from_query(cls, query: Mapping[str, str], base: LabSettings | None = None) -> tuple[LabSettings, list[str]]:
-        """The settings a URL asks for (each key over ``base``), and a line per value that was refused."""
-        base = base or cls()
-        problems: list[str] = []
-        family = query.get("schedule", base.family)
-        if family not in FAMILIES:
-            problems.append(
-                f"schedule={shown(family)}: not a schedule; choose one of {', '.join(FAMILIES)}; using {base.family}"
-            )
-            family = base.family
-        settings = replace(
-            base,
-            family=family,
-            num_ranks=whole(query, "ranks", 1, limits.MAX_RANKS, base.num_ranks, problems),
-            num_microbatches=whole(query, "microbatches", 1, limits.MAX_MICROBATCHES, base.num_microbatches, problems),
-            num_chunks=whole(query, "chunks", limits.MIN_CHUNKS, limits.MAX_CHUNKS, base.num_chunks, problems),
-            comm=number(query, "comm", limits.MAX_COST, base.comm, problems),
-            shared_links=choice(
-                query, "links", ("delay", "shared"), "shared" if base.shared_links else "delay", problems
-            )
-            == "shared",  # fmt: skip
-            recompute=flag(query, "recompute", base.recompute, problems),
-            recompute_memory_fraction=number(query, "keep", 1.0, base.recompute_memory_fraction, problems),
-        )
-        settings = _read_costs(query, settings, problems)
-        return _read_scale(query, settings, problems), problems
-
-    # -- the widgets ---------------------------------------------------------------------------------------
-    @staticmethod
-    def widget_key(prefix: str, name: str) -> str:
-        """The widget of field ``name`` on the page whose keys start with ``prefix`` (pg, cp, ed, ls)."""
-        return f"{prefix}_{name}"
-
-    def widget_values(self, prefix: str) -> dict[str, object]:
-        """Every field as its widget holds it: F&B as a number, the multipliers as text."""
-        values: dict[str, object] = {self.widget_key(prefix, f.name): getattr(self, f.name) for f in fields(self)}
-        values[self.widget_key(prefix, "overlapped")] = self.overlapped_or_none_gained(self.spec.splits_backward)
-        values[self.widget_key(prefix, "stage_scale")] = ",".join(map(written, self.stage_scale or ()))
+    def cost_values(self, split: bool) -> dict[str, float]:
+        """Every cost as a number: F&B the given one, or F + B, no gain (B = I + W when the costs are split)."""
+        values = dict(self.durations)
+        if PAIR_KEY not in values:
+            backward = values["I"] + values["W"] if split else values["B"]
+            values[PAIR_KEY] = values["F"] + backward
         return values
 
-    @classmethod
-    def from_widgets(cls, prefix: str, values: Mapping[str, object]) -> tuple[LabSettings, list[str]]:
-        """The settings the widgets hold (a field without a widget keeps its default), and a line per value
-        that could not be read (the multipliers are typed text)."""
-        given = {
-            f.name: values[cls.widget_key(prefix, f.name)]
-            for f in fields(cls)
-            if cls.widget_key(prefix, f.name) in values
+    def omitted_keys(self) -> set[str]:
+        """A link carries ``links`` only when shared, ``keep`` only with recomputation, ``scale`` only when set."""
+        return {
+            name
+            for name, unused in (
+                ("shared_links", not self.shared_links),
+                ("recompute_memory_fraction", not self.recompute),
+                ("stage_scale", not self.stage_scale),
+            )
+            if unused
         }
-        problems: list[str] = []
-        text = str(given.pop("stage_scale", "") or "")
-        settings = cls(**given)  # type: ignore[arg-type]  # widget values have the fields' types
-        if text.strip():
-            try:
-                settings = replace(settings, stage_scale=numbers(text))
-            except ValueError:
-                problems.append(
-                    f"stage cost multipliers are numbers separated by commas, got {shown(text)}; using none"
-                )
-        return settings, problems
+
+    def to_query(self) -> dict[str, str]:
+        return super().to_query() | {"costs": self.costs_text()}
+
+    # -- the widgets: one box per cost kind instead of one text ----------------------------------------------
+    def widget_values(self, prefix: str | None = None) -> dict[str, object]:
+        values = super().widget_values(prefix)
+        del values[self.widget_key("durations", prefix)]
+        costs = self.cost_values(self.family_spec.splits_backward)
+        return values | {self.widget_key(box.key, prefix): costs[key] for key, box in COST_BOXES.items()}
+
+    @classmethod
+    def from_widgets(cls, values: Mapping[str, object], prefix: str | None = None) -> tuple[LabSettings, list[str]]:
+        settings, problems = super().from_widgets(values, prefix)
+        given: dict[str, float] = dict(settings.durations)
+        for key, box in COST_BOXES.items():
+            widget = cls.widget_key(box.key, prefix)
+            if widget in values:
+                try:
+                    given[key] = box.codec.check(values[widget])
+                except ValueError as error:
+                    problems.append(f"{box.label}: {error}, got {code_span(values[widget])}")
+        return replace(settings, durations=Durations(given)), problems
 
 
-def _read_costs(query: Mapping[str, str], settings: LabSettings, problems: list[str]) -> LabSettings:
-    text = query.get("costs")
-    if text is None:
-        return settings
-    try:
-        costs = Costs.parse(text)
-        values = (costs.forward, costs.backward, costs.backward_input, costs.backward_weight)
-        if max(values) > limits.MAX_COST or costs.overlapped > limits.MAX_OVERLAPPED:
-            raise ValueError(f"each cost must be at most {limits.MAX_COST:g} (F&B at most {limits.MAX_OVERLAPPED:g})")
-    except ValueError as error:
-        problems.append(f"costs={shown(text)}: {plain(error)}; using {settings.costs_text()}")
-        return settings
-    return replace(
-        settings,
-        forward=costs.forward,
-        backward=costs.backward,
-        backward_input=costs.backward_input,
-        backward_weight=costs.backward_weight,
-        overlapped=costs.overlapped if "F&B" in text.upper() else None,
-    )
-
-
-def _read_scale(query: Mapping[str, str], settings: LabSettings, problems: list[str]) -> LabSettings:
-    text = query.get("scale")
-    if not text:
-        return settings
-    try:
-        scale = numbers(text)
-        if not all(0 < x <= limits.MAX_COST for x in scale):
-            raise ValueError
-    except ValueError:
-        problems.append(
-            f"scale={shown(text)}: expected numbers from 0 to {limits.MAX_COST:g} separated by commas, one per "
-            f"stage; using none"
-        )
-        return settings
-    return replace(settings, stage_scale=scale)
+LAB_KEYS = LabSettings.url_keys()
+"""The URL keys ``LabSettings`` reads and writes (``projector`` belongs to every page: ``app/state.py``)."""
+COMPARE_KEYS = ("schedules",) + tuple(key for key in LAB_KEYS if key != "schedule")
 
 
 def plural(count: int, noun: str) -> str:
@@ -300,9 +279,11 @@ class CompareSettings:
     def takes_chunks(self) -> bool:
         return any(FAMILIES[name].takes_chunks for name in self.schedules)
 
-    def settings_for(self, schedule: str) -> LabSettings:
-        lab = self.lab
-        return replace(lab, family=schedule, backward=lab.backward_input + lab.backward_weight)
+    def settings_for(self, family: str) -> LabSettings:
+        """One schedule's settings: this family, the shared sizes, and B = I + W."""
+        given = dict(self.lab.durations)
+        given["B"] = given["I"] + given["W"]
+        return replace(self.lab, family=family, durations=Durations(given))
 
     def check(self) -> None:
         if not 2 <= len(self.schedules) <= 4:
@@ -329,7 +310,7 @@ class CompareSettings:
         unknown = [name for name in names if name not in FAMILIES]
         unique = tuple(dict.fromkeys(name for name in names if name in FAMILIES))
         if unknown:
-            problems.append(f"schedules: {shown(', '.join(unknown))} not known; choose from {', '.join(FAMILIES)}")
+            problems.append(f"schedules: {code_span(', '.join(unknown))} not known; choose from {', '.join(FAMILIES)}")
         if not 2 <= len(unique) <= 4:
             problems.append(
                 f"schedules: compare 2 to 4 different schedules (got {len(unique)}); using {', '.join(COMPARE_DEFAULT)}"

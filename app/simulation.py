@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import Costs, build_schedule, read_csv, simulate, validate
+from engine import Costs, Schedule, Timeline, build_schedule, read_csv, simulate, validate
 from engine.attribution import attribute_simulated
+
+from .settings import LabSettings
 
 CACHE_ENTRIES = 32
 
 
 @st.cache_resource(show_spinner=False, max_entries=CACHE_ENTRIES)
-def simulated(name: str, ranks: int, microbatches: int, chunks: int | None, costs: Costs):
-    """The same sliders give the same timeline instantly."""
-    schedule = build_schedule(name, ranks, microbatches, chunks)
-    return schedule, simulate(schedule, costs)
+def simulated(settings: LabSettings) -> tuple[Schedule, Timeline]:
+    """One configuration's schedule and simulated step: the same settings give the same timeline instantly."""
+    schedule = build_schedule(settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks)
+    return schedule, simulate(schedule, settings.costs())
 
 
 @st.cache_resource(show_spinner=False, max_entries=CACHE_ENTRIES)
@@ -33,7 +35,7 @@ def simulated_csv(text: str, costs: Costs):
 
 
 @st.cache_resource(show_spinner=False, max_entries=CACHE_ENTRIES)
-def idle_attribution(_schedule, costs: Costs, _timeline, *, key: tuple):
+def idle_attribution(_schedule, costs: Costs, _timeline, *, key: object):
     """The idle time split by cause (four more simulations of the same schedule), once per configuration:
     ``key`` names the configuration (the schedule and timeline are the cached ones for it)."""
     return attribute_simulated(_schedule, costs, _timeline)

@@ -8,16 +8,20 @@ from typing import Any
 
 import streamlit as st
 
-from engine.options import Choice, Declared, Number, Whole
+from engine.options import Choice, Declared, Number, Option, Whole
 
 
 def draw(settings: type[Declared], name: str, prefix: str | None = None, *, where: Any = None, **more: Any) -> Any:
     """Draw the widget of setting ``name`` of ``settings`` (keyed ``{prefix}_{name}``) in ``where`` (the sidebar
     by default, or a column or an expander), and return its value. ``more`` passes Streamlit options a page
     adds (``on_change``, ``placeholder``)."""
-    option = settings.option(name)
+    return draw_option(settings.option(name), settings.widget_key(name, prefix), where=where, **more)
+
+
+def draw_option(option: Option, key: str, *, where: Any = None, **more: Any) -> Any:
+    """Draw ``option``'s widget under ``key`` (``draw`` for a setting of a settings class)."""
     where = st.sidebar if where is None else where
-    codec, key = option.codec, settings.widget_key(name, prefix)
+    codec, name = option.codec, option.key
     common = {"key": key, "help": option.help or None, **more}
     if option.widget in ("slider", "number"):
         if not isinstance(codec, Whole | Number):

@@ -70,6 +70,23 @@ def code_span(value: object, limit: int = SHOWN_CHARACTERS) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+"""Every ASCII punctuation character: CommonMark lets any of them be backslash-escaped to stand for itself."""
+AUTOLINK_STARTS = re.compile(r"(://|www\.|@)", re.IGNORECASE)
+
+
+def plain(text: object, limit: int = 600) -> str:
+    """``text`` (a message that may quote a visitor's value) as Markdown that renders exactly that text: every
+    punctuation character backslash-escaped (no link, image, emphasis, heading or ``$math$``), and a zero-width
+    space in "://", "www." and "@", which GitHub-flavoured Markdown would otherwise turn into a link. Cut to
+    ``limit`` characters with "…"."""
+    value = str(text)
+    if len(value) > limit:
+        value = value[:limit] + "…"
+    value = AUTOLINK_STARTS.sub(lambda match: match.group(1)[0] + "\u200b" + match.group(1)[1:], value)
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", value).replace("\n", "  \n")
+
+
 def written(value: float) -> str:
     """A number as the address bar writes it: 1, 0.5, 2.25."""
     return f"{value:g}"
@@ -136,10 +153,15 @@ class Choice:
     options: tuple
     titles: Mapping | None = None
     """How a menu shows each option (None: the option itself)."""
+    texts: tuple[str, ...] | None = None
+    """How a link writes each option, when not ``str(option)`` (a toggle's False/True as "delay"/"shared")."""
+
+    def _texts(self) -> tuple[str, ...]:
+        return self.texts if self.texts is not None else tuple(map(str, self.options))
 
     def read(self, text: str) -> Any:
-        for option in self.options:
-            if text == str(option):
+        for option, written_as in zip(self.options, self._texts(), strict=True):
+            if text == written_as:
                 return option
         raise ValueError(self.expected())
 
@@ -149,10 +171,10 @@ class Choice:
         return value
 
     def write(self, value: Any) -> str:
-        return str(value)
+        return self._texts()[self.options.index(value)]
 
     def expected(self) -> str:
-        return f"expected one of {', '.join(map(str, self.options))}"
+        return f"expected one of {', '.join(self._texts())}"
 
     def title(self, value: Any) -> str:
         return str(self.titles.get(value, value) if self.titles else value)
@@ -189,8 +211,8 @@ class Text:
     def read(self, text: str) -> Any:
         try:
             return self.parse(text)
-        except ValueError as error:
-            raise ValueError(f"expected {self.grammar} ({error})") from None
+        except ValueError as error:  # the error may quote the visitor's text: shown as plain text, never markup
+            raise ValueError(f"{plain(error)}; expected {self.grammar}") from None
 
     def check(self, value: Any) -> Any:
         return value
@@ -294,7 +316,7 @@ class Declared:
             try:
                 given[name] = option.read(text)
             except ValueError as error:
-                default = option.codec.write(getattr(settings, name))
+                default = option.codec.write(getattr(settings, name)) or "none"
                 problems.append(f"{option.key}={code_span(text)}: {error}; using {default}")
         return cls._after_query(replace(settings, **given), query, problems)  # type: ignore[type-var]
 

@@ -107,7 +107,7 @@ def test_a_link_sets_the_page_and_round_trips():
     "query, problem",
     [
         ({"ranks": "99"}, "ranks=`99`: expected a whole number from 1 to 32; using 4"),
-        ({"schedule": "nope"}, "schedule=`nope`: not a schedule"),
+        ({"schedule": "nope"}, "schedule=`nope`: expected one of gpipe, 1f1b"),
         ({"costs": "F=banana"}, "costs=`F=banana`: cannot read cost"),
         ({"recompute": "maybe"}, "recompute=`maybe`: expected 0 or 1"),
     ],
@@ -189,7 +189,7 @@ def test_transfers_that_share_a_link_come_from_the_link_and_show_their_lanes():
 def test_every_link_carries_dualpipevs_overlapped_cost():
     at = open_app({"schedule": "dualpipev", "costs": "F=1,I=1,W=1"})
     assert at.query_params["costs"] == "F=1,I=1,W=1,F&B=3"  # no F&B given: F + B, written out
-    at.number_input(key="pg_overlapped").set_value(2.5)
+    at.number_input(key="pg_cost_F&B").set_value(2.5)
     at.run()
     assert at.query_params["costs"] == "F=1,I=1,W=1,F&B=2.5"
 

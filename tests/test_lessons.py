@@ -147,7 +147,7 @@ def visible_before_answer(lesson, step) -> str:
     if step.config is not None:
         settings = step.config
         timeline = simulated(settings)[1]
-        parts += settings.spec.size_notes(settings.num_ranks, settings.num_microbatches)
+        parts += settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches)
         if step.shows_before_answer("cards"):
             index = [s.id for s in lesson.steps].index(step.id)
             parts += [

@@ -7,7 +7,7 @@ from app import state
 from app.charts import compare_figure, tradeoff_figure
 from app.charts.player import player
 from app.codec import plain
-from app.controls import bind_lab, projector_query, projector_toggle, warn_about
+from app.controls import LabInputs, bind_lab, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, tradeoff_sentences
 from app.settings import COMPARE_DEFAULT, COMPARE_KEYS, CompareSettings
 from app.simulation import simulated
@@ -35,14 +35,8 @@ def bind() -> tuple[CompareSettings, list[str], bool]:
     )
     state.remember([SCHEDULES])
     chosen = CompareSettings(tuple(names))
-    lab, typed = bind_lab(
-        PAGE,
-        link,
-        with_schedule=False,
-        split_costs=True,
-        show_chunks=chosen.takes_chunks,
-        show_overlapped=chosen.overlaps,
-    )
+    inputs = LabInputs(schedule=False, chunks=chosen.takes_chunks, split_costs=True, overlapped=chosen.overlaps)
+    lab, typed = bind_lab(PAGE, link, inputs=inputs)
     return CompareSettings(tuple(names), lab), problems + typed, projector
 
 
@@ -62,9 +56,7 @@ def compare() -> None:
         for name in settings.schedules:
             one = settings.settings_for(name)
             one.check()
-            results[name] = (one,) + simulated(
-                name, one.num_ranks, one.num_microbatches, one.requested_chunks, one.costs()
-            )
+            results[name] = (one,) + simulated(one)
         state.keep_last_good(PAGE, results)
     except ValueError as error:
         st.error(f"This comparison cannot run: {plain(error)}")
@@ -74,7 +66,7 @@ def compare() -> None:
         st.caption("Showing the last comparison that worked.")
 
     for name, (one, _, _) in results.items():
-        for note in one.spec.size_notes(one.num_ranks, one.num_microbatches):
+        for note in one.family_spec.size_notes(one.num_ranks, one.num_microbatches):
             st.info(f"{FAMILIES[name].title}: {note}")
     rows = []
     for name, (_, _, timeline) in results.items():
@@ -108,8 +100,8 @@ def compare() -> None:
     st.table(shown)
     timelines = {FAMILIES[name].title: timeline for name, (_, _, timeline) in results.items()}
     figure = compare_figure(timelines, projector=projector)
-    summary = " ".join(chart_summary(timeline, title) for title, timeline in timelines.items())
-    player("cp_gantt", figure, name=f"{len(timelines)} schedules on one time axis", summary=summary)
+    spoken = " ".join(chart_summary(timeline, title) for title, timeline in timelines.items())
+    player("cp_gantt", figure, name=f"{len(timelines)} schedules on one time axis", summary=spoken)
     st.plotly_chart(figure, width="stretch", key="cp_gantt")
     st.caption(
         "One ▶ Play drives every schedule: the cursor shows where each one is at the same moment. "

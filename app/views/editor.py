@@ -8,7 +8,7 @@ from app import state
 from app.charts import timeline_figure
 from app.charts.player import player
 from app.codec import plain, shown
-from app.controls import bind_lab, projector_query, projector_toggle
+from app.controls import LabInputs, bind_lab, projector_query, projector_toggle
 from app.explain import chart_summary, legend_notes, metric_cards, rank_table
 from app.real_run_settings import RealRunSettings
 from app.simulation import simulated_csv
@@ -52,7 +52,7 @@ def bind_start():
     link = state.opened_link(PAGE, (state.PROJECTOR_KEY,))
     projector = projector_toggle(link)
     st.sidebar.markdown("**Start from a family**")
-    start, problems = bind_lab(PAGE, None, split_costs=True, show_overlapped=True)
+    start, problems = bind_lab(PAGE, None, inputs=LabInputs(split_costs=True, overlapped=True))
     state.write_url(PAGE, projector_query(projector))
     for problem in problems:
         st.sidebar.warning(problem)

@@ -197,7 +197,7 @@ def chart_block(
     """Cards, chart and legend notes of one configuration of the step (``lecture_for``: offer lecture mode)."""
     schedule, timeline = simulated(settings)
     costs = settings.costs()
-    for note in settings.spec.size_notes(settings.num_ranks, settings.num_microbatches):
+    for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
         st.info(note)
     metric_cards(timeline, cards=cards, projector=projector)
     cursor = None

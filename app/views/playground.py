@@ -20,10 +20,12 @@ from app.explain import (
     shared_links_effect,
     why_panel,
 )
+from app.generator_code import show_generator_code
 from app.navigation import link_to
 from app.search_settings import SearchSettings
-from app.settings import LAB_KEYS
+from app.settings import LAB_KEYS, LabSettings
 from app.simulation import idle_attribution, simulated
+from engine import Costs, Schedule, Timeline
 
 PAGE = "pg"
 WELCOME_DISMISSED = f"{PAGE}_welcome_dismissed"
@@ -46,53 +48,46 @@ def welcome() -> None:
         dismiss.button("Dismiss", key=f"{PAGE}_welcome_dismiss", on_click=dismiss_welcome, help="Hide this line")
 
 
-def playground() -> None:
-    st.title("Playground")
-    welcome()
-    st.caption(
-        "Choose a schedule and the sizes; the exact simulator times every action. Costs are per micro-batch "
-        "through one rank's share of the model."
-    )
-    # bind: the address bar (when the visitor opened a link) and the sidebar
+def bind() -> tuple[LabSettings, bool]:
+    """The address bar (when the visitor opened a link) and the sidebar → one settings object."""
     link = state.opened_link(PAGE, LAB_KEYS + (state.PROJECTOR_KEY,))
     projector = projector_toggle(link)
     settings, problems = bind_lab(PAGE, link)
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
     warn_about(problems)
+    return settings, projector
 
-    # engine: the simulation, or the last configuration that worked
+
+def run_engine(settings: LabSettings) -> tuple[LabSettings, Costs, Schedule, Timeline]:
+    """The simulation, or the last configuration that worked (with the engine's message, which carries the
+    arithmetic)."""
     try:
         settings.check()
-        costs = settings.costs()
-        schedule, timeline = simulated(
-            settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks, costs
-        )
-        state.keep_last_good(PAGE, (settings, costs, schedule, timeline))
-    except ValueError as error:  # the engine's message carries the arithmetic
+        schedule, timeline = simulated(settings)
+        state.keep_last_good(PAGE, (settings, schedule, timeline))
+    except ValueError as error:
         st.error(f"This configuration cannot run: {plain(error)}")
         good = state.last_good(PAGE)
         if good is None:
             st.stop()
-        settings, costs, schedule, timeline = good
+        settings, schedule, timeline = good
         st.caption(f"Showing the last configuration that worked: {settings.title()}.")
+    return settings, settings.costs(), schedule, timeline
 
-    # render
-    for note in settings.spec.size_notes(settings.num_ranks, settings.num_microbatches):
+
+def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timeline: Timeline, projector: bool) -> None:
+    """The cards, the chart (with the lecture's cursor and the generator's code), and what changes the step."""
+    for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
         st.info(note)
     metric_cards(timeline, projector=projector)
     cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, (settings, projector))
     figure = timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor)
     player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
     st.plotly_chart(figure, width="stretch", key="pg_gantt")
+    show_generator_code(settings.family_spec, key=f"{PAGE}_show_code")
     legend_notes(timeline, costs, schedule.num_chunks)
     if costs.shared_links and costs.comm > 0:  # where occupying the links changes the step, against pure delays
-        _, delayed = simulated(
-            settings.family,
-            settings.num_ranks,
-            settings.num_microbatches,
-            settings.requested_chunks,
-            replace(costs, shared_links=False),
-        )
+        _, delayed = simulated(replace(settings, shared_links=False))
         st.caption(shared_links_effect(timeline, delayed))
     if schedule.num_chunks == 1 or schedule.placement == "v":
         search = SearchSettings(
@@ -104,11 +99,14 @@ def playground() -> None:
             memory_budget=float(settings.num_ranks),
         )
         link_to("sr", search.to_query(), "Find a better schedule for these costs ↗", icon=":material/manage_search:")
+
+
+def render_explanations(settings: LabSettings, costs: Costs, schedule: Schedule, timeline: Timeline, projector: bool):
+    """Why the numbers are what they are, where the idle time comes from, per rank, and the schedule as text."""
     with st.expander("Why these numbers", expanded=True):
-        why_panel(settings.spec, schedule, costs, timeline)
+        why_panel(settings.family_spec, schedule, costs, timeline)
     with st.expander("Where the idle time comes from"):
-        sizes = (settings.family, settings.num_ranks, settings.num_microbatches, settings.requested_chunks)
-        split = idle_attribution(schedule, costs, timeline, key=sizes)
+        split = idle_attribution(schedule, costs, timeline, key=settings)
         idle_causes(split, key="pg_causes", time_unit="time units", projector=projector)
     st.subheader("Per rank")
     rank_table(timeline)
@@ -129,6 +127,20 @@ def playground() -> None:
             "application/json",
             key="pg_trace",
         )
+
+
+def playground() -> None:
+    """bind → engine → render."""
+    st.title("Playground")
+    welcome()
+    st.caption(
+        "Choose a schedule and the sizes; the exact simulator times every action. Costs are per micro-batch "
+        "through one rank's share of the model."
+    )
+    settings, projector = bind()
+    settings, costs, schedule, timeline = run_engine(settings)
+    render_step(settings, costs, schedule, timeline, projector)
+    render_explanations(settings, costs, schedule, timeline, projector)
 
 
 playground()

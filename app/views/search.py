@@ -12,9 +12,10 @@ from app.controls import projector_query, projector_toggle, warn_about
 from app.explain import chart_summary
 from app.real_run_settings import RealRunSettings
 from app.search_settings import PLACEMENT_TITLES, SEARCH_KEYS, SearchSettings
+from app.settings import LabSettings
 from app.simulation import simulated
 from app.widgets import draw
-from engine import FAMILIES, UNIT, Costs
+from engine import FAMILIES, Costs
 from engine.search import OPTIMAL, family_points, frontier, search
 
 PAGE = "sr"
@@ -164,7 +165,9 @@ def search_page() -> None:
         "ones, and a lower bound says how far from the optimum the answer can be."
     )
     settings, projector, linked = bind()
-    _, one_f_one_b = simulated("1f1b", settings.num_ranks, settings.num_microbatches, None, UNIT)
+    _, one_f_one_b = simulated(
+        LabSettings(family="1f1b", num_ranks=settings.num_ranks, num_microbatches=settings.num_microbatches)
+    )
     st.caption(
         f"For scale: {FAMILIES['1f1b'].title} holds {max(one_f_one_b.peak_memory_per_rank()):g} micro-batches "
         f"on its busiest rank at these sizes; the budget is in the same unit."
