@@ -117,6 +117,14 @@ LIMITS = (
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m engine", description="The pipeline-parallelism lab's engine.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_simulate_parser(commands)
+    _add_run_parser(commands)
+    add_plan_parser(commands)
+    add_search_command(commands)
+    return parser
+
+
+def _add_simulate_parser(commands) -> None:
     sim = commands.add_parser(
         "simulate",
         help="time a schedule with the exact simulator",
@@ -146,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--grid", action="store_true", help="print the rank × step grid")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace")
+
+
+def _add_run_parser(commands) -> None:
     mlp, gpt = MODEL_DEFAULTS["mlp"], MODEL_DEFAULTS["gpt"]
     run = commands.add_parser("run", help="execute a schedule on a toy model, measure it, compare with the simulator")
     run.add_argument("--schedule", choices=list(FAMILIES), default="1f1b", help="schedule family")
@@ -200,9 +211,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_plan_parser(commands)
-    add_search_command(commands)
-    return parser
 
 
 def _schedule_from(args) -> tuple:
@@ -329,6 +337,31 @@ def _tqdm_progress(enabled: bool):
 
 
 def run_command(args) -> int:
+    """Build the experiment from the flags, run it (with a progress bar), then print or write what it measured."""
+    config = _run_config(args)
+    _check_trace(args)
+    from .runtime import run
+
+    progress, close = _tqdm_progress(not args.quiet and not args.json)
+    try:
+        result = run(config, progress=progress)
+    finally:
+        close()
+    if result is None:  # a torchrun rank other than 0
+        return 0
+    if args.trace:
+        _write_trace(result.measured, args)
+    summary = result.summary()
+    if args.json:
+        print_json(summary)
+        return 0
+    _print_run(summary, config)
+    if args.trace:
+        print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev)")
+    return 0
+
+
+def _run_config(args) -> RunConfig:
     model = ModelConfig(
         kind=args.model,
         layers=args.layers,
@@ -340,7 +373,7 @@ def run_command(args) -> int:
         seed=args.seed,
         dtype=args.dtype,
     )
-    config = RunConfig(
+    return RunConfig(
         family=args.schedule,
         num_ranks=args.ranks,
         num_microbatches=args.microbatches,
@@ -358,23 +391,12 @@ def run_command(args) -> int:
         timeout_s=args.timeout,
         fail_at=args.fail_at,
     )
-    _check_trace(args)
-    from .runtime import run
 
-    progress, close = _tqdm_progress(not args.quiet and not args.json)
-    try:
-        result = run(config, progress=progress)
-    finally:
-        close()
-    if result is None:  # a torchrun rank other than 0
-        return 0
-    if args.trace:
-        _write_trace(result.measured, args)
-    summary = result.summary()
-    if args.json:
-        print_json(summary)
-        return 0
-    p = config.num_ranks
+
+def _print_run(summary: dict, config: RunConfig) -> None:
+    """A run's summary as lines of text: what ran, the makespan against the prediction, loss and gradients,
+    memory per rank."""
+    model, p = config.model, config.num_ranks
     print(
         f"{summary['schedule']} on the {model.kind} ({model.layers} blocks, hidden {model.hidden}), "
         f"{p} ranks, {config.num_microbatches} micro-batches, {summary['backend']} on {summary['device']}"
@@ -407,9 +429,6 @@ def run_command(args) -> int:
     print("rank  peak activation bytes  modelled peak (micro-batches of a rank's share)")
     for r in range(p):
         print(f"{r:>4}  {summary['peak_memory_bytes'][r]:>21,}  {summary['peak_memory_model'][r]:g}")
-    if args.trace:
-        print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev)")
-    return 0
 
 
 COMMANDS = {
