@@ -8,8 +8,6 @@ Timeline`` works as before.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 _HOMES = {
@@ -24,9 +22,9 @@ _HOMES = {
     "read_csv_file": "pytorch_csv",
     "FAMILIES": "schedules",
     "build_schedule": "schedules",
-    "simulate": "simulate",
+    "simulate": "simulator",
     "Timeline": "timeline",
-    "validate": "validate",
+    "validate": "validation",
 }
 """Each public name → the module of this package that defines it."""
 
@@ -46,24 +44,6 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_HOMES))
 
 
-_SHADOWED = {name for name, home in _HOMES.items() if name == home}
-"""``simulate`` and ``validate``: functions named like the modules that define them."""
-
-
-class _Engine(types.ModuleType):
-    """This package's module. When the import system first loads a submodule it binds it to the package's
-    attribute of that name, which would turn ``engine.simulate`` from the function into the module once anyone
-    imports ``engine.simulate``; here the function stays, as it did when this package imported it eagerly."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _SHADOWED and isinstance(value, types.ModuleType):
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Engine
-
-
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly (``as``: re-exported)
     from .costs import UNIT as UNIT
     from .costs import Costs as Costs
@@ -76,6 +56,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from .pytorch_csv import read_csv_file as read_csv_file
     from .schedules import FAMILIES as FAMILIES
     from .schedules import build_schedule as build_schedule
-    from .simulate import simulate as simulate
+    from .simulator import simulate as simulate
     from .timeline import Timeline as Timeline
-    from .validate import validate as validate
+    from .validation import validate as validate

@@ -30,7 +30,7 @@ import numpy as np
 
 from .costs import PAIR_KEY, Costs, resolved
 from .ir import Schedule
-from .simulate import simulate
+from .simulator import simulate
 from .timeline import Timeline
 
 CAUSES = ("schedule", "imbalance", "cost ratios", "transfers", "overhead")

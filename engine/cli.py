@@ -30,9 +30,9 @@ from .runtime.lifetime import Stopped, stop_signals
 from .scale.cli import add_plan_parser, plan_command
 from .schedules import FAMILIES, build_schedule
 from .search.cli import add_search_command, search_command
-from .simulate import simulate
+from .simulator import simulate
 from .terminal import UsageError, WatchedOutput, bounded, print_json, say, silence_stdout
-from .validate import ScheduleError, validate
+from .validation import ScheduleError, validate
 
 
 class _Parser(argparse.ArgumentParser):

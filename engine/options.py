@@ -211,8 +211,8 @@ class Text:
     def read(self, text: str) -> Any:
         try:
             return self.parse(text)
-        except ValueError as error:  # the error may quote the visitor's text: shown as plain text, never markup
-            raise ValueError(f"{plain(error)}; expected {self.grammar}") from None
+        except ValueError as error:
+            raise ValueError(f"{error} (expected {self.grammar})") from None
 
     def check(self, value: Any) -> Any:
         return value
@@ -317,7 +317,9 @@ class Declared:
                 given[name] = option.read(text)
             except ValueError as error:
                 default = option.codec.write(getattr(settings, name)) or "none"
-                problems.append(f"{option.key}={code_span(text)}: {error}; using {default}")
+                # a grammar's error may quote the visitor's text: plain text, never markup
+                said = plain(error) if isinstance(option.codec, Text) else str(error)
+                problems.append(f"{option.key}={code_span(text)}: {said}; using {default}")
         return cls._after_query(replace(settings, **given), query, problems)  # type: ignore[type-var]
 
     @classmethod

@@ -62,7 +62,7 @@ class Timeline:
         "kind",  # "F", "B", "I" or "W"
         "start",  # time units (simulated) or milliseconds (measured)
         "end",
-        "memory_after",  # activation memory on the rank after the action (see engine.simulate)
+        "memory_after",  # activation memory on the rank after the action (see engine.simulator)
         "memory_peak",  # the most it held during the action (a recomputing backward rebuilds activations)
         "step",  # position in the rank's list; both actions of an overlapped pair share it
         "overlapped",  # True for the two halves of an overlapped F&B pair

@@ -11,7 +11,7 @@ import pytest
 from engine import FAMILIES, Costs, build_schedule
 from engine.costs import COST_KEYS, COST_KINDS, COST_OF_KIND, PAIR_KEY, Durations, resolved
 from engine.ir import Kind
-from engine.simulate import slot_durations
+from engine.simulator import slot_durations
 
 
 def test_every_kind_of_action_has_one_cost_and_the_pair_has_none():

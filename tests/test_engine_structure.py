@@ -79,7 +79,7 @@ def test_simulate_never_imports_torch():
     imported = [
         line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time")
     ]
-    assert "engine.simulate" in imported and "engine.runtime.config" in imported  # the log is real
+    assert "engine.simulator" in imported and "engine.runtime.config" in imported  # the log is real
     assert not [name for name in imported if name == "torch" or name.startswith("torch.")]
 
 

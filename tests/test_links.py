@@ -42,7 +42,7 @@ def test_two_products_on_one_link_queue_behind_each_other():
 def test_the_event_driven_walk_times_every_slot_as_the_dependency_walk_when_links_are_free(name):
     from engine.dependencies import walk
     from engine.links import walk_on_links
-    from engine.simulate import slot_durations
+    from engine.simulator import slot_durations
 
     schedule = build_schedule(name, 4, 8, chunks(name))
     durations = slot_durations(schedule, Costs.of({"F": 1, "I": 1.5, "W": 0.5}))

@@ -452,7 +452,7 @@ def test_csv_and_torchtitan_files(capsys, tmp_path):
         (["--efficiency", "nan"], "argument --efficiency: expected a number from 0.05 to 1, got nan"),
         (["--layers", "4"], "--layers describe a custom model: add --model custom"),
         (["--model", "custom", "--layers", "4"], "--model custom needs --hidden, --heads, --vocab"),
-        (["--split", "3,x"], "argument --split: expected even, llama3 or layers per stage like 3,4,4,3"),
+        (["--split", "3,x"], "(expected even, llama3 or layers per stage like 3,4,4,3)"),
         (["--tp", "x"], "argument --tp: expected a whole number from 1 to 65536, got x"),
         (["--layout-preset", "nope"], "invalid choice: 'nope'"),
     ],

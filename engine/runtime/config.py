@@ -13,7 +13,7 @@ from ..limits import whole_number
 from ..model_config import ModelConfig, partition
 from ..pytorch_csv import read_csv
 from ..schedules import build_schedule
-from ..validate import validate
+from ..validation import validate
 from .clocks import CLOCK_CHOICES, INSTRUCTIONS
 from .interference import ESTIMATORS
 

@@ -12,7 +12,7 @@ from ..attribution import IdleAttribution, attribute, measured_levels
 from ..costs import COST_OF_KIND, Costs, Durations, resolved
 from ..dependencies import compiled
 from ..ir import Kind, Schedule
-from ..simulate import simulate
+from ..simulator import simulate
 from ..timeline import Timeline, before_on_rank
 from .clocks import CLOCKS, WALL
 from .config import RunConfig

@@ -20,7 +20,7 @@ from functools import cached_property
 from ..costs import Costs
 from ..ir import Schedule
 from ..schedules import FAMILIES, build_schedule
-from ..simulate import simulate
+from ..simulator import simulate
 from ..timeline import Timeline
 from .bounds import real_number
 from .costs import (

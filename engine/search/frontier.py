@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..costs import Costs
 from ..schedules import FAMILIES, build_schedule
-from ..simulate import simulate
+from ..simulator import simulate
 from ..timeline import Timeline
 from .problem import MEMORY_TOLERANCE, SearchProblem
 from .result import SearchResult, finish

@@ -21,7 +21,7 @@ import numpy as np
 from ..costs import Costs
 from ..ir import PLACEMENTS, Action, Kind, Schedule, all_actions, rank_of_stage
 from ..limits import MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
-from ..simulate import memory_model, slot_durations
+from ..simulator import memory_model, slot_durations
 from ..timeline import before_on_rank
 
 SPLIT_KINDS = (Kind.F, Kind.I, Kind.W)

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..ir import Schedule
-from ..simulate import simulate
+from ..simulator import simulate
 from ..timeline import Timeline
-from ..validate import validate
+from ..validation import validate
 from .exact import Progress
 from .problem import MEMORY_TOLERANCE, SearchProblem
 

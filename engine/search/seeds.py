@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from ..ir import Action, Kind, Schedule, all_actions, slot_actions
 from ..schedules import FAMILIES, build_schedule
-from ..simulate import simulate
+from ..simulator import simulate
 from .heuristic import Candidate
 from .problem import MEMORY_TOLERANCE, SearchProblem
 

@@ -18,7 +18,7 @@ from .dependencies import CompiledSchedule, compiled, walk
 from .ir import Kind, Schedule
 from .links import walk_on_links
 from .timeline import Timeline
-from .validate import check_structure
+from .validation import check_structure
 
 RECOMPUTING = (Kind.B, Kind.I)
 """The kinds that, with recomputation, first re-run their forward (the backward passes that need activations)."""
