@@ -7,7 +7,7 @@ from __future__ import annotations
 from engine import FAMILIES
 from engine import limits as engine
 from engine.model_config import MODEL_BOUNDS
-from engine.options import Choice, Number, Option, Whole
+from engine.options import choose, real, whole
 
 MAX_RANKS = min(32, engine.MAX_RANKS)
 """p on the simulated pages: 32 rows still read as a Gantt."""
@@ -50,25 +50,30 @@ for _name, _value, _bound in (
 
 
 # -- the settings several pages share, declared once with these bounds (``engine.options``) ------------------
-RANKS = Option("ranks", Whole(1, MAX_RANKS), "Ranks (devices), p", "pipeline ranks (devices), p", widget="slider")
-MICROBATCHES = Option(
-    "microbatches", Whole(1, MAX_MICROBATCHES), "Micro-batches, m", "micro-batches per step, m", widget="slider"
+RANKS = whole("ranks", 1, MAX_RANKS, "Ranks (devices), p", "pipeline ranks (devices), p", widget="slider")
+MICROBATCHES = whole(
+    "microbatches", 1, MAX_MICROBATCHES, "Micro-batches, m", "micro-batches per step, m", widget="slider"
 )
-CHUNKS = Option(
+CHUNKS = whole(
     "chunks",
-    Whole(MIN_CHUNKS, MAX_CHUNKS),
+    MIN_CHUNKS,
+    MAX_CHUNKS,
     "Chunks per rank, v",
     "Model chunks each rank holds (interleaved schedules only).",
     widget="slider",
 )
-COMM = Option(
+COMM = real(
     "comm",
-    Number(0.0, MAX_COST),
+    0.0,
+    MAX_COST,
     "Transfer between ranks",
     "Time from the end of an action to its output's arrival on another rank.",
     step=0.25,
 )
-FAMILY = Option(
-    "schedule", Choice(tuple(FAMILIES), {name: family.title for name, family in FAMILIES.items()}), "Schedule",
-    "schedule family", widget="select",
-)  # fmt: skip
+FAMILY = choose(
+    "schedule",
+    FAMILIES,
+    "Schedule",
+    "schedule family",
+    titles={name: family.title for name, family in FAMILIES.items()},
+)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from engine import FAMILIES
 from engine.model_config import MODEL_DEFAULTS, MODEL_KINDS, MODEL_TITLES, ModelConfig
-from engine.options import Choice, Declared, Flag, Option, Whole, declared
+from engine.options import Declared, choose, declared, toggle, whole
 from engine.runtime import BACKENDS, RunConfig
 from engine.runtime.interference import ESTIMATORS
 
@@ -23,6 +23,15 @@ SAMPLES_PER_MICROBATCH = {"mlp": 16, "gpt": 4}
 ESTIMATOR_TITLES = {"min": "fastest repeat", "median": "median repeat"}
 """The estimators (``engine.runtime.interference.ESTIMATORS``) in a few words, for the radio and the table."""
 PREFIX = "rr"
+BACKEND_HELP = (
+    "emulated: one process; each action's measured CPU time placed on virtual device clocks. distributed: one "
+    "process per rank (torch.distributed), wall clock."
+)
+REPEATS_HELP = "After one warm-up step; the spread over them is drawn as whiskers."
+ESTIMATOR_HELP = (
+    "Other work on this machine can only slow an action down, so its fastest repeat is the least disturbed "
+    "estimate; the median is the typical one."
+)
 
 
 @dataclass(frozen=True)
@@ -34,50 +43,25 @@ class RealRunSettings(Declared):
     family: str = declared("zb-h1", limits.FAMILY)
     num_ranks: int = declared(4, limits.RANKS.narrowed(high=limits.REAL_RUN_MAX_RANKS))
     num_microbatches: int = declared(
-        8, Option("microbatches", Choice(limits.REAL_RUN_MICROBATCHES), "Micro-batches, m", widget="select_slider")
+        8, choose("microbatches", limits.REAL_RUN_MICROBATCHES, "Micro-batches, m", widget="select_slider")
     )
     num_chunks: int = declared(2, limits.CHUNKS.narrowed(high=limits.REAL_RUN_MAX_CHUNKS))
-    model: str = declared("mlp", Option("model", Choice(MODEL_KINDS, MODEL_TITLES), "Model", widget="radio"))
+    model: str = declared("mlp", choose("model", MODEL_KINDS, "Model", titles=MODEL_TITLES, widget="radio"))
     layers: int = declared(
-        MODEL_DEFAULTS["mlp"]["layers"],
-        Option("layers", Whole(1, limits.REAL_RUN_MAX_LAYERS), "Blocks", widget="slider"),
+        MODEL_DEFAULTS["mlp"]["layers"], whole("layers", 1, limits.REAL_RUN_MAX_LAYERS, "Blocks", widget="slider")
     )
     hidden: int = declared(
         MODEL_DEFAULTS["mlp"]["hidden"],
-        Option("hidden", Choice(limits.REAL_RUN_HIDDEN), "Hidden width", widget="select_slider"),
+        choose("hidden", limits.REAL_RUN_HIDDEN, "Hidden width", widget="select_slider"),
     )
-    recompute: bool = declared(False, Option("recompute", Flag(), "Recompute activations", widget="toggle"))
-    backend: str = declared(
-        "emulated",
-        Option(
-            "backend",
-            Choice(BACKENDS),
-            "Backend",
-            "emulated: one process; each action's measured CPU time placed on virtual device clocks. "
-            "distributed: one process per rank (torch.distributed), wall clock.",
-            widget="radio",
-        ),  # fmt: skip
-    )
+    recompute: bool = declared(False, toggle("recompute", "Recompute activations"))
+    backend: str = declared("emulated", choose("backend", BACKENDS, "Backend", BACKEND_HELP, widget="radio"))
     repeats: int = declared(
-        3,
-        Option(
-            "repeats",
-            Whole(1, limits.REAL_RUN_MAX_REPEATS),
-            "Measured steps",
-            "After one warm-up step; the spread over them is drawn as whiskers.",
-            widget="slider",
-        ),  # fmt: skip
+        3, whole("repeats", 1, limits.REAL_RUN_MAX_REPEATS, "Measured steps", REPEATS_HELP, widget="slider")
     )
     estimator: str = declared(
         "min",
-        Option(
-            "estimator",
-            Choice(tuple(ESTIMATORS), ESTIMATOR_TITLES),
-            "Each action's cost",
-            "Other work on this machine can only slow an action down, so its fastest repeat is the least "
-            "disturbed estimate; the median is the typical one.",
-            widget="radio",
-        ),  # fmt: skip
+        choose("estimator", ESTIMATORS, "Each action's cost", ESTIMATOR_HELP, titles=ESTIMATOR_TITLES, widget="radio"),
     )
     schedule_csv: str | None = None
     """A schedule sent from the editor, run instead of the family (never in the URL: it can be large)."""

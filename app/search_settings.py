@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from engine import Costs
 from engine.ir import PLACEMENTS
-from engine.options import Choice, Declared, Number, Option, Text, code_span, declared
+from engine.options import Declared, Option, Text, choose, code_span, declared, real
 from engine.search import SearchProblem
 from engine.search.frontier import default_budgets
 
@@ -21,6 +21,12 @@ from .codec import plain
 
 PLACEMENT_TITLES = {"loop": "one stage per rank", "v": "two chunks in a V"}
 COSTS = Text(lambda text: text if text.strip() else _empty(), str, "F=1,I=1,W=1, or per stage F=1:2:1:1,I=…,W=…")
+
+
+COSTS_HELP = (
+    "One micro-batch through one stage: F=1,I=1,W=1 for every stage, or per stage F=1:2:1:1,I=…,W=… (a real "
+    "run's measured costs arrive that way)."
+)
 
 
 def _empty() -> str:
@@ -35,51 +41,31 @@ class SearchSettings(Declared):
     num_microbatches: int = declared(8, limits.MICROBATCHES)
     placement: str = declared(
         "loop",
-        Option(
-            "placement",
-            Choice(tuple(PLACEMENTS), PLACEMENT_TITLES),
-            "Placement",
-            "stage r on rank r, or a V",
-            widget="radio",
-        ),  # fmt: skip
+        choose(
+            "placement", PLACEMENTS, "Placement", "stage r on rank r, or a V", titles=PLACEMENT_TITLES, widget="radio"
+        ),
     )
     """"loop" (one stage per rank) or "v" (two chunks in a V)."""
-    costs: str = declared(
-        "F=1,I=1,W=1",
-        Option(
-            "costs",
-            COSTS,
-            "Costs F, I, W",
-            "One micro-batch through one stage: F=1,I=1,W=1 for every stage, or per stage F=1:2:1:1,I=…,W=… "
-            "(a real run's measured costs arrive that way).",
-            widget="text",
-        ),  # fmt: skip
-    )
+    costs: str = declared("F=1,I=1,W=1", Option("costs", COSTS, "Costs F, I, W", COSTS_HELP, widget="text"))
     comm: float = declared(0.0, limits.COMM)
     # a number box with fixed bounds: a slider whose maximum followed p would be a new widget at each p, and
     # Streamlit would reset the budget to its minimum (a change of p must not overwrite it)
     memory_budget: float = declared(
         4.0,
-        Option(
-            "memory",
-            Number(0.0, limits.MAX_MEMORY_BUDGET),
-            "Memory budget per rank (micro-batches of its share)",
-            "1F1B holds p on its busiest rank, ZB-H2 2p − 1; above 2p nothing is constrained. Too small a budget "
-            "is refused with the arithmetic.",
-            step=0.5,
-        ),  # fmt: skip
+        real("memory", 0.0, limits.MAX_MEMORY_BUDGET, "Memory budget per rank (micro-batches of its share)", step=0.5),
     )
     """Activation memory a rank may hold, in micro-batches of its share (1F1B peaks at p)."""
     time_limit_s: float = declared(
         5.0,
-        Option(
+        real(
             "time",
-            Number(1.0, limits.MAX_SEARCH_SECONDS),
+            1.0,
+            limits.MAX_SEARCH_SECONDS,
             "Time limit (s)",
             "how long the search may take",
             widget="slider",
             step=1.0,
-        ),  # fmt: skip
+        ),
     )
 
     @classmethod

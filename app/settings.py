@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from engine import FAMILIES, Costs
 from engine.costs import COST_KINDS, PAIR_KEY, Durations, costs_text
-from engine.options import Choice, Declared, Flag, Number, Option, Text, code_span, declared, written
+from engine.options import Choice, Declared, Option, Text, code_span, declared, real, toggle, written
 from engine.schedules import Family
 
 from . import limits
@@ -53,10 +53,24 @@ def _read_scale(text: str) -> tuple[float, ...] | None:
     return scale
 
 
+LINKS_LABEL = "Transfers share a link"
+LINKS_HELP = (
+    "A transfer occupies its link: one at a time in each direction between two ranks, so a burst of hand-offs "
+    "queues. Off: each is a pure delay."
+)
+RECOMPUTE_HELP = "A forward keeps only part of its activations; the backward re-runs it first."
+KEEP_HELP = "The stage input and little else; the rest is rebuilt by re-running the forward."
+SCALE = Text(
+    _read_scale,
+    lambda scale: ",".join(map(written, scale or ())),
+    f"numbers separated by commas, one per stage, each above 0 and at most {limits.MAX_COST:g}",
+)
+SCALE_HELP = "One number per stage: an imbalanced model, where one stage is slower than the others."
 COST_BOXES = {
-    cost.key: Option(
+    cost.key: real(
         f"cost_{cost.key}",
-        Number(0.0, limits.MAX_OVERLAPPED if cost.key == PAIR_KEY else limits.MAX_COST),
+        0.0,
+        limits.MAX_OVERLAPPED if cost.key == PAIR_KEY else limits.MAX_COST,
         cost.label,
         cost.help or "",
         step=0.25,
@@ -84,49 +98,14 @@ class LabSettings(Declared):
     comm: float = declared(0.0, limits.COMM)
     shared_links: bool = declared(
         False,
-        Option(
-            "links",
-            Choice((False, True), texts=("delay", "shared")),
-            "Transfers share a link",
-            "A transfer occupies its link: one at a time in each direction between two ranks, so a burst of "
-            "hand-offs queues. Off: each is a pure delay.",
-            widget="toggle",
-        ),
+        Option("links", Choice((False, True), texts=("delay", "shared")), LINKS_LABEL, LINKS_HELP, widget="toggle"),
     )
-    recompute: bool = declared(
-        False,
-        Option(
-            "recompute",
-            Flag(),
-            "Recompute activations",
-            "A forward keeps only part of its activations; the backward re-runs it first.",
-            widget="toggle",
-        ),
-    )
+    recompute: bool = declared(False, toggle("recompute", "Recompute activations", RECOMPUTE_HELP))
     recompute_memory_fraction: float = declared(
-        0.1,
-        Option(
-            "keep",
-            Number(0.0, 1.0),
-            "Share a forward keeps",
-            "The stage input and little else; the rest is rebuilt by re-running the forward.",
-            widget="slider",
-            step=0.05,
-        ),
+        0.1, real("keep", 0.0, 1.0, "Share a forward keeps", KEEP_HELP, widget="slider", step=0.05)
     )
     stage_scale: tuple[float, ...] | None = declared(
-        None,
-        Option(
-            "scale",
-            Text(
-                _read_scale,
-                lambda scale: ",".join(map(written, scale or ())),
-                f"numbers separated by commas, one per stage, each above 0 and at most {limits.MAX_COST:g}",
-            ),
-            "Stage cost multipliers (optional)",
-            "One number per stage: an imbalanced model, where one stage is slower than the others.",
-            widget="text",
-        ),
+        None, Option("scale", SCALE, "Stage cost multipliers (optional)", SCALE_HELP, widget="text")
     )
 
     # -- what the family makes of it ---------------------------------------------------------------------

@@ -261,6 +261,24 @@ class Option:
         return self.codec.read(text)
 
 
+# -- the common shapes of a declaration, one line each ---------------------------------------------------------
+def choose(key: str, choices: Any, label: str, help: str = "", *, titles: Mapping | None = None, widget="select"):
+    """One of ``choices`` (a menu by default; "radio" or "select_slider" for a few)."""
+    return Option(key, Choice(tuple(choices), titles), label, help, widget=widget)
+
+
+def toggle(key: str, label: str, help: str = "") -> Option:
+    return Option(key, Flag(), label, help, widget="toggle")
+
+
+def whole(key: str, low: int, high: int, label: str, help: str = "", *, widget: str = "number") -> Option:
+    return Option(key, Whole(low, high), label, help, widget=widget, step=1 if widget == "number" else None)
+
+
+def real(key: str, low: float, high: float, label: str, help: str = "", *, widget="number", step=None) -> Option:
+    return Option(key, Number(low, high), label, help, widget=widget, step=step)
+
+
 def declared(default: Any, option: Option) -> Any:
     """A dataclass field holding one setting: its default and its declaration."""
     if isinstance(default, (list, dict, set)):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..limits import MAX_CHUNKS, MAX_RANKS
-from ..options import Choice, Declared, Flag, Number, Option, Text, Whole, code_span, declared
+from ..options import Declared, Option, Text, choose, code_span, declared, real, toggle, whole
 from ..schedules import DEFAULT_CHUNKS, FAMILIES
 from .bounds import (
     MAX_BANDWIDTH_GB_S,
@@ -54,12 +54,22 @@ def _split_parse(text: str) -> str:
 SPLIT = Text(_split_parse, str, f"{', '.join(SPLIT_RULES)} or layers per stage like 3,4,4,3")
 
 
-def _whole(key: str, label: str, high: int, help: str = "", **more: Any) -> Option:
-    return Option(key, Whole(1, high), label, help, widget="number", step=1, **more)
+def _whole(key: str, label: str, high: int, help: str = "") -> Option:
+    return whole(key, 1, high, label, help)
 
 
 def _rate(key: str, label: str, high: float, help: str) -> Option:
-    return Option(key, Number(MIN_RATE, high), label, help, widget="number")
+    return real(key, MIN_RATE, high, label, help)
+
+
+MODELS = {name: model.title for name, model in MODEL_PRESETS.items()}
+GPUS = {name: gpu.title for name, gpu in GPU_PRESETS.items()}
+TITLES = {name: family.title for name, family in FAMILIES.items()}
+EFFICIENCY_LABEL = "Efficiency: share of peak a layer's kernels reach"
+EFFICIENCY_HELP = (
+    f"Default {DEFAULT_EFFICIENCY}: the MFU the Llama 3 paper reports for its 405B pre-training on H100s (Table 4)."
+)
+SPLIT_HELP = f"{', '.join(SPLIT_RULES)} (Llama 3: first and last stage one layer fewer), or a list like 3,4,4,3"
 
 
 @dataclass(frozen=True)
@@ -69,36 +79,14 @@ class PlanRequest(Declared):
     PREFIX = "pl"
 
     model: str = declared(
-        "llama3-405b",
-        Option(
-            "model",
-            Choice((*MODEL_PRESETS, CUSTOM), {k: v.title for k, v in MODEL_PRESETS.items()}),
-            "Model",
-            "a published model, or custom",
-            widget="select",
-        ),  # fmt: skip
+        "llama3-405b", choose("model", (*MODEL_PRESETS, CUSTOM), "Model", "a published model, or custom", titles=MODELS)
     )
     gpu: str = declared(
-        "h100",
-        Option(
-            "gpu",
-            Choice((*GPU_PRESETS, CUSTOM), {k: v.title for k, v in GPU_PRESETS.items()}),
-            "GPU",
-            "a GPU from its datasheet, or custom",
-            widget="select",
-        ),  # fmt: skip
+        "h100", choose("gpu", (*GPU_PRESETS, CUSTOM), "GPU", "a datasheet's GPU, or custom", titles=GPUS)
     )
     efficiency: float = declared(
         DEFAULT_EFFICIENCY,
-        Option(
-            "efficiency",
-            Number(MIN_EFFICIENCY, 1.0),
-            "Efficiency: share of peak a layer's kernels reach",
-            f"Default {DEFAULT_EFFICIENCY}: the MFU the Llama 3 paper reports for its 405B pre-training on H100s "
-            "(Table 4).",
-            widget="slider",
-            step=0.01,
-        ),  # fmt: skip
+        real("efficiency", MIN_EFFICIENCY, 1.0, EFFICIENCY_LABEL, EFFICIENCY_HELP, widget="slider", step=0.01),
     )
     tp: int = declared(8, _whole("tp", "TP", MAX_PARALLEL, "tensor parallel"))
     pp: int = declared(16, _whole("pp", "PP (ranks)", MAX_RANKS, "pipeline parallel (ranks)"))
@@ -112,52 +100,21 @@ class PlanRequest(Declared):
         1, _whole("microbatch_size", "Micro-batch size", MAX_GLOBAL_BATCH, "sequences per micro-batch")
     )
     family: str = declared(
-        "interleaved-1f1b",
-        Option(
-            "schedule",
-            Choice(tuple(FAMILIES), {k: f.title for k, f in FAMILIES.items()}),
-            "Schedule",
-            "schedule family",
-            widget="select",
-        ),  # fmt: skip
+        "interleaved-1f1b", choose("schedule", FAMILIES, "Schedule", "schedule family", titles=TITLES)
     )
     chunks: int = declared(
         DEFAULT_CHUNKS,
-        Option(
-            "chunks", Whole(2, MAX_CHUNKS), "Chunks per rank, v", "v, for the families that take it", widget="slider"
-        ),  # fmt: skip
+        whole("chunks", 2, MAX_CHUNKS, "Chunks per rank, v", "v, for the families that take it", widget="slider"),
     )
-    split: str = declared(
-        "llama3",
-        Option(
-            "split",
-            SPLIT,
-            "Layers per stage",
-            f"{', '.join(SPLIT_RULES)} (Llama 3: first and last stage one layer fewer), or a list like 3,4,4,3",
-            widget="text",
-        ),  # fmt: skip
-    )
+    split: str = declared("llama3", Option("split", SPLIT, "Layers per stage", SPLIT_HELP, widget="text"))
     recompute: str = declared(
-        "selective",
-        Option(
-            "recompute", Choice(RECOMPUTE_MODES), "Recomputation", "activation recomputation", widget="radio"
-        ),  # fmt: skip
+        "selective", choose("recompute", RECOMPUTE_MODES, "Recomputation", "activation recomputation", widget="radio")
     )
     zero: int = declared(
-        2,
-        Option(
-            "zero", Choice(ZERO_STAGES), "Optimizer sharding (ZeRO stage)", "ZeRO stage over DP", widget="radio"
-        ),  # fmt: skip
+        2, choose("zero", ZERO_STAGES, "Optimizer sharding (ZeRO stage)", "ZeRO stage over DP", widget="radio")
     )
     sequence_parallel: bool = declared(
-        True,
-        Option(
-            "sequence_parallel",
-            Flag(),
-            "Sequence parallelism (with TP)",
-            "TP with sequence parallelism",
-            widget="toggle",
-        ),  # fmt: skip
+        True, toggle("sequence_parallel", "Sequence parallelism (with TP)", "TP with sequence parallelism")
     )
     # a custom model (model = "custom")
     layers: int = declared(32, _whole("layers", "Layers", MAX_LAYERS, "transformer layers"))
@@ -168,16 +125,13 @@ class PlanRequest(Declared):
     vocab: int = declared(128_256, _whole("vocab", "Vocabulary", MAX_VOCAB, "vocabulary"))
     style: str = declared(
         "llama",
-        Option(
-            "style", Choice(MODEL_STYLES), "Style", "llama (SwiGLU, RMSNorm) or gpt (GeLU, LayerNorm)", widget="radio"
-        ),  # fmt: skip
+        choose("style", MODEL_STYLES, "Style", "llama (SwiGLU, RMSNorm) or gpt (GeLU, LayerNorm)", widget="radio"),
     )
-    tied_embeddings: bool = declared(
-        False, Option("tied_embeddings", Flag(), "Tied embeddings", "output layer = embedding", widget="toggle")
-    )
+    tied_embeddings: bool = declared(False, toggle("tied_embeddings", "Tied embeddings", "output layer = embedding"))
     # a custom GPU (gpu = "custom")
-    peak_tflops: float = declared(989.0, _rate("peak_tflops", "Dense BF16 peak (TFLOP/s)", MAX_PEAK_TFLOPS,
-                                               "dense BF16 peak, TFLOP/s"))  # fmt: skip
+    peak_tflops: float = declared(
+        989.0, _rate("peak_tflops", "Dense BF16 peak (TFLOP/s)", MAX_PEAK_TFLOPS, "dense BF16 peak, TFLOP/s")
+    )
     memory_gb: float = declared(80.0, _rate("memory_gb", "Memory (GB)", MAX_MEMORY_GB, "HBM, GB"))
     nvlink_gb_s: float = declared(
         900.0, _rate("nvlink_gb_s", "NVLink (GB/s)", MAX_BANDWIDTH_GB_S, "NVLink, GB/s (both directions)")
@@ -216,23 +170,14 @@ class PlanRequest(Declared):
         preset = LAYOUT_PRESETS[name]
         layout = preset.layout
         split = layout.split if isinstance(layout.split, str) else ",".join(map(str, layout.split))
+        from_layout = {name: getattr(layout, field) for name, field in LAYOUT_ARGUMENTS.items()}
         return cls(
             model=preset.model,
             gpu=preset.gpu,
             efficiency=preset.efficiency,
-            tp=layout.tensor_parallel,
-            pp=layout.pipeline_parallel,
-            dp=layout.data_parallel,
-            cp=layout.context_parallel,
-            seq=layout.seq_length or MODEL_PRESETS[preset.model].seq_length,
-            global_batch=layout.global_batch,
-            microbatch_size=layout.microbatch_size,
-            family=layout.family,
+            **from_layout | {"seq": layout.seq_length or MODEL_PRESETS[preset.model].seq_length},
             chunks=layout.chunks or DEFAULT_CHUNKS,
             split=split,
-            recompute=layout.recompute,
-            zero=layout.zero,
-            sequence_parallel=layout.sequence_parallel,
         )
 
     # -- to the engine -------------------------------------------------------------------------------------
@@ -243,51 +188,35 @@ class PlanRequest(Declared):
     def model_spec(self) -> ModelSpec:
         if self.model != CUSTOM:
             return model_named(self.model)
-        return custom_model(
-            num_layers=self.layers,
-            hidden_size=self.hidden,
-            num_attention_heads=self.heads,
-            vocab_size=self.vocab,
-            seq_length=self.seq,
-            ffn_hidden_size=self.ffn,
-            num_kv_heads=self.kv_heads,
-            tied_embeddings=self.tied_embeddings,
-            style=self.style,
-        )
+        return custom_model(**self._engine_names(MODEL_ARGUMENTS))
 
     def gpu_spec(self) -> GpuSpec:
         if self.gpu != CUSTOM:
             return gpu_named(self.gpu)
-        return GpuSpec(
-            CUSTOM,
-            "custom GPU",
-            peak_tflops=self.peak_tflops,
-            memory_gb=self.memory_gb,
-            nvlink_gb_s=self.nvlink_gb_s,
-            internode_gb_s=self.internode_gb_s,
-            gpus_per_node=self.gpus_per_node,
-        )
+        return GpuSpec(CUSTOM, "custom GPU", **self._engine_names({name: name for name in CUSTOM_GPU}))
 
     def layout(self) -> Layout:
         split = self.split if self.split in SPLIT_RULES else tuple(int(part) for part in self.split.split(","))
-        return Layout(
-            tensor_parallel=self.tp,
-            pipeline_parallel=self.pp,
-            data_parallel=self.dp,
-            context_parallel=self.cp,
-            seq_length=self.seq,
-            global_batch=self.global_batch,
-            microbatch_size=self.microbatch_size,
-            family=self.family,
-            chunks=self.chunks if FAMILIES[self.family].takes_chunks else None,
-            split=split,
-            recompute=self.recompute,
-            zero=self.zero,
-            sequence_parallel=self.sequence_parallel,
-            num_gpus=self.num_gpus,
-        )
+        chunks = self.chunks if FAMILIES[self.family].takes_chunks else None
+        return Layout(**self._engine_names(LAYOUT_ARGUMENTS), split=split, chunks=chunks, num_gpus=self.num_gpus)
+
+    def _engine_names(self, names: dict[str, str]) -> dict[str, Any]:
+        """These settings under the engine's argument names (the Plan page's short names are its URL's)."""
+        return {argument: getattr(self, name) for name, argument in names.items()}
 
 
+MODEL_ARGUMENTS = {
+    "layers": "num_layers", "hidden": "hidden_size", "heads": "num_attention_heads", "vocab": "vocab_size",
+    "seq": "seq_length", "ffn": "ffn_hidden_size", "kv_heads": "num_kv_heads", "tied_embeddings": "tied_embeddings",
+    "style": "style",
+}  # fmt: skip
+"""A custom model's settings → ``custom_model``'s arguments."""
+LAYOUT_ARGUMENTS = {
+    "tp": "tensor_parallel", "pp": "pipeline_parallel", "dp": "data_parallel", "cp": "context_parallel",
+    "seq": "seq_length", "global_batch": "global_batch", "microbatch_size": "microbatch_size", "family": "family",
+    "recompute": "recompute", "zero": "zero", "sequence_parallel": "sequence_parallel",
+}  # fmt: skip
+"""Settings → ``Layout``'s fields (the split and v are converted first)."""
 CUSTOM_MODEL = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "style", "tied_embeddings")
 CUSTOM_GPU = ("peak_tflops", "memory_gb", "nvlink_gb_s", "internode_gb_s", "gpus_per_node")
 PLAN_KEYS = ("preset", *PlanRequest.url_keys())
