@@ -117,7 +117,7 @@ def bind_real_run(link: dict[str, str] | None, *, edited: bool) -> tuple[RealRun
         state.seed(linked.widget_values())
     defaults = RealRunSettings().widget_values()
     state.restore(defaults)
-    names = ["model", "layers", "hidden", "recompute", "backend", "repeats", "estimator"]
+    names = [name for name, _ in RealRunSettings.options() if name not in RealRunSettings.SCHEDULE]
     if not edited:  # the schedule's own settings come first
         family = FAMILIES[draw(RealRunSettings, "family")]
         names[:0] = ["num_ranks", "num_microbatches"] + (["num_chunks"] if family.takes_chunks else [])

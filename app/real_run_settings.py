@@ -27,6 +27,9 @@ BACKEND_HELP = (
     "emulated: one process; each action's measured CPU time placed on virtual device clocks. distributed: one "
     "process per rank (torch.distributed), wall clock."
 )
+WARMUP_HELP = (
+    "Steps run first and not measured: the first step pays for allocations and first-use costs that later steps do not."
+)
 REPEATS_HELP = "After one warm-up step; the spread over them is drawn as whiskers."
 ESTIMATOR_HELP = (
     "Other work on this machine can only slow an action down, so its fastest repeat is the least disturbed "
@@ -59,11 +62,14 @@ class RealRunSettings(Declared):
     repeats: int = declared(
         3, whole("repeats", 1, limits.REAL_RUN_MAX_REPEATS, "Measured steps", REPEATS_HELP, widget="slider")
     )
+    warmup_steps: int = declared(1, whole("warmup", 0, 3, "Warm-up steps", WARMUP_HELP, widget="slider"))
     estimator: str = declared(
         "min",
         choose("estimator", ESTIMATORS, "Each action's cost", ESTIMATOR_HELP, titles=ESTIMATOR_TITLES, widget="radio"),
     )
     schedule_csv: str | None = None
+    SCHEDULE = ("family", "num_ranks", "num_microbatches", "num_chunks")
+    """The settings that describe the schedule (hidden when the editor sends one)."""
     """A schedule sent from the editor, run instead of the family (never in the URL: it can be large)."""
 
     @classmethod
@@ -86,6 +92,7 @@ class RealRunSettings(Declared):
             recompute=self.recompute,
             backend=self.backend,
             repeats=self.repeats,
+            warmup_steps=self.warmup_steps,
             estimator=self.estimator,
         )
         if self.schedule_csv is not None:
