@@ -44,7 +44,7 @@ from engine.model_config import ModelConfig
 from engine.runtime import RunConfig
 from engine.scale.request import PlanRequest
 
-from . import metrics, simulation
+from . import limits, metrics, simulation
 from .settings import LabSettings
 
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
@@ -69,12 +69,13 @@ SIZE_NAMES = {
 }
 """Sizes and costs a claim may use, e.g. ``[[3|p - 1]]/[[9|m + p - 1]]``: they follow the learner's values."""
 EXPLORE = {
-    "ranks": (1, 16, 1),
-    "microbatches": (1, 64, 1),
-    "chunks": (2, 8, 1),
-    "comm": (0.0, 4.0, 0.5),
+    "ranks": replace(limits.RANKS.narrowed(high=16), label="ranks p", widget="number", step=1),
+    "microbatches": replace(limits.MICROBATCHES.narrowed(high=64), label="micro-batches m", widget="number", step=1),
+    "chunks": replace(limits.CHUNKS, label="chunks v", widget="number", step=1),
+    "comm": replace(limits.COMM.narrowed(high=4.0), label="transfer time", step=0.5),
 }
-"""URL keys a step may let the learner change in place (``explore``), with (lowest, highest, step)."""
+"""URL keys a step may let the learner change in place (``explore``): the Playground's declarations, narrowed to
+what a lesson's sentence still reads well at, drawn as number boxes."""
 HIDEABLE = ("cards", "chart")
 HIGHLIGHTS = ("idle", "F", "B", "I", "W", "overlapped")
 

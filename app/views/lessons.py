@@ -36,6 +36,7 @@ from app.metrics import LESSON_PLAN_CARDS, PLAN_CARDS
 from app.navigation import link_to
 from app.settings import LabSettings
 from app.simulation import planned
+from app.widgets import draw_option
 
 PAGE = "ls"
 LESSON, STEP = f"{PAGE}_lesson", f"{PAGE}_step"
@@ -144,18 +145,13 @@ def explore_and_try(step: Step, real_key) -> None:
     if step.explore:
         columns = st.columns(len(step.explore) + max(0, 4 - len(step.explore)))
         for column, name in zip(columns, step.explore, strict=False):
-            low, high, by = EXPLORE[name]
             key = widget_key(real_key, name)
             if key not in st.session_state:
                 st.session_state[key] = _number(values.get(name, own[name]))
-            column.number_input(
-                {"ranks": "ranks p", "microbatches": "micro-batches m", "chunks": "chunks v", "comm": "transfer time"}[
-                    name
-                ],
-                min_value=low,
-                max_value=high,
-                step=by,
-                key=key,
+            draw_option(
+                EXPLORE[name],
+                key,
+                where=column,
                 on_change=explored,
                 args=(real_key, name),
                 help="Change it: the sentence, the numbers and the chart follow.",
