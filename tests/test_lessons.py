@@ -315,9 +315,8 @@ def test_explore_and_try_values_move_the_sentence_the_number_and_the_chart():
         for action in step.try_this:
             if action.values:
                 step.with_values(dict(action.values)).config.check()
-        for name in step.explore:
-            low, high, _ = EXPLORE[name]
-            assert low <= float(step.config.to_query()[name]) <= high
+        for name in step.explore:  # the step's own value is inside its explore box's bounds
+            EXPLORE[name].read(step.config.to_query()[name])
 
 
 def test_phases_against_a_hand_count():
