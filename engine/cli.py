@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import NoReturn
 
@@ -22,6 +21,9 @@ from .costs import Costs
 from .files import check_output, output_file, quoted, shown
 from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
 from .model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
+from .options import number_flag as _number
+from .options import read_number
+from .options import whole_flag as _whole
 from .pytorch_csv import read_csv_file
 from .runtime.clocks import CLOCK_CHOICES, CLOCKS
 from .runtime.config import BACKENDS, DEVICES, RunConfig
@@ -38,35 +40,6 @@ from .validation import ScheduleError, validate
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse would print the whole usage block
         raise UsageError(message)
-
-
-def _whole(low: int, high: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number from {low} to {high}, got {quoted(text)}"
-            ) from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {shown(text)}")
-        return value
-
-    return parse
-
-
-def _number(*, positive: bool):
-    def parse(text: str) -> float:
-        accepted = "a finite number > 0" if positive else "a finite number ≥ 0"
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {accepted}, got {quoted(text)}") from None
-        if not math.isfinite(value) or value < 0 or (positive and value == 0):
-            raise argparse.ArgumentTypeError(f"expected {accepted}, got {shown(text)}")
-        return value
-
-    return parse
 
 
 OPTIONS_TAKING_DASHED_VALUES = ("--partition", "--costs", "--stage-scale")
@@ -252,7 +225,7 @@ def _schedule_from(args) -> tuple:
 
 def _numbers(text: str, flag: str) -> tuple[float, ...]:
     try:
-        return tuple(float(part) for part in text.split(","))
+        return tuple(read_number(part) for part in text.split(","))
     except ValueError:
         raise UsageError(f"{flag} takes numbers separated by commas, got {quoted(text)}") from None
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Self
 
-from .files import shown
+from .files import quoted, shown
 
 ASCII_WHOLE = re.compile(r"[+-]?[0-9]+")
 """A whole number in ASCII digits only: ``int()`` would read "٣" (Arabic-Indic three) as 3."""
@@ -402,6 +402,39 @@ def _argparse_type(option: Option) -> Callable[[str], Any]:
             return option.read(text)
         except ValueError as error:
             raise argparse.ArgumentTypeError(f"{error}, got {shown(text)}") from None
+
+    return parse
+
+
+def whole_flag(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an ASCII whole number in [low, high] (the one integer parser, ``read_whole``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = read_whole(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {low} to {high}, got {quoted(text)}"
+            ) from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {shown(text)}")
+        return value
+
+    return parse
+
+
+def number_flag(*, positive: bool) -> Callable[[str], float]:
+    """An argparse type: a finite ASCII number ≥ 0 (> 0 with ``positive``), read by ``read_number``."""
+
+    def parse(text: str) -> float:
+        accepted = "a finite number > 0" if positive else "a finite number ≥ 0"
+        try:
+            value = read_number(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {accepted}, got {shown(text)}") from None
+        if value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"expected {accepted}, got {shown(text)}")
+        return value
 
     return parse
 
