@@ -202,6 +202,17 @@ def _busy_loops(count: int, cpu: int) -> list:
     return [subprocess.Popen([sys.executable, "-c", pinned]) for _ in range(count)]
 
 
+def _wait_until_spinning(loops, seconds: float = 5.0) -> None:
+    """Until every busy loop has used some CPU (a Python start-up can take a second on a loaded host)."""
+    import psutil
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if all(psutil.Process(loop.pid).cpu_times().user > 0.05 for loop in loops):
+            return
+        time.sleep(0.05)
+
+
 @pytest.mark.timing
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
 def test_the_cpu_clock_does_not_count_time_the_thread_waited_for_a_core():
@@ -224,26 +235,38 @@ def test_the_cpu_clock_does_not_count_time_the_thread_waited_for_a_core():
             samples.append((cpu.stop(started[0]), wall.stop(started[1])))
         return np.median(samples, axis=0)
 
-    before = os.sched_getaffinity(0)
-    core = min(before)
-    with one_intra_op_thread():
-        os.sched_setaffinity(0, {core})
-        loops = []
-        try:
-            quiet = medians()
-            loops = _busy_loops(2, core)
-            time.sleep(0.3)
-            loaded = medians()
-        finally:
-            os.sched_setaffinity(0, before)
-            for loop in loops:
-                loop.kill()
-                loop.wait()
+    def quiet_then_loaded():
+        before = os.sched_getaffinity(0)
+        core = min(before)
+        with one_intra_op_thread():
+            os.sched_setaffinity(0, {core})
+            loops = []
+            try:
+                quiet = medians()
+                loops = _busy_loops(2, core)
+                _wait_until_spinning(loops)
+                loaded = medians()
+            finally:
+                os.sched_setaffinity(0, before)
+                for loop in loops:
+                    loop.kill()
+                    loop.wait()
+        return quiet, loaded
+
+    # the loops must first take the CPU from the thread, or the check proves nothing; on a loaded host their
+    # start can be late, so a few tries, and a skip (with the ratios) only if they never did
+    tries = [quiet_then_loaded() for _ in range(1)]
+    while tries[-1][1][1] / tries[-1][1][0] <= 1.5 and len(tries) < 3:
+        tries.append(quiet_then_loaded())
+    quiet, loaded = tries[-1]
+    if loaded[1] / loaded[0] <= 1.5:
+        pytest.skip(
+            f"the busy loops never took the CPU from the thread (wall/CPU {[t[1][1] / t[1][0] for t in tries]})"
+        )
     # the baseline is the quiet CPU time, the work itself: on a shared host even the "quiet" wall time can be
     # inflated by other users, which would shrink a wall-over-wall ratio though the loops did load the CPU
     work = quiet[0]
     cpu_ratio, wall_ratio = loaded[0] / work, loaded[1] / work
-    assert loaded[1] / loaded[0] > 1.5, "the busy loops did not take the CPU from the thread: the check proves nothing"
     # a busy hyperthread sibling can slow the work itself (seen once: 1.64× against the wall's 3.68×): the
     # claim is that the CPU clock sees at most half the slowdown the wall clock sees
     assert cpu_ratio - 1 < 0.5 * (wall_ratio - 1), (cpu_ratio, wall_ratio)
