@@ -1,0 +1,151 @@
+"""One rank's step, from its kept trace events: each pipeline action with its compute time and the wait before
+it, the hand-offs it sent and received.
+
+[Note: compute and waiting] A PyTorch action span includes the time it blocked for its input: in
+``_PipelineScheduleRuntime`` a ``RECV_F``/``RECV_B`` action only posts the receive (``gloo:recv`` then lasts
+until the data arrives) and the compute action that needs it waits inside its own span; GPipe's ``Forward i``
+posts and waits for its receive inside the span. So an action computes from the later of its span's start and
+its input's arrival (the end of the matching ``gloo:recv``/``nccl:recv``) to its span's end, and the part before
+is a wait for that input. On GPU traces an action's time is its kernels' on the compute stream (the CPU runs
+ahead), and NCCL kernels are the transfers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import Action, Kind, Overlap
+from .names import Label, read_label
+from .reading import Event, RankTrace, TraceError
+
+RECEIVES = ("gloo:recv", "nccl:recv")
+SENDS = ("gloo:send", "nccl:send")
+NCCL_KERNEL = ("ncclDevKernel", "ncclKernel")
+
+
+@dataclass(frozen=True)
+class TimedAction:
+    """One compute slot of a rank: what it ran and when (µs on the rank's trace clock)."""
+
+    slot: Action | Overlap
+    start: float
+    """When the span began (the rank turned to it)."""
+    compute_start: float
+    """When its input was there and it computed (= ``start`` when it waited for nothing)."""
+    end: float
+    inferred: bool = False
+    """Read from autograd events, not from a label (``Schedule1F1B`` writes none)."""
+
+
+@dataclass(frozen=True)
+class Hand:
+    """A hand-off seen on this rank: a send it made or a receive that completed."""
+
+    stage: int
+    direction: str
+    """"F" (an activation forward) or "B" (a gradient backward)."""
+    microbatch: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class RankStep:
+    """One rank's actions in the chosen step, in the order it ran them."""
+
+    rank: int
+    actions: tuple[TimedAction, ...]
+    sends: tuple[Hand, ...] = ()
+    receives: tuple[Hand, ...] = ()
+    sharding: int = 0
+    """FSDP actions seen (UNSHARD, RESHARD, REDUCE_GRAD): counted, not drawn."""
+    notes: tuple[str, ...] = field(default=())
+
+
+def rank_step(trace: RankTrace, rank: int, window: tuple[float, float], pattern=None) -> RankStep:
+    """The actions of ``trace`` inside ``window`` (µs), with compute and waiting split
+    ([Note: compute and waiting])."""
+    low, high = window
+    inside = [event for event in trace.events if low <= event.start <= high]
+    gpu_labels = [event for event in inside if event.category == "gpu_user_annotation"]
+    spans = gpu_labels if gpu_labels else [e for e in inside if e.category != "gpu_user_annotation"]
+    computed: list[tuple[Event, Label]] = []
+    transfer_actions: list[tuple[Event, tuple[int, str, int]]] = []
+    sharding = 0
+    for event in spans:
+        label = read_label(event.name, pattern)
+        if label.compute is not None:
+            computed.append((event, label))
+        elif label.transfer is not None:
+            transfer_actions.append((event, label.transfer))
+        elif label.sharding is not None:
+            sharding += 1
+    receives = _completed_receives(inside, transfer_actions, computed)
+    actions = [_timed(event, label, rank, receives) for event, label in computed]
+    if gpu_labels:
+        actions = _timed_by_kernels(actions, inside)
+    sends = tuple(
+        Hand(stage, kind[-1], microbatch, event.start, event.end)
+        for event, (stage, kind, microbatch) in transfer_actions
+        if kind.startswith("SEND")
+    )
+    return RankStep(
+        rank,
+        tuple(sorted(actions, key=lambda a: a.start)),
+        sends=sends,
+        receives=tuple(hand for hand, _ in receives),
+        sharding=sharding,
+    )
+
+
+def _completed_receives(inside, transfer_actions, computed) -> list[tuple[Hand, float]]:
+    """Each posted receive and when its data arrived: a RECV action's ``gloo:recv`` (the one it started), or
+    for GPipe the receive started inside a compute span. Returns (hand, arrival)."""
+    data = [event for event in inside if event.name in RECEIVES]
+    found: list[tuple[Hand, float]] = []
+    for event, (stage, kind, microbatch) in transfer_actions:
+        if not kind.startswith("RECV"):
+            continue
+        started = [d for d in data if event.start <= d.start <= event.end]
+        arrival = max((d.end for d in started), default=event.end)
+        found.append((Hand(stage, kind[-1], microbatch, event.start, arrival), arrival))
+    return found
+
+
+def _timed(event: Event, label: Label, rank: int, receives: list[tuple[Hand, float]]) -> TimedAction:
+    slot = label.compute
+    assert slot is not None
+    if label.stageless and isinstance(slot, Action):  # GPipe's "Forward i": the rank's one stage
+        slot = Action(rank, slot.kind, slot.microbatch)
+    arrival = event.start
+    for action in slot.actions if isinstance(slot, Overlap) else (slot,):
+        direction = "F" if action.kind is Kind.F else "B"
+        for hand, arrived in receives:
+            if (hand.stage, hand.direction, hand.microbatch) == (action.stage, direction, action.microbatch):
+                arrival = max(arrival, arrived)
+    return TimedAction(slot, event.start, min(max(event.start, arrival), event.end), event.end)
+
+
+def _timed_by_kernels(actions: list[TimedAction], inside: list[Event]) -> list[TimedAction]:
+    """GPU traces: each action's compute is its kernels' (not NCCL's) inside its GPU annotation."""
+    kernels = [e for e in inside if e.category == "kernel" and not e.name.startswith(NCCL_KERNEL)]
+    timed = []
+    for action in actions:
+        mine = [k for k in kernels if action.start <= k.start < action.end]
+        if mine:
+            start, end = min(k.start for k in mine), max(k.end for k in mine)
+            timed.append(TimedAction(action.slot, action.start, max(start, action.start), max(end, start)))
+        else:
+            timed.append(action)
+    return timed
+
+
+def nccl_transfers(trace: RankTrace, window: tuple[float, float]) -> list[Event]:
+    """NCCL kernels in the window: a GPU trace's communication lane."""
+    low, high = window
+    return [e for e in trace.events if e.category == "kernel" and e.name.startswith(NCCL_KERNEL) and low <= e.start <= high]
+
+
+def check_one_rank(step: RankStep, path: str) -> None:
+    if not step.actions:
+        raise TraceError(f"{path}: rank {step.rank} ran no pipeline action in the chosen step")

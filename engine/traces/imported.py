@@ -1,0 +1,451 @@
+"""A real job's step, from its per-rank profiler traces: the lab's own measured ``Timeline``, so every view,
+the idle-by-cause split, the Perfetto export and the comparison with the simulator work on it unchanged.
+
+The steps, in order:
+
+1. read every file, streaming (``engine.traces.reading``), with a progress callback;
+2. give each file its rank: ``distributedInfo``, else the number in its name, else the order the user gives;
+   refuse two files with one rank, a missing rank, different world sizes;
+3. choose the step: ``ProfilerStep#N`` present on every rank (default: the last such step with actions on every
+   rank); refuse steps that do not line up;
+4. read each rank's actions in that step (``engine.traces.actions``; labels, else autograd inference);
+5. put the ranks on one clock: absolute time is ``baseTimeNanoseconds`` + ``ts``; ranks of one host share it,
+   traces from several hosts get a per-rank offset estimated from the hand-offs (or the user's);
+6. build the schedule from the order read (PyTorch's CSV form, ``engine.pytorch_csv``), then the Timeline:
+   each action from its compute start to its end, the waits before, the hand-offs as transfers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+import pandas as pd
+
+from ..attribution import IdleAttribution, attribute, measured_levels
+from ..costs import Costs, Durations
+from ..dependencies import ScheduleError, compiled
+from ..ir import Overlap, Schedule
+from ..pytorch_csv import read_csv
+from ..runtime.result import measured_stage_costs
+from ..timeline import Timeline
+from ..validation import validate
+from .actions import RankStep, rank_step
+from .inferred import inferred_rank_step, keeps_autograd
+from .names import STEP, compile_pattern, read_label
+from .reading import RankTrace, TraceError, read_rank_trace
+
+MAX_FILES = 256
+CAUSALITY_SLACK_MS = 1.0
+"""A receive may seem to end this much before its send began (timer resolution) before the clocks are
+taken to differ."""
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    step: int | None = None
+    """``ProfilerStep#N`` to read; None: the last step found on every rank with actions on every rank."""
+    ranks: tuple[int, ...] | None = None
+    """The rank of each file, in the order given, for traces that do not say (no ``distributedInfo``)."""
+    pattern: str | None = None
+    """A name pattern for other frameworks' labels (``engine.traces.names.compile_pattern``)."""
+    offsets_ms: dict[int, float] | None = None
+    """Clock offset per rank to add (traces from several hosts); None: estimated when the clocks disagree."""
+    expected: str | None = None
+    """A family name or a schedule CSV the order read is checked against."""
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """One step of a real job, as the lab's measured timeline."""
+
+    files: tuple[str, ...]
+    """Each rank's file, by rank."""
+    backend: str | None
+    step: int | None
+    schedule: Schedule
+    timeline: Timeline
+    """Times in ms from the first action of the step."""
+    stage_costs: tuple[Durations, ...]
+    """Mean measured compute of each kind on each stage, ms (``Costs.stage_costs``)."""
+    transfer_ms: float
+    """Median hand-off time (receive's arrival − producer's end), ms."""
+    inferred: bool
+    """The actions were read from autograd events, not labels (``engine.traces.inferred``)."""
+    estimated_offsets_ms: dict[int, float]
+    applied_offsets_ms: dict[int, float]
+    notes: tuple[str, ...] = field(default=())
+    order_check: str | None = None
+    """The first difference from the expected schedule, drawn on the grid; None when equal or not asked."""
+
+    @property
+    def costs(self) -> Costs:
+        """The measured per-stage costs and transfer time, as the simulator takes them."""
+        return Costs.of(stage_costs=self.stage_costs, comm=self.transfer_ms)
+
+    def idle_attribution(self) -> IdleAttribution:
+        """Each rank's idle time split by cause ([Note: idle attribution], ``engine.attribution``)."""
+        costs = self.costs
+        assert costs.stage_costs is not None
+        return attribute(self.schedule, measured_levels(costs.stage_costs, costs), self.timeline)
+
+    def summary(self) -> dict:
+        summary = self.timeline.summary()
+        summary.update(
+            files=list(self.files),
+            backend=self.backend,
+            profiler_step=self.step,
+            schedule=self.schedule.name,
+            ranks=self.schedule.num_ranks,
+            microbatches=self.schedule.num_microbatches,
+            chunks=self.schedule.num_chunks,
+            placement=self.schedule.placement,
+            time_unit="ms",
+            inferred=self.inferred,
+            transfer_ms=self.transfer_ms,
+            stage_costs_ms=[dict(row) for row in self.stage_costs],
+            clock_offsets_ms={"estimated": self.estimated_offsets_ms, "applied": self.applied_offsets_ms},
+            idle_by_cause=self.idle_attribution().as_dict(),
+            notes=list(self.notes),
+            order_check=self.order_check,
+        )
+        return summary
+
+
+def import_traces(
+    paths: Sequence[str | Path],
+    options: ImportOptions = ImportOptions(),
+    progress: Callable[[str, int, int], None] | None = None,
+) -> ImportedRun:
+    """Read the per-rank traces of one job and return its chosen step (TraceError in one line otherwise).
+    ``progress(file, bytes read, bytes in all files)`` is called as the files are read."""
+    pattern = compile_pattern(options.pattern) if options.pattern else None
+    traces = _read_all(paths, progress)
+    by_rank = _ranks(traces, options.ranks)
+    step, windows = _choose_step(by_rank, options.step)
+    steps, inferred = _rank_steps(by_rank, windows, pattern)
+    origins, estimated, applied = _clock(by_rank, steps, options.offsets_ms)
+    schedule = _schedule(steps, name=_name(options.expected))
+    timeline, compute_ms, transfer_ms = _timeline(schedule, steps, origins)
+    notes = _notes(by_rank, steps, inferred, estimated, applied)
+    return ImportedRun(
+        files=tuple(by_rank[rank].path for rank in sorted(by_rank)),
+        backend=next((t.backend for t in by_rank.values() if t.backend), None),
+        step=step,
+        schedule=schedule,
+        timeline=timeline,
+        stage_costs=measured_stage_costs(schedule, compute_ms),
+        transfer_ms=transfer_ms,
+        inferred=inferred,
+        estimated_offsets_ms=estimated,
+        applied_offsets_ms=applied,
+        notes=notes,
+        order_check=None if options.expected is None else check_order(schedule, options.expected),
+    )
+
+
+# -- 1. reading ------------------------------------------------------------------------------------------------
+def _read_all(paths: Sequence[str | Path], progress) -> list[RankTrace]:
+    if not paths:
+        raise TraceError("no trace files given")
+    if len(paths) > MAX_FILES:
+        raise TraceError(f"{len(paths)} files given; the lab reads up to {MAX_FILES} ranks")
+    sizes = [Path(path).stat().st_size if Path(path).is_file() else 0 for path in paths]
+    total, done = sum(sizes), 0
+    traces = []
+    for path, size in zip(paths, sizes, strict=True):
+        report = None if progress is None else (lambda read, p=str(path), d=done: progress(p, d + read, total))
+        traces += _split_lab_trace(read_rank_trace(path, progress=report))
+        done += size
+    return traces
+
+
+def _split_lab_trace(trace: RankTrace) -> list[RankTrace]:
+    """The lab's own ``--trace`` output (``Timeline.to_chrome_trace``) holds every rank, one process each, its
+    actions named like "2F0" and filed under their kind: one RankTrace per rank, labelled "PP:" as PyTorch's."""
+    lab = [e for e in trace.events if e.category in ("F", "B", "I", "W") and "source" in e.args]
+    if not lab:
+        return [trace]
+    ranks = sorted({int(e.args.get("rank", e.thread)) for e in lab if "rank" in e.args} | {0})
+    per_rank: dict[int, list] = {}
+    for event in lab:
+        rank = int(event.process)
+        per_rank.setdefault(rank, []).append(replace(event, name="PP:" + event.name, category="user_annotation"))
+    del ranks
+    return [
+        replace(trace, rank=rank, world_size=len(per_rank), events=tuple(events), path=f"{trace.path}#rank{rank}")
+        for rank, events in sorted(per_rank.items())
+    ]
+
+
+# -- 2. ranks ----------------------------------------------------------------------------------------------------
+def _ranks(traces: list[RankTrace], given: tuple[int, ...] | None) -> dict[int, RankTrace]:
+    if given is not None and len(given) != len(traces):
+        raise TraceError(f"{len(given)} ranks given for {len(traces)} files: give one rank per file, in order")
+    sizes = {t.world_size for t in traces if t.world_size is not None}
+    if len(sizes) > 1:
+        said = ", ".join(f"{Path(t.path).name} says {t.world_size}" for t in traces if t.world_size is not None)
+        raise TraceError(f"the traces disagree on the world size: {said}")
+    by_rank: dict[int, RankTrace] = {}
+    for index, trace in enumerate(traces):
+        rank = given[index] if given is not None else trace.rank if trace.rank is not None else _rank_in_name(trace)
+        if rank is None:
+            raise TraceError(
+                f"{trace.path}: the trace does not say its rank (no distributedInfo) and its name has no number; "
+                "give the ranks in order (--ranks 0,1,2,3)"
+            )
+        if rank in by_rank:
+            raise TraceError(f"two files claim rank {rank}: {by_rank[rank].path} and {trace.path}")
+        by_rank[rank] = replace(trace, rank=rank)
+    world = sizes.pop() if sizes else len(by_rank)
+    missing = sorted(set(range(world)) - set(by_rank))
+    extra = sorted(set(by_rank) - set(range(world)))
+    if missing or extra:
+        raise TraceError(
+            f"world size {world} means ranks 0 to {world - 1}, one file each; "
+            + (f"missing rank(s) {', '.join(map(str, missing))}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"rank(s) {', '.join(map(str, extra))} beyond it" if extra else "")
+        )
+    return by_rank
+
+
+def _rank_in_name(trace: RankTrace) -> int | None:
+    name = Path(trace.path).name
+    match = re.search(r"rank[_-]?([0-9]+)", name, re.IGNORECASE) or re.search(r"([0-9]+)(?!.*[0-9])", name)
+    return int(match.group(1)) if match else None
+
+
+# -- 3. the step -----------------------------------------------------------------------------------------------
+def _choose_step(by_rank: dict[int, RankTrace], wanted: int | None) -> tuple[int | None, dict[int, tuple]]:
+    found = {rank: _profiler_steps(trace) for rank, trace in by_rank.items()}
+    if not any(found.values()):
+        if wanted is not None:
+            raise TraceError(f"step {wanted} asked for, but the traces mark no ProfilerStep#N")
+        return None, {rank: (-np.inf, np.inf) for rank in by_rank}
+    common = set.intersection(*(set(steps) for steps in found.values()))
+    if not common:
+        listed = "; ".join(f"rank {rank} has {', '.join(map(str, sorted(steps))) or 'none'}" for rank, steps in
+                           sorted(found.items()))  # fmt: skip
+        raise TraceError(f"the ranks' ProfilerStep#N do not line up: {listed}")
+    if wanted is not None:
+        if wanted not in common:
+            raise TraceError(f"step {wanted} is not on every rank; steps on every rank: {', '.join(map(str, sorted(common)))}")
+        return wanted, {rank: steps[wanted] for rank, steps in found.items()}
+    for step in sorted(common, reverse=True):  # the last complete step: pipeline actions on every rank
+        windows = {rank: steps[step] for rank, steps in found.items()}
+        if all(_has_actions(by_rank[rank], windows[rank]) for rank in by_rank):
+            return step, windows
+    return max(common), {rank: steps[max(common)] for rank, steps in found.items()}
+
+
+def _profiler_steps(trace: RankTrace) -> dict[int, tuple[float, float]]:
+    steps = {}
+    for event in trace.events:
+        match = STEP.fullmatch(event.name)
+        if match is not None:
+            steps[int(match.group(1))] = (event.start, event.end)
+    return steps
+
+
+def _has_actions(trace: RankTrace, window: tuple[float, float]) -> bool:
+    return any(window[0] <= e.start <= window[1] and read_label(e.name).compute is not None for e in trace.events)
+
+
+# -- 4. each rank's actions ------------------------------------------------------------------------------------
+def _rank_steps(by_rank, windows, pattern) -> tuple[dict[int, RankStep], bool]:
+    steps = {rank: rank_step(trace, rank, windows[rank], pattern) for rank, trace in by_rank.items()}
+    if all(step.actions for step in steps.values()):
+        return steps, False
+    if any(step.actions for step in steps.values()) or pattern is not None:
+        empty = [rank for rank, step in steps.items() if not step.actions]
+        raise TraceError(f"rank(s) {', '.join(map(str, empty))} ran no labelled pipeline action in the chosen step")
+    # no labels anywhere: read again with the autograd events, and infer (Schedule1F1B)
+    reread = {rank: read_rank_trace(trace.path, keep=keeps_autograd) for rank, trace in by_rank.items()}
+    steps = {rank: inferred_rank_step(trace, rank, windows[rank]) for rank, trace in reread.items()}
+    if not all(step.actions for step in steps.values()):
+        trace = next(iter(by_rank.values()))
+        found = ", ".join(f"{count:,} {category or 'uncategorised'}" for category, count in
+                          sorted(trace.counts.items(), key=lambda item: -item[1])[:6])  # fmt: skip
+        raise TraceError(
+            f"{trace.path}: no pipeline annotations (found {found}); PyTorch's pipelining labels its actions "
+            "PP:0F3 (or Forward i / Backward i), and a name pattern with (?P<stage>…)(?P<kind>…)(?P<microbatch>…) "
+            "reads other frameworks' labels"
+        )
+    return steps, True
+
+
+# -- 5. one clock ------------------------------------------------------------------------------------------------
+def _clock(by_rank, steps, given) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
+    """Each rank's origin in its own µs such that ``ts − origin`` is ms-comparable across ranks ×1000, and the
+    estimated and applied offsets (ms)."""
+    reference = min(trace.base_ns for trace in by_rank.values())
+    shift = {rank: (trace.base_ns - reference) / 1e3 for rank, trace in by_rank.items()}  # µs, exact integers
+    estimated = _estimated_offsets(steps, shift)
+    violated = _causality_broken(steps, shift)
+    applied = dict(given) if given is not None else (estimated if violated else {})
+    for rank, offset in applied.items():
+        if rank in shift:
+            shift[rank] += offset * 1e3
+    first = min(step.actions[0].start + shift[rank] for rank, step in steps.items())
+    return {rank: first - shift[rank] for rank in steps}, estimated, applied
+
+
+def _handoffs(steps, shift):
+    """(sender rank, receiver rank, departure µs, arrival µs) of every hand-off seen from both sides."""
+    sent = {}
+    for rank, step in steps.items():
+        for hand in step.sends:
+            target = hand.stage + 1 if hand.direction == "F" else hand.stage - 1
+            sent[(target, hand.direction, hand.microbatch)] = (rank, hand.start + shift[rank])
+    found = []
+    for rank, step in steps.items():
+        for hand in step.receives:
+            key = (hand.stage, hand.direction, hand.microbatch)
+            if key in sent and sent[key][0] != rank:
+                found.append((sent[key][0], rank, sent[key][1], hand.end + shift[rank]))
+    return found
+
+
+def _causality_broken(steps, shift) -> bool:
+    return any(arrive < depart - CAUSALITY_SLACK_MS * 1e3 for _, _, depart, arrive in _handoffs(steps, shift))
+
+
+def _estimated_offsets(steps, shift) -> dict[int, float]:
+    """Per rank, the offset (ms) that makes hand-offs each way equally long (NTP's estimate), chained from
+    rank 0 through neighbours that exchanged data both ways."""
+    one_way: dict[tuple[int, int], list[float]] = {}
+    for source, target, depart, arrive in _handoffs(steps, {rank: 0.0 for rank in shift} | shift):
+        one_way.setdefault((source, target), []).append(arrive - depart)
+    offsets = {0: 0.0} if 0 in steps else {}
+    changed = True
+    while changed:
+        changed = False
+        for (a, b), there in one_way.items():
+            back = one_way.get((b, a))
+            if back is None or a not in offsets or b in offsets:
+                continue
+            offsets[b] = offsets[a] - (median(there) - median(back)) / 2 / 1e3
+            changed = True
+    return {rank: round(value, 6) for rank, value in offsets.items() if rank != 0}
+
+
+# -- 6. the schedule and the timeline ------------------------------------------------------------------------------
+def _schedule(steps: dict[int, RankStep], name: str) -> Schedule:
+    rows = [",".join(str(action.slot) for action in steps[rank].actions) for rank in sorted(steps)]
+    try:
+        reading = read_csv("\n".join(rows) + "\n", name=name)
+        return validate(reading.schedule)
+    except (ScheduleError, ValueError) as error:
+        raise TraceError(f"the actions read do not form a complete pipeline step: {error}") from None
+
+
+def _timeline(schedule: Schedule, steps, origins) -> tuple[Timeline, np.ndarray, float]:
+    c = compiled(schedule)
+    timed = [action for rank in sorted(steps) for action in steps[rank].actions]
+    ms = lambda rank, us: (us - origins[rank]) / 1e3  # noqa: E731 - local unit conversion
+    ranks = [rank for rank in sorted(steps) for _ in steps[rank].actions]
+    starts = np.array([ms(r, a.compute_start) for r, a in zip(ranks, timed, strict=True)])
+    ends = np.array([ms(r, a.end) for r, a in zip(ranks, timed, strict=True)])
+    waits = pd.DataFrame(
+        [
+            {"rank": r, "start": ms(r, a.start), "end": ms(r, a.compute_start), "waiting_for": f"the input of {a.slot}",
+             "action": str(a.slot)}
+            for r, a in zip(ranks, timed, strict=True)
+            if a.compute_start > a.start
+        ],
+        columns=["rank", "start", "end", "waiting_for", "action"],
+    )  # fmt: skip
+    arrivals = _arrivals(steps, origins)
+    remote = np.flatnonzero(c.neighbour_is_remote)
+    producer = c.producer_of_neighbour[remote]
+    end_of = ends[c.slot]
+    depart = end_of[producer]
+    arrive = np.array(
+        [max(arrivals.get(_input_key(c, i), d), d) for i, d in zip(remote.tolist(), depart.tolist(), strict=True)]
+    )
+    departures, arrivals_at = np.zeros(c.num_actions), np.zeros(c.num_actions)  # per consuming action
+    departures[remote], arrivals_at[remote] = depart, arrive
+    timeline = Timeline.from_slots(
+        schedule, starts, ends, np.zeros(c.num_actions), source="measured", waits=waits,
+        transfer_times=(departures, arrivals_at),
+    )  # fmt: skip
+    slot_ms = (ends - starts)[c.slot] / np.diff(c.slot_first_action)[c.slot]  # a pair's two halves share it
+    gaps = arrive - depart
+    transfer_ms = float(np.median(gaps)) if len(gaps) else 0.0
+    return timeline, slot_ms, transfer_ms
+
+
+def _input_key(c, action: int) -> tuple[int, str, int]:
+    kind = "F" if int(c.kind[action]) == 0 else "B"
+    return int(c.stage[action]), kind, int(c.microbatch[action])
+
+
+def _arrivals(steps, origins) -> dict[tuple[int, str, int], float]:
+    """When each received input arrived (ms on the common clock), by (stage, F or B, micro-batch)."""
+    return {
+        (hand.stage, hand.direction, hand.microbatch): (hand.end - origins[rank]) / 1e3
+        for rank, step in steps.items()
+        for hand in step.receives
+    }
+
+
+def _notes(by_rank, steps, inferred, estimated, applied) -> tuple[str, ...]:
+    notes = []
+    if inferred:
+        notes.append(
+            "inferred: these traces label no pipeline action (PyTorch's Schedule1F1B writes none); each action was "
+            "read from its autograd events, in micro-batch order"
+        )
+    if any(t.has_gpu for t in by_rank.values()):
+        notes.append("GPU trace: each action is timed by its kernels on the compute stream; NCCL kernels are transfers")
+    if applied:
+        said = ", ".join(f"rank {rank} {offset:+.3f} ms" for rank, offset in sorted(applied.items()))
+        notes.append(f"clock offsets applied (the traces' clocks disagree: a receive ended before its send): {said}")
+    elif estimated:
+        said = ", ".join(f"rank {rank} {offset:+.3f} ms" for rank, offset in sorted(estimated.items()))
+        notes.append(f"clocks agree (one host); offsets estimated from the hand-offs, not applied: {said}")
+    sharding = sum(step.sharding for step in steps.values())
+    if sharding:
+        notes.append(f"{sharding} FSDP actions (UNSHARD, RESHARD, REDUCE_GRAD) read and not drawn")
+    notes.append("activation memory is not in a profiler trace of this kind: the memory columns are 0")
+    return tuple(notes)
+
+
+def _name(expected: str | None) -> str:
+    return "imported" if expected is None or "\n" in expected or "," in expected else expected
+
+
+def check_order(schedule: Schedule, expected: str) -> str | None:
+    """The first difference between the order read and the schedule it claims to be (a family's name, or a CSV
+    text), drawn on the read schedule's grid with ``<-- here``; None when they are equal."""
+    from ..schedules import FAMILIES, build_schedule
+
+    if expected in FAMILIES:
+        family = FAMILIES[expected]
+        chunks = schedule.num_chunks if family.takes_chunks else None
+        reference = build_schedule(expected, schedule.num_ranks, schedule.num_microbatches, chunks)
+    else:
+        reference = read_csv(expected).schedule
+    for rank, (read, wanted) in enumerate(zip(schedule.ranks, reference.ranks, strict=False)):
+        for step, (got, want) in enumerate(zip(read, wanted, strict=False)):
+            if _same(got, want):
+                continue
+            return schedule.grid(mark={rank: step}, notes={rank: f"{expected} has {want} here"}, max_rows=12)
+        if len(read) != len(wanted):
+            step = min(len(read), len(wanted))
+            return schedule.grid(mark={rank: max(step - 1, 0)}, notes={rank: f"{len(read)} actions, {expected} has "
+                                                                             f"{len(wanted)}"}, max_rows=12)  # fmt: skip
+    if schedule.num_ranks != reference.num_ranks:
+        return f"{schedule.num_ranks} ranks read; {expected} has {reference.num_ranks}"
+    return None
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, Overlap) or isinstance(b, Overlap):
+        return str(a) == str(b)
+    return a == b

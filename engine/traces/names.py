@@ -1,0 +1,157 @@
+"""What a span's name says: a pipeline action, a communication action, a step, or nothing.
+
+PyTorch's ``_PipelineScheduleRuntime`` (every multi-stage schedule in ``torch.distributed.pipelining``)
+wraps each action in ``record_function("PP:" + str(action))`` (``schedules._get_profiler_function_name``):
+``PP:0F3``, ``PP:2B1``, ``PP:1I2``, ``PP:1W2``, ``PP:(0F3;3B1)OVERLAP_F_B``, ``PP:2RECV_F0``, ``PP:0SEND_F1``,
+``PP:0UNSHARD``, ``PP:2REDUCE_GRAD`` — the text of ``_Action.__repr__``, read here with the same grammar as its
+``_Action.from_str``. ``ScheduleGPipe`` writes ``Forward i`` / ``Backward i`` (its one stage per rank);
+``Schedule1F1B`` writes no label (``engine.traces.inferred`` reads it from its autograd events). Any other
+framework: a user's pattern with named groups ``stage``, ``kind`` and ``microbatch``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+try:  # the regular-expression parser, to refuse patterns that can backtrack for ever
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_parse  # type: ignore[no-redef]
+
+from ..ir import Action, Kind, Overlap
+
+COMPUTE = ("F", "B", "I", "W")
+COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
+SHARDING = ("UNSHARD", "RESHARD", "REDUCE_GRAD")
+"""FSDP's actions in a PyTorch schedule: not compute, not a pipeline hand-off."""
+ACTION = re.compile(rf"([0-9]+)({'|'.join(SHARDING + COMMUNICATION + COMPUTE)})([0-9]*)")
+"""PyTorch's ``_action_regex`` (ASCII digits only)."""
+OVERLAP = re.compile(r"\(([^;()]+);([^;()]+)\)OVERLAP_F_B")
+GPIPE = re.compile(r"(Forward|Backward) ([0-9]+)")
+STEP = re.compile(r"ProfilerStep#([0-9]+)")
+MAX_NAME = 1_000
+"""Longer span names are not read (no pipeline label is that long)."""
+MAX_PATTERN = 300
+
+
+@dataclass(frozen=True)
+class Label:
+    """What one span stands for."""
+
+    compute: Action | Overlap | None = None
+    """A pipeline action (or DualPipeV's overlapped pair)."""
+    transfer: tuple[int, str, int] | None = None
+    """(stage, SEND_F | RECV_F | SEND_B | RECV_B, micro-batch): a pipeline hand-off."""
+    sharding: str | None = None
+    """An FSDP action (UNSHARD, RESHARD, REDUCE_GRAD)."""
+    step: int | None = None
+    """``ProfilerStep#N``."""
+    stageless: bool = False
+    """The name carries no stage (GPipe's ``Forward i``): the rank's own stage is meant."""
+
+
+NOTHING = Label()
+
+
+def read_label(name: str, pattern: re.Pattern | None = None) -> Label:
+    """The label of a span called ``name`` (``NOTHING`` when it is no pipeline event)."""
+    if len(name) > MAX_NAME:
+        return NOTHING
+    if pattern is not None:
+        return _by_pattern(name, pattern)
+    if name.startswith("PP:"):
+        return _pytorch(name[3:])
+    if (match := GPIPE.fullmatch(name)) is not None:
+        kind = Kind.F if match.group(1) == "Forward" else Kind.B
+        return Label(compute=Action(0, kind, int(match.group(2))), stageless=True)
+    if (match := STEP.fullmatch(name)) is not None:
+        return Label(step=int(match.group(1)))
+    return NOTHING
+
+
+def _pytorch(text: str) -> Label:
+    if (match := OVERLAP.fullmatch(text)) is not None:
+        first, second = (_pytorch(part.strip()).compute for part in match.groups())
+        if isinstance(first, Action) and isinstance(second, Action):
+            forward, backward = (first, second) if first.kind is Kind.F else (second, first)
+            try:
+                return Label(compute=Overlap(forward, backward))
+            except ValueError:
+                return NOTHING
+        return NOTHING
+    match = ACTION.fullmatch(text)
+    if match is None:
+        return NOTHING
+    stage, kind, microbatch = int(match.group(1)), match.group(2), match.group(3)
+    if kind in COMPUTE and microbatch:
+        return Label(compute=Action(stage, Kind[kind], int(microbatch)))
+    if kind in COMMUNICATION and microbatch:
+        return Label(transfer=(stage, kind, int(microbatch)))
+    if kind in SHARDING:
+        return Label(sharding=kind)
+    return NOTHING
+
+
+def _by_pattern(name: str, pattern: re.Pattern) -> Label:
+    match = pattern.fullmatch(name)
+    if match is None:
+        return NOTHING
+    kind = match.group("kind").strip().upper()[:1]
+    if kind not in COMPUTE:
+        return NOTHING
+    try:
+        stage, microbatch = int(match.group("stage")), int(match.group("microbatch"))
+    except (TypeError, ValueError):
+        return NOTHING
+    return Label(compute=Action(stage, Kind[kind], microbatch))
+
+
+def compile_pattern(text: str) -> re.Pattern:
+    """A user's name pattern, e.g. ``stage(?P<stage>[0-9]+)_(?P<kind>fwd|bwd)_mb(?P<microbatch>[0-9]+)``:
+    named groups ``stage``, ``kind`` (F, B, I or W, or a word starting with one — fwd, bwd…) and
+    ``microbatch``. Refused with the reason (ValueError) when it is longer than ``MAX_PATTERN`` characters or
+    could take more than linear time: a backreference, a look-around, or a repeat inside a repeat (the shapes
+    that make a backtracking matcher exponential); names are at most ``MAX_NAME`` characters, so a match is
+    bounded."""
+    if len(text) > MAX_PATTERN:
+        raise ValueError(f"a name pattern is at most {MAX_PATTERN} characters (this one has {len(text)})")
+    try:
+        compiled = re.compile(text)
+        tree = sre_parse.parse(text)
+    except re.error as error:
+        raise ValueError(f"the name pattern is not a regular expression: {error}") from None
+    missing = {"stage", "kind", "microbatch"} - set(compiled.groupindex)
+    if missing:
+        raise ValueError(f"the name pattern needs the named groups {', '.join(sorted(missing))}, e.g. (?P<stage>[0-9]+)")
+    reason = _slow_shape(tree, inside_repeat=False)
+    if reason:
+        raise ValueError(f"the name pattern could take more than linear time: {reason}")
+    return compiled
+
+
+def _slow_shape(tree, inside_repeat: bool) -> str | None:
+    for op, value in tree:
+        name = str(op)
+        if name in ("GROUPREF", "GROUPREF_EXISTS"):
+            return "it has a backreference"
+        if name in ("ASSERT", "ASSERT_NOT"):
+            return "it has a look-ahead or look-behind"
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, high, body = value
+            if inside_repeat and high != low:
+                return "a repeat sits inside another repeat"
+            found = _slow_shape(body, inside_repeat or high != low)
+            if found:
+                return found
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            body = value[-1]
+            found = _slow_shape(body, inside_repeat)
+            if found:
+                return found
+        elif name == "BRANCH":
+            for branch in value[1]:
+                found = _slow_shape(branch, inside_repeat)
+                if found:
+                    return found
+    return None
