@@ -21,6 +21,10 @@ from .reading import Event, RankTrace, TraceError
 RECEIVES = ("gloo:recv", "nccl:recv")
 SENDS = ("gloo:send", "nccl:send")
 NCCL_KERNEL = ("ncclDevKernel", "ncclKernel")
+MIN_WAIT_US = 1.0
+"""A gap shorter than this (µs) between a span's start and its work is the timer's, not a wait."""
+EDGE_US = 0.01
+"""Kineto pads a GPU annotation by a nanosecond each side: a kernel that ends this close to it is inside."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +71,13 @@ def rank_step(trace: RankTrace, rank: int, window: tuple[float, float], pattern=
     ([Note: compute and waiting])."""
     low, high = window
     inside = [event for event in trace.events if low <= event.start <= high]
-    gpu_labels = [event for event in inside if event.category == "gpu_user_annotation"]
-    spans = gpu_labels if gpu_labels else [e for e in inside if e.category != "gpu_user_annotation"]
+    cpu_spans = [e for e in inside if e.category != "gpu_user_annotation"]
+    gpu_labels = _gpu_copies(trace, cpu_spans, low)
+    spans = gpu_labels if gpu_labels else cpu_spans
+    if gpu_labels:  # the GPU runs behind the CPU: its work for this step can end after the CPU's step span
+        inside = [
+            event for event in trace.events if event.start >= low and event.start <= max(high, gpu_labels[-1].end)
+        ]
     computed: list[tuple[Event, Label]] = []
     transfer_actions: list[tuple[Event, tuple[int, str, int]]] = []
     sharding = 0
@@ -98,6 +107,17 @@ def rank_step(trace: RankTrace, rank: int, window: tuple[float, float], pattern=
     )
 
 
+def _gpu_copies(trace: RankTrace, cpu_spans: list[Event], low: float) -> list[Event]:
+    """The GPU-timeline copies (``gpu_user_annotation``) of this step's CPU labels: for each CPU label, the
+    first copy of that name at or after the step's start."""
+    wanted = {e.name for e in cpu_spans if e.name.startswith("PP:") or e.name.startswith(("Forward ", "Backward "))}
+    copies: dict[str, Event] = {}
+    for event in trace.events:
+        if event.category == "gpu_user_annotation" and event.start >= low and event.name in wanted:
+            copies.setdefault(event.name, event)
+    return sorted(copies.values(), key=lambda event: event.start)
+
+
 def _completed_receives(inside, transfer_actions, computed) -> list[tuple[Hand, float]]:
     """Each posted receive and when its data arrived: a RECV action's ``gloo:recv`` (the one it started), or
     for GPipe the receive started inside a compute span. Returns (hand, arrival)."""
@@ -123,7 +143,10 @@ def _timed(event: Event, label: Label, rank: int, receives: list[tuple[Hand, flo
         for hand, arrived in receives:
             if (hand.stage, hand.direction, hand.microbatch) == (action.stage, direction, action.microbatch):
                 arrival = max(arrival, arrived)
-    return TimedAction(slot, event.start, min(max(event.start, arrival), event.end), event.end)
+    compute_start = min(max(event.start, arrival), event.end)
+    if compute_start - event.start < MIN_WAIT_US:  # timer resolution, not a wait
+        compute_start = event.start
+    return TimedAction(slot, event.start, compute_start, event.end)
 
 
 def _timed_by_kernels(actions: list[TimedAction], inside: list[Event]) -> list[TimedAction]:
@@ -131,10 +154,11 @@ def _timed_by_kernels(actions: list[TimedAction], inside: list[Event]) -> list[T
     kernels = [e for e in inside if e.category == "kernel" and not e.name.startswith(NCCL_KERNEL)]
     timed = []
     for action in actions:
-        mine = [k for k in kernels if action.start <= k.start < action.end]
+        mine = [k for k in kernels if action.start <= k.start and k.end <= action.end + EDGE_US]
         if mine:
             start, end = min(k.start for k in mine), max(k.end for k in mine)
-            timed.append(TimedAction(action.slot, action.start, max(start, action.start), max(end, start)))
+            start = action.start if start - action.start < MIN_WAIT_US else start
+            timed.append(TimedAction(action.slot, action.start, start, max(end, start)))
         else:
             timed.append(action)
     return timed
@@ -143,7 +167,9 @@ def _timed_by_kernels(actions: list[TimedAction], inside: list[Event]) -> list[T
 def nccl_transfers(trace: RankTrace, window: tuple[float, float]) -> list[Event]:
     """NCCL kernels in the window: a GPU trace's communication lane."""
     low, high = window
-    return [e for e in trace.events if e.category == "kernel" and e.name.startswith(NCCL_KERNEL) and low <= e.start <= high]
+    return [
+        e for e in trace.events if e.category == "kernel" and e.name.startswith(NCCL_KERNEL) and low <= e.start <= high
+    ]
 
 
 def check_one_rank(step: RankStep, path: str) -> None:

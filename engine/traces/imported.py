@@ -234,7 +234,9 @@ def _choose_step(by_rank: dict[int, RankTrace], wanted: int | None) -> tuple[int
         raise TraceError(f"the ranks' ProfilerStep#N do not line up: {listed}")
     if wanted is not None:
         if wanted not in common:
-            raise TraceError(f"step {wanted} is not on every rank; steps on every rank: {', '.join(map(str, sorted(common)))}")
+            raise TraceError(
+                f"step {wanted} is not on every rank; steps on every rank: {', '.join(map(str, sorted(common)))}"
+            )
         return wanted, {rank: steps[wanted] for rank, steps in found.items()}
     for step in sorted(common, reverse=True):  # the last complete step: pipeline actions on every rank
         windows = {rank: steps[step] for rank, steps in found.items()}
@@ -437,9 +439,9 @@ def check_order(schedule: Schedule, expected: str) -> str | None:
                 continue
             return schedule.grid(mark={rank: step}, notes={rank: f"{expected} has {want} here"}, max_rows=12)
         if len(read) != len(wanted):
-            step = min(len(read), len(wanted))
-            return schedule.grid(mark={rank: max(step - 1, 0)}, notes={rank: f"{len(read)} actions, {expected} has "
-                                                                             f"{len(wanted)}"}, max_rows=12)  # fmt: skip
+            step = max(min(len(read), len(wanted)) - 1, 0)
+            note = f"{len(read)} actions, {expected} has {len(wanted)}"
+            return schedule.grid(mark={rank: step}, notes={rank: note}, max_rows=12)
     if schedule.num_ranks != reference.num_ranks:
         return f"{schedule.num_ranks} ranks read; {expected} has {reference.num_ranks}"
     return None

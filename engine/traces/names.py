@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 try:  # the regular-expression parser, to refuse patterns that can backtrack for ever
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
+    from re import _parser as sre_parse
 except ImportError:  # pragma: no cover - Python < 3.11
     import sre_parse  # type: ignore[no-redef]
 
@@ -123,7 +123,9 @@ def compile_pattern(text: str) -> re.Pattern:
         raise ValueError(f"the name pattern is not a regular expression: {error}") from None
     missing = {"stage", "kind", "microbatch"} - set(compiled.groupindex)
     if missing:
-        raise ValueError(f"the name pattern needs the named groups {', '.join(sorted(missing))}, e.g. (?P<stage>[0-9]+)")
+        raise ValueError(
+            f"the name pattern needs the named groups {', '.join(sorted(missing))}, e.g. (?P<stage>[0-9]+)"
+        )
     reason = _slow_shape(tree, inside_repeat=False)
     if reason:
         raise ValueError(f"the name pattern could take more than linear time: {reason}")

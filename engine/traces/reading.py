@@ -128,7 +128,9 @@ def read_rank_trace(
     except OSError as error:
         raise TraceError(f"{path}: cannot be read ({error.strerror or error})") from None
     if size > MAX_TRACE_BYTES:
-        raise TraceError(f"{path}: {size / 2**30:.1f} GiB; the lab reads traces of at most {MAX_TRACE_BYTES // 2**30} GiB")
+        raise TraceError(
+            f"{path}: {size / 2**30:.1f} GiB; the lab reads traces of at most {MAX_TRACE_BYTES // 2**30} GiB"
+        )
     with open(path, "rb") as stored:
         magic = stored.read(2)
         stored.seek(0)

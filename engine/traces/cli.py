@@ -1,0 +1,147 @@
+"""``python -m engine trace rank*.json[.gz]``: a real job's profiler traces as the lab's measured timeline —
+per-rank table, idle by cause, the grid, the every-family table, a Perfetto trace (text, or one JSON object).
+
+Registered by ``engine.cli`` (``add_trace_parser``; ``trace_command`` runs it with the CLI's JSON printer and
+progress bar). A trace that cannot be read is a TraceError (a ValueError): one line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from ..files import output_file
+from ..options import whole_flag
+from .compare import family_table
+from .imported import ImportedRun, ImportOptions, import_traces
+from .reading import TraceError
+
+PATTERN_HELP = "other frameworks' action names: a regex with (?P<stage>…), (?P<kind>…) and (?P<microbatch>…)"
+
+
+def add_trace_parser(commands) -> None:
+    parser = commands.add_parser(
+        "trace",
+        help="read a real job's per-rank torch.profiler traces: its pipeline timeline, bubble and idle by cause",
+        description="Read one torch.profiler (Kineto) trace per rank (.json or .json.gz) of a pipeline-parallel job "
+        "and show one step as the lab's measured timeline.",
+    )
+    parser.add_argument("files", nargs="+", metavar="TRACE", help="one trace per rank (rank*.json or .json.gz)")
+    parser.add_argument(
+        "--step", type=whole_flag(0, 10**9), help="ProfilerStep#N to read (default: the last on every rank)"
+    )
+    parser.add_argument("--ranks", metavar="R0,R1,...", help="each file's rank, in order, for traces that do not say")
+    parser.add_argument(
+        "--pattern",
+        help="names of other frameworks' actions: a regex with groups (?P<stage>…)(?P<kind>…)(?P<microbatch>…)",
+    )
+    parser.add_argument(
+        "--offsets", metavar="RANK:MS,...", help="clock offset per rank, ms (traces from several hosts)"
+    )
+    parser.add_argument("--expect", metavar="FAMILY|FILE.csv", help="check the order read against a family or a CSV")
+    parser.add_argument("--compare", action="store_true", help="add every family simulated with the measured costs")
+    parser.add_argument("--grid", action="store_true", help="print the rank × step grid")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--trace", metavar="FILE", help="write the timeline as a Chrome/Perfetto trace")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def options_from(args) -> ImportOptions:
+    expected = args.expect
+    if expected and expected.endswith(".csv"):  # read and checked as any schedule CSV; its text is the reference
+        from ..pytorch_csv import read_csv_file
+
+        expected = read_csv_file(expected).schedule.to_csv()
+    return ImportOptions(
+        step=args.step,
+        ranks=_ranks(args.ranks) if args.ranks else None,
+        pattern=args.pattern,
+        offsets_ms=_offsets(args.offsets) if args.offsets else None,
+        expected=expected,
+    )
+
+
+def _ranks(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(whole_flag(0, 1_000_000)(part) for part in text.split(","))
+    except Exception:
+        raise TraceError(f"--ranks takes whole numbers separated by commas, one per file, got {text[:80]!r}") from None
+
+
+def _offsets(text: str) -> dict[int, float]:
+    offsets = {}
+    for part in text.split(","):
+        rank, _, value = part.partition(":")
+        try:
+            offsets[int(rank)] = float(value)
+        except ValueError:
+            raise TraceError(f"--offsets takes RANK:MS pairs like 1:0.25,2:-0.5, got {part[:40]!r}") from None
+    return offsets
+
+
+def trace_command(args, print_json: Callable[[dict], None], progress) -> int:
+    """Read the traces, then print (or write) what the step shows."""
+    if args.trace:
+        from ..files import check_output
+
+        check_output(args.trace, inputs=tuple(args.files), what="trace")
+    run = import_traces(args.files, options_from(args), progress=progress)
+    if args.trace:
+        with output_file(args.trace, inputs=tuple(args.files), what="trace") as handle:
+            json.dump(run.timeline.to_chrome_trace(), handle)
+    summary = run.summary()
+    if args.compare:
+        own, rows = family_table(run)
+        summary["families"] = {"this_schedule_simulated_ms": own, "rows": [row.__dict__ for row in rows]}
+    if args.json:
+        if args.grid:
+            summary["grid"] = run.schedule.grid()
+        print_json(summary)
+        return 0
+    _print(run, summary, args)
+    return 0
+
+
+def _print(run: ImportedRun, summary: dict, args) -> None:
+    schedule = run.schedule
+    print(
+        f"{len(run.files)} trace(s), {run.backend or 'unknown backend'}"
+        + (f", ProfilerStep#{run.step}" if run.step is not None else ", the whole trace (no ProfilerStep)")
+        + f": {schedule.num_ranks} ranks × {schedule.num_chunks} chunk(s), {schedule.num_microbatches} micro-batches, "
+        f"{schedule.placement} placement, {schedule.num_actions} actions"
+    )
+    for note in run.notes:
+        print(f"  {note}")
+    if run.order_check is not None:
+        print(f"order differs from {args.expect}:\n{run.order_check}")
+    elif args.expect:
+        print(f"order equals {args.expect}")
+    if args.grid:
+        print(schedule.grid())
+    print(f"makespan        {summary['makespan']:.3f} ms")
+    print(f"bubble_fraction {summary['bubble_fraction']:.4f}  (idle / (ranks × makespan))")
+    totals = summary["idle_by_cause"]["total"]
+    causes = [f"{cause} {value:.3f} ms" for cause, value in totals.items() if abs(value) > 1e-9]
+    print("idle by cause   " + ", ".join(causes))
+    print(f"transfer        {run.transfer_ms:.3f} ms (median hand-off)")
+    print("rank  busy (ms)  idle (ms)  waiting (ms)")
+    waits = run.timeline.waits
+    for rank in range(schedule.num_ranks):
+        mine = waits[waits["rank"] == rank] if waits is not None else None
+        waited = 0.0 if mine is None else float((mine["end"] - mine["start"]).sum())
+        print(f"{rank:>4}  {summary['busy'][rank]:>9.3f}  {summary['idle'][rank]:>9.3f}  {waited:>12.3f}")
+    if "families" in summary:
+        _print_families(summary["families"])
+    if args.trace:
+        print(f"trace written to {args.trace} (open it in ui.perfetto.dev)")
+
+
+def _print_families(families: dict) -> None:
+    own = families["this_schedule_simulated_ms"]
+    print(f"every family with these measured costs (this schedule simulated: {own:.3f} ms)")
+    for row in families["rows"]:
+        if row["step_ms"] is None:
+            print(f"  {row['family']:<16} cannot run: {row['note']}")
+            continue
+        change, memory = row["step_change"], row["peak_memory_ratio"]
+        print(f"  {row['family']:<16} step {row['step_ms']:9.3f} ms  {change:+7.1%}  peak memory ×{memory:.2f}")
