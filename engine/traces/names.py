@@ -11,13 +11,12 @@ framework: a user's pattern with named groups ``stage``, ``kind`` and ``microbat
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass
 
-try:  # the regular-expression parser, to refuse patterns that can backtrack for ever
-    from re import _parser as sre_parse
-except ImportError:  # pragma: no cover - Python < 3.11
-    import sre_parse  # type: ignore[no-redef]
+sre_parse = importlib.import_module("re._parser")
+"""The regular-expression parser (Python ≥ 3.11), to refuse patterns that can backtrack for ever."""
 
 from ..ir import Action, Kind, Overlap
 
