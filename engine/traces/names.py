@@ -15,10 +15,10 @@ import importlib
 import re
 from dataclasses import dataclass
 
+from ..ir import Action, Kind, Overlap
+
 sre_parse = importlib.import_module("re._parser")
 """The regular-expression parser (Python ≥ 3.11), to refuse patterns that can backtrack for ever."""
-
-from ..ir import Action, Kind, Overlap
 
 COMPUTE = ("F", "B", "I", "W")
 COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
