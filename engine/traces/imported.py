@@ -36,8 +36,8 @@ from ..timeline import Timeline
 from ..validation import validate
 from .actions import RankStep, rank_step
 from .inferred import inferred_rank_step, keeps_autograd
-from .names import STEP, compile_pattern, read_label
-from .reading import RankTrace, TraceError, read_rank_trace
+from .names import MAX_NAME, STEP, compile_pattern, read_label
+from .reading import RankTrace, TraceError, keeps, read_rank_trace
 
 MAX_FILES = 256
 CAUSALITY_SLACK_MS = 1.0
@@ -124,7 +124,7 @@ def import_traces(
     """Read the per-rank traces of one job and return its chosen step (TraceError in one line otherwise).
     ``progress(file, bytes read, bytes in all files)`` is called as the files are read."""
     pattern = compile_pattern(options.pattern) if options.pattern else None
-    traces = _read_all(paths, progress)
+    traces = _read_all(paths, progress, keeps if pattern is None else _keeps_pattern(pattern))
     by_rank = _ranks(traces, options.ranks)
     step, windows = _choose_step(by_rank, options.step)
     steps, inferred = _rank_steps(by_rank, windows, pattern)
@@ -149,7 +149,15 @@ def import_traces(
 
 
 # -- 1. reading ------------------------------------------------------------------------------------------------
-def _read_all(paths: Sequence[str | Path], progress) -> list[RankTrace]:
+def _keeps_pattern(pattern: re.Pattern) -> Callable[[dict], bool]:
+    """What the pipeline view keeps, and the spans a user's pattern names."""
+    return lambda event: (
+        keeps(event)
+        or (event.get("ph") == "X" and pattern.fullmatch(str(event.get("name", ""))[:MAX_NAME]) is not None)
+    )
+
+
+def _read_all(paths: Sequence[str | Path], progress, keep: Callable[[dict], bool]) -> list[RankTrace]:
     if not paths:
         raise TraceError("no trace files given")
     if len(paths) > MAX_FILES:
@@ -159,7 +167,7 @@ def _read_all(paths: Sequence[str | Path], progress) -> list[RankTrace]:
     traces = []
     for path, size in zip(paths, sizes, strict=True):
         report = None if progress is None else (lambda read, p=str(path), d=done: progress(p, d + read, total))
-        traces += _split_lab_trace(read_rank_trace(path, progress=report))
+        traces += _split_lab_trace(read_rank_trace(path, progress=report, keep=keep))
         done += size
     return traces
 
@@ -269,7 +277,7 @@ def _rank_steps(by_rank, windows, pattern) -> tuple[dict[int, RankStep], bool]:
     # no labels anywhere: read again with the autograd events, and infer (Schedule1F1B)
     reread = {rank: read_rank_trace(trace.path, keep=keeps_autograd) for rank, trace in by_rank.items()}
     steps = {rank: inferred_rank_step(trace, rank, windows[rank]) for rank, trace in reread.items()}
-    if not all(step.actions for step in steps.values()):
+    if not all(_forwards_and_backwards_pair(step) for step in steps.values()):
         trace = next(iter(by_rank.values()))
         found = ", ".join(f"{count:,} {category or 'uncategorised'}" for category, count in
                           sorted(trace.counts.items(), key=lambda item: -item[1])[:6])  # fmt: skip
@@ -279,6 +287,12 @@ def _rank_steps(by_rank, windows, pattern) -> tuple[dict[int, RankStep], bool]:
             "reads other frameworks' labels"
         )
     return steps, True
+
+
+def _forwards_and_backwards_pair(step: RankStep) -> bool:
+    """Inference found a forward for every backward (and at least one): the bursts were a pipeline's."""
+    kinds = [str(action.slot)[len(str(step.rank)) :][:1] for action in step.actions]
+    return kinds.count("F") > 0 and kinds.count("F") == kinds.count("B")
 
 
 # -- 5. one clock ------------------------------------------------------------------------------------------------
