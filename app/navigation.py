@@ -15,6 +15,7 @@ from .controls import PROJECTOR, projector_query
 from .real_run_settings import RealRunSettings
 from .search_settings import SearchSettings
 from .settings import CompareSettings, LabSettings
+from .your_run_settings import YourRunSettings
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,14 @@ PAGES = (
         lambda: SearchSettings().to_query(),
     ),  # fmt: skip
     PageEntry("pl", "views/plan.py", "Plan at real scale", ":material/dns:", "plan", lambda: PlanRequest().to_query()),
+    PageEntry(
+        "yr",
+        "views/your_run.py",
+        "Your run",
+        ":material/upload_file:",
+        "your-run",
+        lambda: YourRunSettings().to_query(),
+    ),
     PageEntry(
         "rr", "views/real_run.py", "Real run", ":material/memory:", "real-run", lambda: RealRunSettings().to_query()
     ),

@@ -488,3 +488,23 @@ def test_megatron_1t_shows_its_flops_and_the_papers_502_petaflops():
     shown = " ".join(i.value for i in at.info)
     assert f"{result.hardware_flops_per_step:.3e}" in shown and "502 PF/s" in shown
     assert f"{result.flops_per_second_at_efficiency / 1e15:,.1f} PF/s" in shown
+
+
+def test_your_run_shows_the_example_runs_step_as_the_engine_reads_it():
+    from engine.traces import import_traces
+    from engine.traces.examples import DEFAULT_EXAMPLE, example_files
+
+    at = open_app({"expect": "interleaved-1f1b"}, page="views/your_run.py")
+    expected = import_traces(example_files(DEFAULT_EXAMPLE)).timeline.summary()
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Step (measured)"] == f"{expected['makespan']:.3g} ms"
+    assert shown["Bubble fraction"] == f"{expected['bubble_fraction']:.1%}"
+    assert any("equals interleaved-1f1b" in s.value for s in at.success)
+    assert at.get("plotly_chart") and any("ZB-V" in str(t.value) or "zb-v" in str(t.value) for t in at.table)
+
+
+def test_your_run_marks_where_the_order_differs_and_warns_about_a_bad_link():
+    at = open_app({"expect": "looped-bfs", "step": "x"}, page="views/your_run.py")
+    assert any("differs from looped-bfs" in e.value for e in at.error)
+    assert any("<-- here" in c.value for c in at.code)
+    assert any("step=`x`: expected a whole number" in w.value for w in at.warning)

@@ -10,6 +10,7 @@ from browser_support import IDLE, launch, require_browser, serve_app
 from app.real_run_settings import RUN_KEYS
 from app.search_settings import SEARCH_KEYS
 from app.settings import COMPARE_KEYS, LAB_KEYS
+from app.your_run_settings import YOUR_RUN_KEYS
 from engine.scale.request import PLAN_KEYS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -22,6 +23,7 @@ PAGES = {
     "real-run": RUN_KEYS,
     "search": SEARCH_KEYS,
     "plan": PLAN_KEYS,
+    "your-run": YOUR_RUN_KEYS,
 }
 ELSEWHERE = "127.0.0.2"
 """Another host, on the loopback range: nothing there answers, and the test checks nothing is even asked."""

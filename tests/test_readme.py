@@ -7,6 +7,7 @@ from app.real_run_settings import RUN_KEYS
 from app.search_settings import SEARCH_KEYS
 from app.settings import COMPARE_KEYS, LAB_KEYS
 from app.state import PROJECTOR_KEY
+from app.your_run_settings import YOUR_RUN_KEYS
 from engine import FAMILIES
 from engine.scale.request import PLAN_KEYS
 
@@ -23,7 +24,17 @@ def section(title: str) -> str:
 def test_every_link_key_of_every_page_is_in_the_links_table():
     table = section("### Links you can share")
     named = set(re.findall(r"`([a-z_]+)`", table))
-    keys = {*LAB_KEYS, *COMPARE_KEYS, *RUN_KEYS, *SEARCH_KEYS, *PLAN_KEYS, "lesson", "step", PROJECTOR_KEY}
+    keys = {
+        *LAB_KEYS,
+        *COMPARE_KEYS,
+        *RUN_KEYS,
+        *SEARCH_KEYS,
+        *PLAN_KEYS,
+        *YOUR_RUN_KEYS,
+        "lesson",
+        "step",
+        PROJECTOR_KEY,
+    }
     assert keys - named == set(), "keys missing from the README's links table"
 
 

@@ -18,7 +18,7 @@ from engine.traces import ImportOptions, TraceError, import_traces, reading
 from engine.traces.compare import family_table
 from engine.traces.names import compile_pattern
 
-TRACES = Path(__file__).parent / "fixtures" / "traces"
+TRACES = Path(__file__).parents[1] / "examples" / "traces"
 RUNS = sorted(path for path in TRACES.iterdir() if (path / "order.json").exists())
 
 

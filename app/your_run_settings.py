@@ -1,0 +1,57 @@
+"""What a visitor chose on the Your run page (pure: no Streamlit here): which example run (when no files are
+uploaded), which profiler step, and the schedule the order is checked against — each declared once
+(``engine.options``).
+
+    /your-run?example=scheduleinterleaved1f1b-4ranks&expect=interleaved-1f1b
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine import FAMILIES
+from engine.options import Declared, choose, declared, whole
+from engine.traces import ImportOptions
+from engine.traces.examples import DEFAULT_EXAMPLE, example_runs
+
+NOT_CHECKED = "none"
+MAX_UPLOAD_FILES = 64
+MAX_UPLOAD_BYTES = 512 * 1024**2
+"""All uploaded traces together: 512 MiB (the command line reads up to 2 GiB a file)."""
+LAST_STEP = -1
+"""The step setting's value for "the last step found on every rank"."""
+
+
+@dataclass(frozen=True)
+class YourRunSettings(Declared):
+    PREFIX = "yr"
+
+    example: str = declared(
+        DEFAULT_EXAMPLE,
+        choose(
+            "example", tuple(example_runs()), "Example run", "used when no traces are uploaded", titles=example_runs()
+        ),  # fmt: skip
+    )
+    step: int = declared(
+        LAST_STEP,
+        whole("step", LAST_STEP, 10**6, "Profiler step (−1: the last on every rank)", "ProfilerStep#N to read"),
+    )
+    expect: str = declared(
+        NOT_CHECKED,
+        choose(
+            "expect",
+            (NOT_CHECKED, *FAMILIES),
+            "Check the order against",
+            "a family's generator",
+            titles={NOT_CHECKED: "no check", **{name: f.title for name, f in FAMILIES.items()}},
+        ),  # fmt: skip
+    )
+
+    def import_options(self) -> ImportOptions:
+        return ImportOptions(
+            step=None if self.step == LAST_STEP else self.step,
+            expected=None if self.expect == NOT_CHECKED else self.expect,
+        )
+
+
+YOUR_RUN_KEYS = YourRunSettings.url_keys()
