@@ -78,6 +78,16 @@ def _share(imported):
     return share_costs(imported)
 
 
+def test_lesson_10s_claim_about_the_example_holds_transfers_are_most_of_its_bubble():
+    """Lesson 10 step "your-traces" says the shipped example's idle time is mostly transfers, not the schedule."""
+    from engine.traces.examples import DEFAULT_EXAMPLE, example_files
+
+    causes = import_traces(example_files(DEFAULT_EXAMPLE)).idle_attribution()
+    totals = dict(zip(causes.causes, causes.per_rank.sum(axis=0), strict=True))
+    assert max(totals, key=totals.get) == "transfers" and totals["transfers"] > 0.5 * causes.idle.sum()
+    assert totals["transfers"] > 5 * totals["schedule"]
+
+
 def test_a_gpu_trace_is_timed_by_its_kernels_not_by_the_cpu_that_ran_ahead():
     run = TRACES / "gpu-synthetic-2ranks"
     imported = import_traces(files(run))
