@@ -23,6 +23,7 @@ PAGES = {
     "compare": "/compare?schedules=1f1b,zb-h1,zb-h2&ranks=4&microbatches=8&costs=F=1,I=1,W=1",
     "search": "/search?ranks=4&microbatches=8&costs=F=1,I=1,W=1&memory=3",
     "plan": "/plan?preset=llama3-405b-as-trained",
+    "your-run": "/your-run?example=scheduleinterleaved1f1b-4ranks&expect=interleaved-1f1b",
     "real-run": "/real-run?schedule=zb-h1&ranks=4&microbatches=8&model=mlp&layers=8&hidden=256&repeats=3",
 }
 PRESS = {"real-run": "Run", "lessons": "Show me"}
