@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..ir import Action, Kind, Overlap
 from .names import Label, read_label
-from .reading import Event, RankTrace, TraceError
+from .reading import Event, RankTrace
 
 RECEIVES = ("gloo:recv", "nccl:recv")
 SENDS = ("gloo:send", "nccl:send")
@@ -162,16 +162,3 @@ def _timed_by_kernels(actions: list[TimedAction], inside: list[Event]) -> list[T
         else:
             timed.append(action)
     return timed
-
-
-def nccl_transfers(trace: RankTrace, window: tuple[float, float]) -> list[Event]:
-    """NCCL kernels in the window: a GPU trace's communication lane."""
-    low, high = window
-    return [
-        e for e in trace.events if e.category == "kernel" and e.name.startswith(NCCL_KERNEL) and low <= e.start <= high
-    ]
-
-
-def check_one_rank(step: RankStep, path: str) -> None:
-    if not step.actions:
-        raise TraceError(f"{path}: rank {step.rank} ran no pipeline action in the chosen step")
