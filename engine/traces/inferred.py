@@ -12,11 +12,13 @@ marked ``inferred``.
 from __future__ import annotations
 
 from ..ir import Action, Kind
-from .actions import RankStep, TimedAction
+from .actions import RECEIVES, Hand, RankStep, TimedAction
 from .reading import Event, RankTrace, keeps
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function"
 COMMUNICATION_PREFIXES = ("c10d::", "gloo:", "nccl:")
+ARRIVAL_SLACK_US = 50.0
+"""A receive that ends this soon after an action's first op still fed it (the op may start as it returns)."""
 
 
 def keeps_autograd(event: dict) -> bool:
@@ -78,4 +80,20 @@ def inferred_rank_step(trace: RankTrace, rank: int, window: tuple[float, float])
             actions.append(TimedAction(Action(rank, Kind.F, microbatch), start, start, end, inferred=True))
         start, end = burst[0].start, max(e.end for e in burst)
         actions.append(TimedAction(Action(rank, Kind.B, microbatch), start, start, end, inferred=True))
-    return RankStep(rank, tuple(sorted(actions, key=lambda action: action.start)))
+    actions.sort(key=lambda action: action.start)
+    return RankStep(rank, tuple(actions), receives=_receives(events, actions, rank))
+
+
+def _receives(events: list[Event], actions: list[TimedAction], rank: int) -> tuple[Hand, ...]:
+    """Each action's input, where one arrived between the previous action's end and its start: the last
+    ``gloo:recv``/``nccl:recv`` that ended there (a forward's activation, a backward's gradient)."""
+    receives = [e for e in events if e.name in RECEIVES]
+    found, previous_end = [], -float("inf")
+    for action in actions:
+        arrived = [e for e in receives if previous_end <= e.end <= action.start + ARRIVAL_SLACK_US]
+        if arrived and isinstance(action.slot, Action):
+            last = max(arrived, key=lambda e: e.end)
+            direction = "F" if action.slot.kind is Kind.F else "B"
+            found.append(Hand(action.slot.stage, direction, action.slot.microbatch, last.start, last.end))
+        previous_end = action.end
+    return tuple(found)
