@@ -4,6 +4,7 @@ page (``pg_``, ``cp_``, ``ed_``, ``rr_``); the projector switch is one key for e
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 import streamlit as st
@@ -17,6 +18,8 @@ from .real_run_settings import RealRunSettings
 from .settings import COST_BOXES, FULL_KEYS, SPLIT_KEYS, LabSettings
 from .widgets import draw, draw_option
 
+LINK_PROBLEM = re.compile(r"[a-z_]+=`")
+"""How a problem found in a link starts (``engine.options.Declared.from_query``)."""
 PROJECTOR = "app_projector"
 PROJECTOR_ROOT_PX = 21
 """Root font size in projector mode; Streamlit's smallest text (captions, 0.875 rem) is then 18 px."""
@@ -135,6 +138,7 @@ def _model_changed() -> None:
 
 
 def warn_about(problems: list[str]) -> None:
-    """Each problem found in a link, in the page's words (the values in it are already quoted as code)."""
+    """Each problem found in a link ("key=`value`: …") or in a typed input ("Label: …"), in the page's words
+    (the values in it are already quoted as code or escaped)."""
     for problem in problems:
-        st.warning(f"The link's {problem}.")
+        st.warning(f"The link's {problem}." if LINK_PROBLEM.match(problem) else f"{problem}.")

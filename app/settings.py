@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from engine import FAMILIES, Costs
-from engine.costs import COST_KINDS, PAIR_KEY, Durations, costs_text
+from engine.costs import COST_KEYS, COST_KINDS, PAIR_KEY, Durations, costs_text
 from engine.options import Choice, Declared, Option, Text, code_span, declared, real, toggle, written
 from engine.schedules import Family
 
@@ -39,6 +39,14 @@ def _read_costs(text: str) -> Durations:
         raise ValueError(f"each cost must be at most {limits.MAX_COST:g} (F&B at most {limits.MAX_OVERLAPPED:g})")
     given_pair = PAIR_KEY in text.upper()
     return Durations({key: value for key, value in durations.items() if key != PAIR_KEY or given_pair})
+
+
+def _costs_written(durations: Durations) -> str:
+    """Every cost given, as a link writes it (F=1,B=2,I=1,W=1,F&B=2.5)."""
+    return costs_text(durations, tuple(key for key in COST_KEYS if key in durations))
+
+
+COSTS = Text(_read_costs, _costs_written, "costs like F=1,B=2 or F=1,I=1,W=1,F&B=2.5")
 
 
 def _read_scale(text: str) -> tuple[float, ...] | None:
@@ -92,7 +100,12 @@ class LabSettings(Declared):
     """v, used only by the families that take chunks."""
     durations: Durations = declared(
         DEFAULT_COSTS,
-        Option("costs", Text(_read_costs, str, "costs like F=1,B=2 or F=1,I=1,W=1,F&B=2.5"), "Costs", widget="none"),
+        Option(
+            "costs",
+            Text(_read_costs, _costs_written, "costs like F=1,B=2 or F=1,I=1,W=1,F&B=2.5"),
+            "Costs",
+            widget="none",
+        ),
     )
     """F, B, I, W and (when given) F&B: each family reads its own (``Family.costs``); no F&B means F + B."""
     comm: float = declared(0.0, limits.COMM)

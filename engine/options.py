@@ -121,8 +121,6 @@ class Whole:
 class Number:
     low: float
     high: float
-    above_low: bool = False
-    """The low end is excluded (a rate or a speed: 0 would divide by zero)."""
 
     def read(self, text: str) -> float:
         try:
@@ -134,8 +132,7 @@ class Number:
     def check(self, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(self.expected())
-        low_ok = value > self.low if self.above_low else value >= self.low
-        if not (low_ok and value <= self.high):
+        if not self.low <= value <= self.high:
             raise ValueError(self.expected())
         return float(value)
 
@@ -143,8 +140,6 @@ class Number:
         return written(value)
 
     def expected(self) -> str:
-        if self.above_low:
-            return f"expected a number above {self.low:g} and at most {self.high:g}"
         return f"expected a number from {self.low:g} to {self.high:g}"
 
 
@@ -373,8 +368,9 @@ class Declared:
             try:
                 given[name] = option.read(str(value)) if isinstance(option.codec, Text) else option.codec.check(value)
             except ValueError as error:
-                default = option.codec.write(getattr(settings, name))
-                problems.append(f"{option.label}: {error}, got {code_span(value)}; using {default}")
+                default = option.codec.write(getattr(settings, name)) or "none"
+                said = plain(error) if isinstance(option.codec, Text) else str(error)  # may quote the typed text
+                problems.append(f"{option.label}: {said}; using {default}")
         return replace(settings, **given), problems  # type: ignore[type-var]
 
 

@@ -13,12 +13,13 @@ from app.generator_code import generator_sources
 from app.real_run_settings import RealRunSettings
 from app.search_settings import SearchSettings
 from app.settings import LabSettings
+from app.your_run_settings import YourRunSettings
 from engine import FAMILIES
 from engine.options import Choice, Number, Whole
 from engine.scale.request import PlanRequest
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = (LabSettings, SearchSettings, RealRunSettings, PlanRequest)
+SETTINGS = (LabSettings, SearchSettings, RealRunSettings, PlanRequest, YourRunSettings)
 MAX_FUNCTION_LINES = 80
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import simulate
+from engine import Costs, simulate
 from engine.cli import main
 from engine.traces import ImportOptions, TraceError, import_traces, reading
 from engine.traces.compare import family_table
@@ -66,7 +66,15 @@ def test_the_order_is_checked_against_a_family_and_the_first_difference_is_marke
 def test_the_measured_costs_predict_a_timeline_and_every_family_is_compared_with_them():
     imported = import_traces(files(TRACES / "scheduleinterleaved1f1b-4ranks"))
     own, rows = family_table(imported)
-    assert own == pytest.approx(simulate(imported.schedule, _share(imported)).makespan)
+    # one rank's share, counted here from the timeline's own rows: each stage's mean F (and B split in half)
+    frame = imported.timeline.frame.assign(ms=lambda f: f["end"] - f["start"])
+    means = frame.groupby(["stage", "kind"])["ms"].mean()
+    p = imported.schedule.num_ranks
+    forward = means.xs("F", level="kind").sum() / p
+    backward = means.xs("B", level="kind").sum() / p
+    by_hand = Costs.of({"F": forward, "I": backward / 2, "W": backward / 2}, comm=imported.transfer_ms)
+    assert _share(imported).durations == pytest.approx(by_hand.durations)
+    assert own == pytest.approx(simulate(imported.schedule, by_hand).makespan)
     this = next(row for row in rows if row.family == "interleaved-1f1b")
     assert this.step_change == pytest.approx(0.0) and this.peak_memory_ratio == pytest.approx(1.0)
     assert [row.step_ms for row in rows if row.step_ms is not None] == sorted(r.step_ms for r in rows if r.step_ms)
@@ -101,14 +109,33 @@ def test_a_gpu_trace_is_timed_by_its_kernels_not_by_the_cpu_that_ran_ahead():
     assert any("GPU trace" in note for note in imported.notes)
 
 
-def test_the_labs_own_trace_reads_back_to_the_same_order(tmp_path):
+@pytest.mark.parametrize("family", ["zb-h1", "dualpipev"])
+def test_the_labs_own_trace_reads_back_to_the_same_order(tmp_path, capsys, family):
+    """Its own ``run --trace`` output, overlapped pairs (DualPipeV) included."""
     path = tmp_path / "lab.trace.json"
-    assert main(["run", "--schedule", "zb-h1", "--ranks", "2", "--microbatches", "4", "--quiet", "--json",
+    assert main(["run", "--schedule", family, "--ranks", "2", "--microbatches", "4", "--quiet", "--json",
                  "--trace", str(path)]) == 0  # fmt: skip
-    imported = import_traces([str(path)])
+    capsys.readouterr()
+    imported = import_traces([str(path)], ImportOptions(expected=family))
     from engine import build_schedule
 
-    assert imported.schedule.ranks == build_schedule("zb-h1", 2, 4).ranks
+    assert imported.schedule.ranks == build_schedule(family, 2, 4).ranks and imported.order_check is None
+
+
+def test_gpipes_wait_for_its_input_inside_its_own_span_is_a_wait_not_compute():
+    """GPipe's "Forward i" posts and waits for its receive inside itself: that time is a wait, and a transfer."""
+    imported = import_traces(files(TRACES / "schedulegpipe-4ranks"))
+    waits = imported.timeline.waits
+    assert len(waits) > 0 and (waits["end"] - waits["start"]).sum() > 0 and imported.transfer_ms > 0
+    assert imported.idle_attribution().total("transfers") > 0
+
+
+def test_an_order_that_cannot_be_compared_is_said_not_raised():
+    run = files(TRACES / "schedulegpipe-2ranks")
+    chunked = import_traces(run, ImportOptions(expected="interleaved-1f1b"))
+    assert not chunked.order_checkable and "cannot check against 'interleaved-1f1b'" in chunked.order_check
+    unknown = import_traces(run, ImportOptions(expected="interleaved"))
+    assert not unknown.order_checkable and "not a family" in unknown.order_check
 
 
 def test_another_frameworks_names_read_with_a_pattern(tmp_path):
@@ -138,6 +165,7 @@ def test_another_frameworks_names_read_with_a_pattern(tmp_path):
         (r"(?P<stage>[0-9])", "needs the named groups kind, microbatch"),
         ("x" * 301, "at most 300 characters"),
         ("(", "not a regular expression"),
+        (r"(?P<stage>[0-9])(?P<kind>F)(?P<microbatch>[0-9])(?:a|a)*b", "an alternation sits inside a repeat"),
     ],
 )
 def test_a_pattern_that_could_run_for_ever_is_refused_with_the_reason(pattern, reason):
@@ -237,9 +265,10 @@ def test_the_cli_prints_the_step_and_refuses_bad_input_in_one_line(capsys, tmp_p
     assert summary["ranks"] == 4 and summary["profiler_step"] == 1 and summary["time_unit"] == "ms"
     bad = tmp_path / "rank0.json"
     bad.write_text("{")
-    assert main(["trace", str(bad), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    for arguments in ([str(bad)], [*run, "--offsets", "1:nan"], [*run, "--offsets", "7:5"], [*run, "--step", "x"]):
+        assert main(["trace", *arguments, "--quiet"]) == 2, arguments
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
 
 
 @pytest.mark.slow

@@ -77,8 +77,8 @@ def imported_upload(digest: str, _files: tuple, options: ImportOptions) -> Impor
     del digest
     with tempfile.TemporaryDirectory(prefix="pplab-traces-") as folder:
         paths = []
-        for name, data in _files:
-            path = Path(folder) / Path(name).name
+        for index, (name, data) in enumerate(_files):  # an index keeps two files of one name apart
+            path = Path(folder) / f"{index:03d}-{Path(name).name}"
             path.write_bytes(data)
             paths.append(str(path))
         bar = st.progress(0.0, text="Reading the traces…")
@@ -191,7 +191,9 @@ def your_run() -> None:
     st.markdown(f"**Read:** {source}")
     for note in run.notes:
         st.caption(note)
-    if run.order_check is not None:
+    if run.order_check is not None and not run.order_checkable:
+        st.warning(plain(run.order_check))
+    elif run.order_check is not None:
         st.error(f"The order read differs from {settings.expect}:")
         st.code(run.order_check, language=None)
     elif settings.expect != "none":

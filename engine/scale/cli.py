@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 
 from ..files import write_text
-from ..options import add_flags, given_flags
+from ..options import add_flags, given_flags, whole_flag
 from ..schedules import DEFAULT_CHUNKS
 from .plan import Plan, plan
 from .presets import LAYOUT_PRESETS
@@ -50,7 +50,9 @@ def add_plan_parser(commands) -> None:
     add_flags(parser, PlanRequest, ("efficiency",))
     layout = parser.add_argument_group("layout")
     add_flags(layout, PlanRequest, LAYOUT[:4])
-    layout.add_argument("--gpus", type=int, dest="num_gpus", help="GPUs in all, checked against TP × PP × DP × CP")
+    layout.add_argument(
+        "--gpus", type=whole_flag(1, 10**9), dest="num_gpus", help="GPUs in all, checked against TP × PP × DP × CP"
+    )
     add_flags(layout, PlanRequest, LAYOUT[4:])
     layout.add_argument(
         "--no-sequence-parallel", dest="sequence_parallel", action="store_false", default=None, help="TP without SP"

@@ -89,7 +89,7 @@ def rank_step(trace: RankTrace, rank: int, window: tuple[float, float], pattern=
             transfer_actions.append((event, label.transfer))
         elif label.sharding is not None:
             sharding += 1
-    receives = _completed_receives(inside, transfer_actions, computed)
+    receives = _completed_receives(inside, transfer_actions, computed, rank)
     actions = [_timed(event, label, rank, receives) for event, label in computed]
     if gpu_labels:
         actions = _timed_by_kernels(actions, inside)
@@ -118,9 +118,10 @@ def _gpu_copies(trace: RankTrace, cpu_spans: list[Event], low: float) -> list[Ev
     return sorted(copies.values(), key=lambda event: event.start)
 
 
-def _completed_receives(inside, transfer_actions, computed) -> list[tuple[Hand, float]]:
+def _completed_receives(inside, transfer_actions, computed, rank: int) -> list[tuple[Hand, float]]:
     """Each posted receive and when its data arrived: a RECV action's ``gloo:recv`` (the one it started), or
-    for GPipe the receive started inside a compute span. Returns (hand, arrival)."""
+    for GPipe the receive started inside a compute span (``Forward i`` receives its activation, ``Backward i``
+    its gradient, inside itself). Returns (hand, arrival)."""
     data = [event for event in inside if event.name in RECEIVES]
     found: list[tuple[Hand, float]] = []
     for event, (stage, kind, microbatch) in transfer_actions:
@@ -129,6 +130,15 @@ def _completed_receives(inside, transfer_actions, computed) -> list[tuple[Hand, 
         started = [d for d in data if event.start <= d.start <= event.end]
         arrival = max((d.end for d in started), default=event.end)
         found.append((Hand(stage, kind[-1], microbatch, event.start, arrival), arrival))
+    for event, label in computed:
+        action = label.compute
+        if not label.stageless or not isinstance(action, Action):
+            continue
+        started = [d for d in data if event.start <= d.start <= event.end]
+        if started:
+            arrival = max(d.end for d in started)
+            direction = "F" if action.kind is Kind.F else "B"
+            found.append((Hand(rank, direction, action.microbatch, event.start, arrival), arrival))
     return found
 
 

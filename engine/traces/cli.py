@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 
 from ..files import output_file
-from ..options import whole_flag
+from ..options import read_number, read_whole, whole_flag
 from .compare import family_table
 from .imported import ImportedRun, ImportOptions, import_traces
 from .reading import TraceError
@@ -73,7 +73,7 @@ def _offsets(text: str) -> dict[int, float]:
     for part in text.split(","):
         rank, _, value = part.partition(":")
         try:
-            offsets[int(rank)] = float(value)
+            offsets[read_whole(rank)] = read_number(value)
         except ValueError:
             raise TraceError(f"--offsets takes RANK:MS pairs like 1:0.25,2:-0.5, got {part[:40]!r}") from None
     return offsets
@@ -105,14 +105,16 @@ def trace_command(args, print_json: Callable[[dict], None], progress) -> int:
 def _print(run: ImportedRun, summary: dict, args) -> None:
     schedule = run.schedule
     print(
-        f"{len(run.files)} trace(s), {run.backend or 'unknown backend'}"
+        f"{len({f.split('#')[0] for f in run.files})} file(s), {run.backend or 'unknown backend'}"
         + (f", ProfilerStep#{run.step}" if run.step is not None else ", the whole trace (no ProfilerStep)")
         + f": {schedule.num_ranks} ranks × {schedule.num_chunks} chunk(s), {schedule.num_microbatches} micro-batches, "
         f"{schedule.placement} placement, {schedule.num_actions} actions"
     )
     for note in run.notes:
         print(f"  {note}")
-    if run.order_check is not None:
+    if run.order_check is not None and not run.order_checkable:
+        print(run.order_check)
+    elif run.order_check is not None:
         print(f"order differs from {args.expect}:\n{run.order_check}")
     elif args.expect:
         print(f"order equals {args.expect}")

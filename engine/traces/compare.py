@@ -37,8 +37,7 @@ def share_costs(run: ImportedRun) -> Costs:
     """One rank's share of the measured per-stage costs (see the module docstring)."""
     schedule = run.schedule
     totals = {key: 0.0 for key in ("F", "I", "W")}
-    for stage, row in enumerate(run.stage_costs):
-        del stage
+    for row in run.stage_costs:
         split = row["I"] > 0 or row["W"] > 0
         totals["F"] += row["F"]
         totals["I"] += row["I"] if split else row["B"] / 2

@@ -87,6 +87,8 @@ class ImportedRun:
     notes: tuple[str, ...] = field(default=())
     order_check: str | None = None
     """The first difference from the expected schedule, drawn on the grid; None when equal or not asked."""
+    order_checkable: bool = True
+    """False when the expected schedule could not be built or compared at all (``order_check`` says why)."""
 
     @property
     def costs(self) -> Costs:
@@ -151,6 +153,7 @@ def import_traces(
         applied_offsets_ms=applied,
         notes=notes,
         order_check=None if options.expected is None else check_order(schedule, options.expected),
+        order_checkable=options.expected is None or _comparable(schedule, options.expected),
     )
 
 
@@ -199,18 +202,33 @@ def _read_here(paths, sizes, progress, keep) -> list[RankTrace]:
 
 def _split_lab_trace(trace: RankTrace) -> list[RankTrace]:
     """The lab's own ``--trace`` output (``Timeline.to_chrome_trace``) holds every rank, one process each, its
-    actions named like "2F0" and filed under their kind: one RankTrace per rank, labelled "PP:" as PyTorch's."""
+    actions named like "2F0" and filed under their kind, an overlapped pair as two events marked ``overlapped``
+    at one time: one RankTrace per rank, labelled as PyTorch labels them ("PP:2F0", "PP:(0F3;3B1)OVERLAP_F_B")."""
     lab = [e for e in trace.events if e.category in ("F", "B", "I", "W") and "source" in e.args]
     if not lab:
         return [trace]
-    ranks = sorted({int(e.args.get("rank", e.thread)) for e in lab if "rank" in e.args} | {0})
     per_rank: dict[int, list] = {}
+    pairs: dict[tuple[int, float], list] = {}
     for event in lab:
-        rank = int(event.process)
+        rank = int(event.process) if str(event.process).isdigit() else 0
+        if event.args.get("overlapped"):
+            pairs.setdefault((rank, event.start), []).append(event)
+            continue
         per_rank.setdefault(rank, []).append(replace(event, name="PP:" + event.name, category="user_annotation"))
-    del ranks
+    for (rank, _), halves in pairs.items():
+        halves.sort(key=lambda e: e.category != "F")  # the forward first, as PyTorch writes the pair
+        name = (
+            "PP:(" + ";".join(e.name for e in halves) + ")OVERLAP_F_B" if len(halves) == 2 else "PP:" + halves[0].name
+        )
+        per_rank.setdefault(rank, []).append(replace(halves[0], name=name, category="user_annotation"))
     return [
-        replace(trace, rank=rank, world_size=len(per_rank), events=tuple(events), path=f"{trace.path}#rank{rank}")
+        replace(
+            trace,
+            rank=rank,
+            world_size=len(per_rank),
+            events=tuple(sorted(events, key=lambda e: e.start)),
+            path=f"{trace.path}#rank{rank}",
+        )  # fmt: skip
         for rank, events in sorted(per_rank.items())
     ]
 
@@ -328,6 +346,11 @@ def _clock(by_rank, steps, given) -> tuple[dict[int, float], dict[int, float], d
     shift = {rank: (trace.base_ns - reference) / 1e3 for rank, trace in by_rank.items()}  # µs, exact integers
     estimated = _estimated_offsets(steps, shift)
     violated = _causality_broken(steps, shift)
+    unknown = sorted(set(given or {}) - set(shift))
+    if unknown:
+        raise TraceError(
+            f"clock offsets given for rank(s) {', '.join(map(str, unknown))}, which the traces do not have"
+        )
     applied = dict(given) if given is not None else (estimated if violated else {})
     for rank, offset in applied.items():
         if rank in shift:
@@ -463,27 +486,41 @@ def _name(expected: str | None) -> str:
 
 def check_order(schedule: Schedule, expected: str) -> str | None:
     """The first difference between the order read and the schedule it claims to be (a family's name, or a CSV
-    text), drawn on the read schedule's grid with ``<-- here``; None when they are equal."""
+    text), drawn on the read schedule's grid with ``<-- here``; None when they are equal. A reference that cannot
+    be built for these sizes is said in words, not raised: the run itself was read."""
     from ..schedules import FAMILIES, build_schedule
 
-    if expected in FAMILIES:
-        family = FAMILIES[expected]
-        chunks = schedule.num_chunks if family.takes_chunks else None
-        reference = build_schedule(expected, schedule.num_ranks, schedule.num_microbatches, chunks)
-    else:
-        reference = read_csv(expected).schedule
-    for rank, (read, wanted) in enumerate(zip(schedule.ranks, reference.ranks, strict=False)):
+    try:
+        if expected in FAMILIES:
+            family = FAMILIES[expected]
+            chunks = schedule.num_chunks if family.takes_chunks else None
+            reference = build_schedule(expected, schedule.num_ranks, schedule.num_microbatches, chunks)
+        elif "," not in expected and "\n" not in expected:
+            return f"cannot check against {expected!r}: not a family (choose from {', '.join(FAMILIES)}) or a CSV"
+        else:
+            reference = read_csv(expected).schedule
+    except ValueError as error:
+        return f"cannot check against {expected[:40]!r}: {str(error).splitlines()[0]}"
+    if (reference.num_ranks, reference.num_stages) != (schedule.num_ranks, schedule.num_stages):
+        return (
+            f"{schedule.num_ranks} ranks and {schedule.num_stages} stages read; {expected[:40]} has "
+            f"{reference.num_ranks} ranks and {reference.num_stages} stages"
+        )
+    for rank, (read, wanted) in enumerate(zip(schedule.ranks, reference.ranks, strict=True)):
         for step, (got, want) in enumerate(zip(read, wanted, strict=False)):
-            if _same(got, want):
-                continue
-            return schedule.grid(mark={rank: step}, notes={rank: f"{expected} has {want} here"}, max_rows=12)
+            if not _same(got, want):
+                return schedule.grid(mark={rank: step}, notes={rank: f"{expected} has {want} here"}, max_rows=12)
         if len(read) != len(wanted):
             step = max(min(len(read), len(wanted)) - 1, 0)
             note = f"{len(read)} actions, {expected} has {len(wanted)}"
             return schedule.grid(mark={rank: step}, notes={rank: note}, max_rows=12)
-    if schedule.num_ranks != reference.num_ranks:
-        return f"{schedule.num_ranks} ranks read; {expected} has {reference.num_ranks}"
     return None
+
+
+def _comparable(schedule: Schedule, expected: str) -> bool:
+    """Whether ``check_order`` compared orders (rather than saying why it could not)."""
+    said = check_order(schedule, expected)
+    return said is None or "<-- here" in said
 
 
 def _same(a, b) -> bool:

@@ -151,6 +151,8 @@ def _slow_shape(tree, inside_repeat: bool) -> str | None:
             if found:
                 return found
         elif name == "BRANCH":
+            if inside_repeat:
+                return "an alternation sits inside a repeat"
             for branch in value[1]:
                 found = _slow_shape(branch, inside_repeat)
                 if found:

@@ -19,7 +19,7 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -217,8 +217,3 @@ def _whole_or_none(value: Any) -> int | None:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0][:200] if text else type(error).__name__
-
-
-def iter_files(paths: list[str | Path]) -> Iterator[Path]:
-    for path in paths:
-        yield Path(path)
