@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine import FAMILIES
-from engine.options import Declared, choose, declared, whole
+from engine.options import Declared, Option, Text, choose, declared, read_number, read_whole, whole, written
 from engine.traces import ImportOptions
 from engine.traces.examples import DEFAULT_EXAMPLE, example_runs
+from engine.traces.names import compile_pattern
 
 NOT_CHECKED = "none"
 MAX_UPLOAD_FILES = 64
@@ -20,6 +21,29 @@ MAX_UPLOAD_BYTES = 512 * 1024**2
 """All uploaded traces together: 512 MiB (the command line reads up to 2 GiB a file)."""
 LAST_STEP = -1
 """The step setting's value for "the last step found on every rank"."""
+
+
+def _offsets(text: str) -> tuple[tuple[int, float], ...]:
+    """ "1:0.25,2:-0.5" → ((1, 0.25), (2, -0.5)): a clock offset in ms per rank."""
+    if not text.strip():
+        return ()
+    pairs = []
+    for part in text.split(","):
+        rank, _, value = part.partition(":")
+        pairs.append((read_whole(rank), read_number(value)))
+    return tuple(pairs)
+
+
+def _pattern(text: str) -> str:
+    if text.strip():
+        compile_pattern(text)  # ValueError with the reason
+    return text
+
+
+OFFSETS = Text(
+    _offsets, lambda pairs: ",".join(f"{rank}:{written(ms)}" for rank, ms in pairs), "RANK:MS pairs like 1:0.25"
+)
+PATTERN = Text(_pattern, str, "a regex with (?P<stage>…), (?P<kind>…) and (?P<microbatch>…)")
 
 
 @dataclass(frozen=True)
@@ -47,10 +71,23 @@ class YourRunSettings(Declared):
         ),  # fmt: skip
     )
 
+    pattern: str = declared(
+        "", Option("pattern", PATTERN, "Action names (other frameworks)", "empty: PyTorch's PP: labels", widget="text")
+    )
+    offsets: tuple[tuple[int, float], ...] = declared(
+        (),
+        Option("offsets", OFFSETS, "Clock offsets, ms (several hosts)", "empty: estimated when needed", widget="text"),
+    )
+
+    def omitted_keys(self) -> set[str]:
+        return {name for name in ("pattern", "offsets") if not getattr(self, name)}
+
     def import_options(self) -> ImportOptions:
         return ImportOptions(
             step=None if self.step == LAST_STEP else self.step,
             expected=None if self.expect == NOT_CHECKED else self.expect,
+            pattern=self.pattern or None,
+            offsets_ms=dict(self.offsets) if self.offsets else None,
         )
 
 

@@ -255,6 +255,11 @@ def test_a_file_over_the_size_bound_is_refused_before_it_is_read(tmp_path, monke
     _refused(files(TRACES / "schedulegpipe-2ranks")[:1], "the lab reads traces of at most")
 
 
+def test_a_file_that_decompresses_past_the_bound_is_stopped_there(monkeypatch):
+    monkeypatch.setattr(reading, "MAX_TEXT_BYTES", 50_000)  # the fixture's rank 0 is ~140 kB of text
+    _refused(files(TRACES / "schedulegpipe-2ranks")[:1], "decompresses to more than")
+
+
 def test_the_cli_prints_the_step_and_refuses_bad_input_in_one_line(capsys, tmp_path):
     run = files(TRACES / "scheduleinterleaved1f1b-4ranks")
     assert main(["trace", *run, "--quiet", "--expect", "interleaved-1f1b", "--compare"]) == 0

@@ -30,6 +30,8 @@ MAX_TRACE_BYTES = 2 * 1024**3
 """The largest trace file (as stored, compressed or not) the lab reads: 2 GiB."""
 MAX_KEPT_EVENTS = 5_000_000
 """Events kept from one rank (the pipeline's own are a small share of a trace)."""
+MAX_TEXT_BYTES = 16 * 1024**3
+"""The most decompressed text one file may hold (a gzip "bomb" is refused when it passes this, not read on)."""
 HEADER_WINDOW = 256 * 1024
 """How much of the text's start and end is searched for the header's keys."""
 GZIP_MAGIC = b"\x1f\x8b"
@@ -94,6 +96,10 @@ def keeps(event: dict) -> bool:
     return event.get("cat") in KEEP_CATEGORIES or bool(KEEP_NAMES.match(str(event.get("name", ""))))
 
 
+class _TooLarge(Exception):
+    """Raised from inside the JSON reader's read when the decompressed text passes ``MAX_TEXT_BYTES``."""
+
+
 class _CountingReader(io.RawIOBase):
     """The decompressed text, counted as it is read (for the progress bar), keeping its first and last
     ``HEADER_WINDOW`` bytes (where Kineto writes the header)."""
@@ -102,6 +108,7 @@ class _CountingReader(io.RawIOBase):
         self.raw, self.stored, self.progress = raw, stored, progress
         self.head = bytearray()
         self.tail = bytearray()
+        self.total = 0
 
     def readable(self) -> bool:
         return True
@@ -109,6 +116,9 @@ class _CountingReader(io.RawIOBase):
     def readinto(self, buffer) -> int:
         data = self.raw.read(len(buffer))
         size = len(data)
+        self.total += size
+        if self.total > MAX_TEXT_BYTES:
+            raise _TooLarge
         buffer[:size] = data
         if len(self.head) < HEADER_WINDOW:
             self.head += data[: HEADER_WINDOW - len(self.head)]
@@ -168,6 +178,10 @@ def _kept_events(path: Path, text: BinaryIO, keep: Callable[[dict], bool]) -> tu
                     raise TraceError(f"{path}: more than {MAX_KEPT_EVENTS:,} pipeline events in one rank's trace")
     except (ijson.JSONError, ijson.IncompleteJSONError) as error:
         raise TraceError(f"{path}: not a complete JSON trace ({_first_line(error)})") from None
+    except _TooLarge:
+        raise TraceError(
+            f"{path}: decompresses to more than {MAX_TEXT_BYTES // 2**30} GiB of text; the lab reads up to that"
+        ) from None
     except (OSError, EOFError, zlib.error) as error:  # a truncated or damaged gzip
         raise TraceError(f"{path}: the compressed file is damaged or cut short ({_first_line(error)})") from None
     if not counts:
