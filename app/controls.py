@@ -11,6 +11,7 @@ import streamlit as st
 
 from engine import FAMILIES
 from engine.costs import PAIR_KEY
+from engine.options import Declared
 from engine.schedules import Family
 
 from . import state
@@ -62,12 +63,7 @@ def bind_lab(
     visitor opened one), and the problems found in the link or the typed values."""
     base = base or LabSettings()
     # seed: a link the visitor opened sets the widgets; otherwise they come back as the visitor left them
-    problems: list[str] = []
-    if link:
-        linked, problems = LabSettings.from_query(link, base)
-        state.seed(linked.widget_values(prefix))
-    defaults = base.widget_values(prefix)
-    state.restore(defaults)
+    problems, defaults = seed_from_link(LabSettings, link, prefix, base)
     # draw: the schedule and its sizes, the costs it reads, then what every schedule shares
     family = _draw_schedule(prefix, inputs)
     _draw_costs(prefix, family, inputs)
@@ -112,22 +108,36 @@ def _draw_shared(prefix: str) -> None:
         draw(LabSettings, "recompute_memory_fraction", prefix)
 
 
-def bind_real_run(link: dict[str, str] | None, *, edited: bool) -> tuple[RealRunSettings, list[str]]:
-    """The Real run page's sidebar; with ``edited`` the schedule comes from the editor, so its picker hides."""
+def seed_from_link(
+    settings: type[Declared], link: dict[str, str] | None, prefix: str | None = None, base: Declared | None = None
+) -> tuple[list[str], dict[str, object]]:
+    """Before a page draws its widgets: a link the visitor opened sets them (its problems returned), the rest
+    come back as the visitor left them (or their defaults, returned for ``read_back``)."""
     problems: list[str] = []
     if link:
-        linked, problems = RealRunSettings.from_query(link)
-        state.seed(linked.widget_values())
-    defaults = RealRunSettings().widget_values()
+        linked, problems = settings.from_query(link, base)
+        state.seed(linked.widget_values(prefix))
+    defaults = (base if base is not None else settings()).widget_values(prefix)
     state.restore(defaults)
+    return problems, defaults
+
+
+def read_back(settings: type[Declared], defaults: dict[str, object], prefix: str | None = None):
+    """After the widgets: keep their values for the next visit and read the settings they hold."""
+    state.remember(defaults)
+    return settings.from_widgets({name: st.session_state[name] for name in defaults}, prefix)
+
+
+def bind_real_run(link: dict[str, str] | None, *, edited: bool) -> tuple[RealRunSettings, list[str]]:
+    """The Real run page's sidebar; with ``edited`` the schedule comes from the editor, so its picker hides."""
+    problems, defaults = seed_from_link(RealRunSettings, link)
     names = [name for name, _ in RealRunSettings.options() if name not in RealRunSettings.SCHEDULE]
     if not edited:  # the schedule's own settings come first
         family = FAMILIES[draw(RealRunSettings, "family")]
         names[:0] = ["num_ranks", "num_microbatches"] + (["num_chunks"] if family.takes_chunks else [])
     for name in names:
         draw(RealRunSettings, name, on_change=_model_changed if name == "model" else None)
-    state.remember(defaults)
-    settings, typed = RealRunSettings.from_widgets({name: st.session_state[name] for name in defaults})
+    settings, typed = read_back(RealRunSettings, defaults)
     return replace(settings, schedule_csv=RealRunSettings.received_schedule(st.session_state)), problems + typed
 
 

@@ -8,7 +8,7 @@ from app.charts import timeline_figure
 from app.charts.plan import allreduce_traces, memory_figure
 from app.charts.player import player
 from app.codec import plain
-from app.controls import projector_query, projector_toggle, warn_about
+from app.controls import projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.explain import chart_summary
 from app.metrics import PLAN_CARDS
 from app.simulation import planned
@@ -31,13 +31,9 @@ def load_preset() -> None:
 def bind() -> tuple[PlanRequest, bool]:
     """The sidebar, every input drawn from its declaration in ``PlanRequest`` (seeded from a link)."""
     link = state.opened_link(PAGE, PLAN_KEYS + (state.PROJECTOR_KEY,))
-    problems: list[str] = []
-    if link:
-        linked, problems = PlanRequest.from_query(link)
-        state.seed(linked.widget_values())
     projector = projector_toggle(link)
-    defaults = PlanRequest().widget_values()
-    state.restore(defaults | {PRESET: "—"})
+    problems, defaults = seed_from_link(PlanRequest, link)
+    state.restore({PRESET: "—"})
     with st.sidebar:
         st.selectbox(
             "Start from a published layout",
@@ -67,8 +63,8 @@ def bind() -> tuple[PlanRequest, bool]:
             draw(PlanRequest, "chunks")
         for name in ("split", "recompute", "zero", "sequence_parallel"):
             draw(PlanRequest, name)
-    state.remember([*defaults, PRESET])
-    settings, typed = PlanRequest.from_widgets({name: st.session_state[name] for name in defaults})
+    state.remember([PRESET])
+    settings, typed = read_back(PlanRequest, defaults)
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
     warn_about(problems + typed)
     return settings, projector

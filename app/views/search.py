@@ -8,7 +8,7 @@ from app.charts import compare_figure
 from app.charts.player import player
 from app.charts.search import frontier_figure
 from app.codec import plain
-from app.controls import projector_query, projector_toggle, warn_about
+from app.controls import projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.explain import chart_summary
 from app.real_run_settings import RealRunSettings
 from app.search_settings import PLACEMENT_TITLES, SEARCH_KEYS, SearchSettings
@@ -28,13 +28,8 @@ FRONTIER_SECONDS = 1.0
 def bind() -> tuple[SearchSettings, bool, bool]:
     """The sidebar → the settings, the projector switch, and whether a link with search settings was opened."""
     link = state.opened_link(PAGE, SEARCH_KEYS + (state.PROJECTOR_KEY,))
-    problems: list[str] = []
-    if link:
-        linked, problems = SearchSettings.from_query(link)
-        state.seed(linked.widget_values())
     projector = projector_toggle(link)
-    defaults = SearchSettings().widget_values()
-    state.restore(defaults)
+    problems, defaults = seed_from_link(SearchSettings, link)
     for name, _ in SearchSettings.options():
         ranks = st.session_state[SearchSettings.widget_key("num_ranks")]
         more = {
@@ -42,9 +37,7 @@ def bind() -> tuple[SearchSettings, bool, bool]:
             f"{2 * ranks} nothing is constrained. Too small a budget is refused with the arithmetic."
         }
         draw(SearchSettings, name, **(more if name == "memory_budget" else {}))
-    state.remember(defaults)
-    values = {name: st.session_state[name] for name in defaults}
-    settings, typed = SearchSettings.from_widgets(values)
+    settings, typed = read_back(SearchSettings, defaults)
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
     warn_about(problems + typed)
     return settings, projector, bool(link and set(link) & set(SEARCH_KEYS))

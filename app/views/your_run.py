@@ -14,7 +14,7 @@ from app.charts import timeline_figure
 from app.charts.player import player
 from app.charts.run_figure import prediction_outlines
 from app.codec import plain, shown
-from app.controls import projector_query, projector_toggle, warn_about
+from app.controls import projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.explain import chart_summary, idle_causes
 from app.navigation import link_to
 from app.search_settings import SearchSettings
@@ -43,12 +43,7 @@ prof.export_chrome_trace(f"rank{torch.distributed.get_rank()}.json")  # one file
 def bind():
     link = state.opened_link(PAGE, YOUR_RUN_KEYS + (state.PROJECTOR_KEY,))
     projector = projector_toggle(link)
-    problems: list[str] = []
-    if link:
-        linked, problems = YourRunSettings.from_query(link)
-        state.seed(linked.widget_values())
-    defaults = YourRunSettings().widget_values()
-    state.restore(defaults)
+    problems, defaults = seed_from_link(YourRunSettings, link)
     uploads = st.sidebar.file_uploader(
         "Your traces: one per rank (.json or .json.gz)",
         type=["json", "gz"],
@@ -59,8 +54,7 @@ def bind():
     )
     for name, _ in YourRunSettings.options():
         draw(YourRunSettings, name)
-    state.remember(defaults)
-    settings, typed = YourRunSettings.from_widgets({name: st.session_state[name] for name in defaults})
+    settings, typed = read_back(YourRunSettings, defaults)
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
     warn_about(problems + typed)
     return settings, uploads or [], projector
