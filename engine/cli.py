@@ -34,7 +34,7 @@ from .schedules import FAMILIES, build_schedule
 from .search.cli import add_search_command, search_command
 from .simulator import simulate
 from .terminal import UsageError, WatchedOutput, bounded, print_json, say, silence_stdout
-from .traces.cli import add_trace_parser
+from .traces.cli import add_trace_parser, trace_command
 from .validation import ScheduleError, validate
 
 
@@ -411,39 +411,8 @@ COMMANDS = {
     "run": run_command,
     "plan": lambda args: plan_command(args, print_json),
     "search": search_command,
-    "trace": lambda args: _trace(args),
+    "trace": lambda args: trace_command(args),
 }
-
-
-def _trace(args) -> int:
-    from .traces.cli import trace_command
-
-    progress, close = _bytes_progress(not args.quiet and not args.json)
-    try:
-        return trace_command(args, print_json, progress)
-    finally:
-        close()
-
-
-def _bytes_progress(enabled: bool):
-    """A progress bar over the bytes of the files read (tqdm on stderr), and the function that closes it."""
-    if not enabled:
-        return None, (lambda: None)
-    from tqdm import tqdm
-
-    bars: list = []
-
-    def progress(name: str, done: int, total: int) -> None:
-        if not bars:
-            bars.append(tqdm(total=total, file=sys.stderr, unit="B", unit_scale=True, dynamic_ncols=True))
-        bars[0].set_description(name[-40:], refresh=False)
-        bars[0].update(done - bars[0].n)
-
-    def close() -> None:
-        for bar in bars:
-            bar.close()
-
-    return progress, close
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,21 +23,9 @@ from app.your_run_settings import MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, YOUR_RUN_K
 from engine import simulate
 from engine.traces import ImportedRun, ImportOptions, TraceError, import_traces
 from engine.traces.compare import family_table
-from engine.traces.examples import example_files, example_runs
+from engine.traces.examples import PROFILE_CODE, example_files, example_runs
 
 PAGE = YourRunSettings.PREFIX
-PROFILE_CODE = """\
-from torch.profiler import ProfilerActivity, profile, schedule
-
-with profile(
-    activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-    schedule=schedule(wait=1, warmup=1, active=2),  # ProfilerStep#N marks each step
-) as prof:
-    for step in range(4):
-        pipeline_schedule.step(inputs, target=targets, losses=losses)  # torch.distributed.pipelining
-        prof.step()
-prof.export_chrome_trace(f"rank{torch.distributed.get_rank()}.json")  # one file per rank; .json.gz works too
-"""
 
 
 def bind():

@@ -3,7 +3,8 @@
 ``import_traces(paths, ImportOptions(...)) -> ImportedRun``; ``python -m engine trace rank*.json.gz``.
 """
 
-from .imported import ImportedRun, ImportOptions, check_order, import_traces
+from .check import check_order
+from .imported import ImportedRun, ImportOptions, import_traces
 from .reading import TraceError
 
 __all__ = ["ImportOptions", "ImportedRun", "TraceError", "check_order", "import_traces"]

@@ -1,17 +1,18 @@
 """``python -m engine trace rank*.json[.gz]``: a real job's profiler traces as the lab's measured timeline —
 per-rank table, idle by cause, the grid, the every-family table, a Perfetto trace (text, or one JSON object).
 
-Registered by ``engine.cli`` (``add_trace_parser``; ``trace_command`` runs it with the CLI's JSON printer and
-progress bar). A trace that cannot be read is a TraceError (a ValueError): one line, exit status 2.
+Registered by ``engine.cli`` (``add_trace_parser`` adds the subcommand, ``trace_command`` runs it). A trace
+that cannot be read is a TraceError (a ValueError): one line, exit status 2.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import sys
 
 from ..files import output_file
 from ..options import read_number, read_whole, whole_flag
+from ..terminal import print_json
 from .compare import family_table
 from .imported import ImportedRun, ImportOptions, import_traces
 from .reading import TraceError
@@ -79,8 +80,37 @@ def _offsets(text: str) -> dict[int, float]:
     return offsets
 
 
-def trace_command(args, print_json: Callable[[dict], None], progress) -> int:
-    """Read the traces, then print (or write) what the step shows."""
+def trace_command(args) -> int:
+    """Read the traces (with a progress bar over their bytes unless quiet), then print or write the step."""
+    progress, close = _bytes_progress(not args.quiet and not args.json)
+    try:
+        return _trace(args, progress)
+    finally:
+        close()
+
+
+def _bytes_progress(enabled: bool):
+    """A progress bar over the bytes of the files read (tqdm on stderr), and the function that closes it."""
+    if not enabled:
+        return None, (lambda: None)
+    from tqdm import tqdm
+
+    bars: list = []
+
+    def progress(name: str, done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, file=sys.stderr, unit="B", unit_scale=True, dynamic_ncols=True))
+        bars[0].set_description(name[-40:], refresh=False)
+        bars[0].update(done - bars[0].n)
+
+    def close() -> None:
+        for bar in bars:
+            bar.close()
+
+    return progress, close
+
+
+def _trace(args, progress) -> int:
     if args.trace:
         from ..files import check_output
 

@@ -10,6 +10,19 @@ from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traces"
 DEFAULT_EXAMPLE = "scheduleinterleaved1f1b-4ranks"
+PROFILE_CODE = """\
+from torch.profiler import ProfilerActivity, profile, schedule
+
+with profile(
+    activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+    schedule=schedule(wait=1, warmup=1, active=2),  # ProfilerStep#N marks each step
+) as prof:
+    for step in range(4):
+        pipeline_schedule.step(inputs, target=targets, losses=losses)  # torch.distributed.pipelining
+        prof.step()
+prof.export_chrome_trace(f"rank{torch.distributed.get_rank()}.json")  # one file per rank; .json.gz works too
+"""
+"""What a job adds to be read here: the torch.profiler lines the Your run page shows (lesson 10 shows them too)."""
 
 
 @cache

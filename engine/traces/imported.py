@@ -9,8 +9,7 @@ The steps, in order:
 3. choose the step: ``ProfilerStep#N`` present on every rank (default: the last such step with actions on every
    rank); refuse steps that do not line up;
 4. read each rank's actions in that step (``engine.traces.actions``; labels, else autograd inference);
-5. put the ranks on one clock: absolute time is ``baseTimeNanoseconds`` + ``ts``; ranks of one host share it,
-   traces from several hosts get a per-rank offset estimated from the hand-offs (or the user's);
+5. put the ranks on one clock (``engine.traces.clocks``);
 6. build the schedule from the order read (PyTorch's CSV form, ``engine.pytorch_csv``), then the Timeline:
    each action from its compute start to its end, the waits before, the hand-offs as transfers.
 """
@@ -24,7 +23,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from statistics import median
 
 import numpy as np
 import pandas as pd
@@ -32,12 +30,14 @@ import pandas as pd
 from ..attribution import IdleAttribution, attribute, measured_levels
 from ..costs import Costs, Durations
 from ..dependencies import ScheduleError, compiled
-from ..ir import Overlap, Schedule
+from ..ir import Schedule
 from ..pytorch_csv import read_csv
 from ..runtime.result import measured_stage_costs
 from ..timeline import Timeline
 from ..validation import validate
 from .actions import RankStep, rank_step
+from .check import check_order, comparable
+from .clocks import common_clock
 from .inferred import inferred_rank_step, keeps_autograd
 from .names import MAX_NAME, STEP, compile_pattern, read_label
 from .reading import RankTrace, TraceError, keeps, read_rank_trace
@@ -46,9 +46,6 @@ MAX_FILES = 256
 PARALLEL_BYTES = 64 * 1024**2
 """Files larger than this in all are read by worker processes side by side (a 100 MB trace takes ~3 s alone)."""
 MAX_WORKERS = 4
-CAUSALITY_SLACK_MS = 1.0
-"""A receive may seem to end this much before its send began (timer resolution) before the clocks are
-taken to differ."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +133,7 @@ def import_traces(
     by_rank = _ranks(traces, options.ranks)
     step, windows = _choose_step(by_rank, options.step)
     steps, inferred = _rank_steps(by_rank, windows, pattern)
-    origins, estimated, applied = _clock(by_rank, steps, options.offsets_ms)
+    origins, estimated, applied = common_clock(by_rank, steps, options.offsets_ms)
     schedule = _schedule(steps, name=_name(options.expected))
     timeline, compute_ms, transfer_ms = _timeline(schedule, steps, origins)
     notes = _notes(by_rank, steps, inferred, estimated, applied)
@@ -153,7 +150,7 @@ def import_traces(
         applied_offsets_ms=applied,
         notes=notes,
         order_check=None if options.expected is None else check_order(schedule, options.expected),
-        order_checkable=options.expected is None or _comparable(schedule, options.expected),
+        order_checkable=options.expected is None or comparable(schedule, options.expected),
     )
 
 
@@ -338,66 +335,6 @@ def _forwards_and_backwards_pair(step: RankStep) -> bool:
     return kinds.count("F") > 0 and kinds.count("F") == kinds.count("B")
 
 
-# -- 5. one clock ------------------------------------------------------------------------------------------------
-def _clock(by_rank, steps, given) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
-    """Each rank's origin in its own µs such that ``ts − origin`` is ms-comparable across ranks ×1000, and the
-    estimated and applied offsets (ms)."""
-    reference = min(trace.base_ns for trace in by_rank.values())
-    shift = {rank: (trace.base_ns - reference) / 1e3 for rank, trace in by_rank.items()}  # µs, exact integers
-    estimated = _estimated_offsets(steps, shift)
-    violated = _causality_broken(steps, shift)
-    unknown = sorted(set(given or {}) - set(shift))
-    if unknown:
-        raise TraceError(
-            f"clock offsets given for rank(s) {', '.join(map(str, unknown))}, which the traces do not have"
-        )
-    applied = dict(given) if given is not None else (estimated if violated else {})
-    for rank, offset in applied.items():
-        if rank in shift:
-            shift[rank] += offset * 1e3
-    first = min(step.actions[0].start + shift[rank] for rank, step in steps.items())
-    return {rank: first - shift[rank] for rank in steps}, estimated, applied
-
-
-def _handoffs(steps, shift):
-    """(sender rank, receiver rank, departure µs, arrival µs) of every hand-off seen from both sides."""
-    sent = {}
-    for rank, step in steps.items():
-        for hand in step.sends:
-            target = hand.stage + 1 if hand.direction == "F" else hand.stage - 1
-            sent[(target, hand.direction, hand.microbatch)] = (rank, hand.start + shift[rank])
-    found = []
-    for rank, step in steps.items():
-        for hand in step.receives:
-            key = (hand.stage, hand.direction, hand.microbatch)
-            if key in sent and sent[key][0] != rank:
-                found.append((sent[key][0], rank, sent[key][1], hand.end + shift[rank]))
-    return found
-
-
-def _causality_broken(steps, shift) -> bool:
-    return any(arrive < depart - CAUSALITY_SLACK_MS * 1e3 for _, _, depart, arrive in _handoffs(steps, shift))
-
-
-def _estimated_offsets(steps, shift) -> dict[int, float]:
-    """Per rank, the offset (ms) that makes hand-offs each way equally long (NTP's estimate), chained from
-    rank 0 through neighbours that exchanged data both ways."""
-    one_way: dict[tuple[int, int], list[float]] = {}
-    for source, target, depart, arrive in _handoffs(steps, {rank: 0.0 for rank in shift} | shift):
-        one_way.setdefault((source, target), []).append(arrive - depart)
-    offsets = {0: 0.0} if 0 in steps else {}
-    changed = True
-    while changed:
-        changed = False
-        for (a, b), there in one_way.items():
-            back = one_way.get((b, a))
-            if back is None or a not in offsets or b in offsets:
-                continue
-            offsets[b] = offsets[a] - (median(there) - median(back)) / 2 / 1e3
-            changed = True
-    return {rank: round(value, 6) for rank, value in offsets.items() if rank != 0}
-
-
 # -- 6. the schedule and the timeline ------------------------------------------------------------------------------
 def _schedule(steps: dict[int, RankStep], name: str) -> Schedule:
     rows = [",".join(str(action.slot) for action in steps[rank].actions) for rank in sorted(steps)]
@@ -482,48 +419,3 @@ def _notes(by_rank, steps, inferred, estimated, applied) -> tuple[str, ...]:
 
 def _name(expected: str | None) -> str:
     return "imported" if expected is None or "\n" in expected or "," in expected else expected
-
-
-def check_order(schedule: Schedule, expected: str) -> str | None:
-    """The first difference between the order read and the schedule it claims to be (a family's name, or a CSV
-    text), drawn on the read schedule's grid with ``<-- here``; None when they are equal. A reference that cannot
-    be built for these sizes is said in words, not raised: the run itself was read."""
-    from ..schedules import FAMILIES, build_schedule
-
-    try:
-        if expected in FAMILIES:
-            family = FAMILIES[expected]
-            chunks = schedule.num_chunks if family.takes_chunks else None
-            reference = build_schedule(expected, schedule.num_ranks, schedule.num_microbatches, chunks)
-        elif "," not in expected and "\n" not in expected:
-            return f"cannot check against {expected!r}: not a family (choose from {', '.join(FAMILIES)}) or a CSV"
-        else:
-            reference = read_csv(expected).schedule
-    except ValueError as error:
-        return f"cannot check against {expected[:40]!r}: {str(error).splitlines()[0]}"
-    if (reference.num_ranks, reference.num_stages) != (schedule.num_ranks, schedule.num_stages):
-        return (
-            f"{schedule.num_ranks} ranks and {schedule.num_stages} stages read; {expected[:40]} has "
-            f"{reference.num_ranks} ranks and {reference.num_stages} stages"
-        )
-    for rank, (read, wanted) in enumerate(zip(schedule.ranks, reference.ranks, strict=True)):
-        for step, (got, want) in enumerate(zip(read, wanted, strict=False)):
-            if not _same(got, want):
-                return schedule.grid(mark={rank: step}, notes={rank: f"{expected} has {want} here"}, max_rows=12)
-        if len(read) != len(wanted):
-            step = max(min(len(read), len(wanted)) - 1, 0)
-            note = f"{len(read)} actions, {expected} has {len(wanted)}"
-            return schedule.grid(mark={rank: step}, notes={rank: note}, max_rows=12)
-    return None
-
-
-def _comparable(schedule: Schedule, expected: str) -> bool:
-    """Whether ``check_order`` compared orders (rather than saying why it could not)."""
-    said = check_order(schedule, expected)
-    return said is None or "<-- here" in said
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, Overlap) or isinstance(b, Overlap):
-        return str(a) == str(b)
-    return a == b
