@@ -12,28 +12,33 @@ read and written under the rules of ``engine.files`` (an output never replaces a
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import NoReturn
 
 from .attribution import attribute_simulated
 from .costs import Costs
-from .files import check_output, output_file, quoted, shown
+from .files import quoted, shown
 from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
-from .model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
 from .options import number_flag as _number
 from .options import read_number
 from .options import whole_flag as _whole
 from .pytorch_csv import read_csv_file
-from .runtime.clocks import CLOCK_CHOICES, CLOCKS
-from .runtime.config import BACKENDS, DEVICES, RunConfig
-from .runtime.interference import ESTIMATORS
+from .runtime.cli import add_run_parser, run_command
 from .runtime.lifetime import Stopped, stop_signals
 from .scale.cli import add_plan_parser, plan_command
 from .schedules import FAMILIES, build_schedule
 from .search.cli import add_search_command, search_command
 from .simulator import simulate
-from .terminal import UsageError, WatchedOutput, bounded, print_json, say, silence_stdout
+from .terminal import (
+    UsageError,
+    WatchedOutput,
+    bounded,
+    check_trace_output,
+    print_json,
+    say,
+    silence_stdout,
+    write_trace,
+)
 from .traces.cli import add_trace_parser, trace_command
 from .validation import ScheduleError, validate
 
@@ -70,17 +75,6 @@ def _inputs(args) -> tuple[str, ...]:
     return tuple(path for path in (getattr(args, "from_csv", None),) if path)
 
 
-def _check_trace(args) -> None:
-    """Fail before the work, not after it, when the trace cannot be written."""
-    if args.trace:
-        check_output(args.trace, inputs=_inputs(args), what="trace")
-
-
-def _write_trace(timeline, args) -> None:
-    with output_file(args.trace, inputs=_inputs(args), what="trace") as handle:
-        json.dump(timeline.to_chrome_trace(), handle)
-
-
 LIMITS = (
     f"limits: ranks ≤ {MAX_RANKS}, micro-batches ≤ {MAX_MICROBATCHES}, chunks ≤ {MAX_CHUNKS},\n"
     f"        ranks × micro-batches × chunks ≤ {MAX_PAIRS:,} (a few seconds and < 1 GB at the limit),\n"
@@ -92,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m engine", description="The pipeline-parallelism lab's engine.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_simulate_parser(commands)
-    _add_run_parser(commands)
+    add_run_parser(commands)
     add_plan_parser(commands)
     add_search_command(commands)
     add_trace_parser(commands)
@@ -129,63 +123,6 @@ def _add_simulate_parser(commands) -> None:
     sim.add_argument("--grid", action="store_true", help="print the rank × step grid")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace")
-
-
-def _add_run_parser(commands) -> None:
-    mlp, gpt = MODEL_DEFAULTS["mlp"], MODEL_DEFAULTS["gpt"]
-    run = commands.add_parser("run", help="execute a schedule on a toy model, measure it, compare with the simulator")
-    run.add_argument("--schedule", choices=list(FAMILIES), default="1f1b", help="schedule family")
-    run.add_argument("--ranks", type=_whole(1, MAX_RANKS), default=4, help="pipeline ranks (devices), p")
-    run.add_argument("--microbatches", type=_whole(1, MAX_MICROBATCHES), default=8, help="micro-batches per step, m")
-    run.add_argument("--chunks", type=_whole(1, MAX_CHUNKS), help="model chunks per rank, v")
-    run.add_argument("--model", choices=MODEL_KINDS, default="mlp", help="toy model")
-    run.add_argument("--layers", type=_whole(1, 10**9), help=f"blocks (default: {mlp['layers']})")
-    run.add_argument(
-        "--hidden", type=_whole(1, 10**9), help=f"width (default: mlp {mlp['hidden']}, gpt {gpt['hidden']})"
-    )
-    run.add_argument(
-        "--batch", type=_whole(1, 10**9), help=f"samples per step (default: mlp {mlp['batch']}, gpt {gpt['batch']})"
-    )
-    run.add_argument("--seq-len", type=_whole(1, 10**9), help=f"tokens per sample (gpt; default {gpt['seq_len']})")
-    run.add_argument("--vocab", type=_whole(1, 10**9), help=f"vocabulary (gpt; default {gpt['vocab']})")
-    run.add_argument("--heads", type=_whole(1, 10**9), help=f"attention heads (gpt; default {gpt['heads']})")
-    run.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    run.add_argument("--seed", type=_whole(0, MAX_SEED), default=0, help="seeds the weights and the data")
-    run.add_argument("--partition", default="balanced", help="balanced, llama3, or blocks per stage like 4,5,5,4")
-    run.add_argument("--backend", choices=BACKENDS, default="emulated")
-    run.add_argument("--device", choices=DEVICES, default="auto")
-    run.add_argument("--recompute", action="store_true", help="keep only stage inputs; re-run forwards")
-    run.add_argument(
-        "--repeats",
-        type=_whole(1, 100),
-        default=3,
-        help="measured steps after the warm-up; each action's estimate (--estimator) is shown, with its spread",
-    )
-    run.add_argument(
-        "--estimator",
-        choices=list(ESTIMATORS),
-        default="min",
-        help="emulated: an action's cost from its repeats — min, its fastest (other work on the machine can only "
-        "slow an action down), or median",
-    )
-    run.add_argument(
-        "--clock",
-        choices=CLOCK_CHOICES,
-        default="auto",
-        help="auto: thread CPU time (CUDA events on a GPU, wall clock when distributed); instructions: "
-        "instructions retired (emulated on the CPU, where Linux's perf_event_open is allowed)",
-    )
-    run.add_argument("--warmup-steps", type=_whole(0, 100), default=1, help="steps run first and not measured")
-    run.add_argument(
-        "--transfer-ms", type=_number(positive=False), help="emulated: set the transfer time (default: measured)"
-    )
-    run.add_argument(
-        "--timeout", type=_number(positive=True), default=30.0, help="distributed: seconds a rank may wait"
-    )
-    run.add_argument("--fail-at", metavar="RANK:ACTION", help=argparse.SUPPRESS)  # failure injection (tests)
-    run.add_argument("--json", action="store_true", help="print one JSON object")
-    run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def _schedule_from(args) -> tuple:
@@ -233,7 +170,7 @@ def _numbers(text: str, flag: str) -> tuple[float, ...]:
 
 
 def simulate_command(args) -> int:
-    _check_trace(args)
+    check_trace_output(args.trace, _inputs(args))
     schedule, reading = _schedule_from(args)
     costs = Costs.parse(
         args.costs,
@@ -255,7 +192,7 @@ def simulate_command(args) -> int:
     if reading is not None:
         summary.update(read=reading.describe(), set_aside=reading.set_aside)
     if args.trace:
-        _write_trace(timeline, args)
+        write_trace(timeline, args.trace, _inputs(args))
     if args.json:
         if args.grid:
             summary["grid"] = schedule.grid()
@@ -285,125 +222,6 @@ def simulate_command(args) -> int:
     if args.trace:
         print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev or chrome://tracing)")
     return 0
-
-
-def _tqdm_progress(enabled: bool):
-    """A progress callback drawn by tqdm on stderr, and the function that closes the bar."""
-    if not enabled:
-        return (lambda done, total, note: None), (lambda: None)
-    from tqdm import tqdm
-
-    bars: list = []
-
-    def progress(done: int, total: int, note: str) -> None:
-        if not bars:
-            bars.append(tqdm(total=total, file=sys.stderr, unit="action", dynamic_ncols=True))
-        bar = bars[0]
-        if bar.total != total:
-            bar.reset(total=total)
-        bar.set_description(note, refresh=False)
-        bar.update(done - bar.n)
-
-    def close() -> None:
-        for bar in bars:
-            bar.close()
-
-    return progress, close
-
-
-def run_command(args) -> int:
-    """Build the experiment from the flags, run it (with a progress bar), then print or write what it measured."""
-    config = _run_config(args)
-    _check_trace(args)
-    from .runtime import run
-
-    progress, close = _tqdm_progress(not args.quiet and not args.json)
-    try:
-        result = run(config, progress=progress)
-    finally:
-        close()
-    if result is None:  # a torchrun rank other than 0
-        return 0
-    if args.trace:
-        _write_trace(result.measured, args)
-    summary = result.summary()
-    if args.json:
-        print_json(summary)
-        return 0
-    _print_run(summary, config)
-    if args.trace:
-        print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev)")
-    return 0
-
-
-def _run_config(args) -> RunConfig:
-    model = ModelConfig(
-        kind=args.model,
-        layers=args.layers,
-        hidden=args.hidden,
-        batch=args.batch,
-        seq_len=args.seq_len,
-        vocab=args.vocab,
-        heads=args.heads,
-        seed=args.seed,
-        dtype=args.dtype,
-    )
-    return RunConfig(
-        family=args.schedule,
-        num_ranks=args.ranks,
-        num_microbatches=args.microbatches,
-        num_chunks=args.chunks,
-        model=model,
-        partition=args.partition,
-        backend=args.backend,
-        device=args.device,
-        recompute=args.recompute,
-        repeats=args.repeats,
-        estimator=args.estimator,
-        clock=args.clock,
-        warmup_steps=args.warmup_steps,
-        transfer_ms=args.transfer_ms,
-        timeout_s=args.timeout,
-        fail_at=args.fail_at,
-    )
-
-
-def _print_run(summary: dict, config: RunConfig) -> None:
-    """A run's summary as lines of text: what ran, the makespan against the prediction, loss and gradients,
-    memory per rank."""
-    model, p = config.model, config.num_ranks
-    print(
-        f"{summary['schedule']} on the {model.kind} ({model.layers} blocks, hidden {model.hidden}), "
-        f"{p} ranks, {config.num_microbatches} micro-batches, {summary['backend']} on {summary['device']}"
-    )
-    for note in summary["notes"]:
-        print(f"  {note}")
-    low, high = summary["makespan_spread"]
-    placed = "from each action's fastest" if summary["estimator"] == "min" else "from each action's median"
-    if config.backend == "distributed":
-        placed = "the step with the median time"
-    print(
-        f"makespan          {summary['makespan']:.3f} ms measured ({placed} of {summary['repeats']} step(s); "
-        f"the steps took {low:.3f}–{high:.3f}), {summary['predicted_makespan']:.3f} ms predicted from the "
-        f"measured costs (error {summary['prediction_error']:+.1%})"
-    )
-    if summary["interference"] is not None and not summary["interference"]["busy"]:  # the notice is in the notes
-        print(f"interference      {summary['interference']['sentence']}")
-    print(f"clock             {summary['clock']}: {CLOCKS[summary['clock']]}")
-    print(
-        f"bubble_fraction   {summary['bubble_fraction']:.4f} measured, "
-        f"{summary['predicted_bubble_fraction']:.4f} predicted"
-    )
-    print(f"loss              {summary['loss']:.6f} (unsplit model: {summary['reference_loss']:.6f})")
-    print(
-        f"max_grad_error    {summary['max_grad_error']:.2e} (largest relative gradient difference from the "
-        f"unsplit model)"
-    )
-    if summary["overhead_fraction"] is not None:
-        print(f"bookkeeping       {summary['overhead_fraction']:.1%} of the step's CPU time outside timed actions")
-    print("rank  peak activation bytes  modelled peak (micro-batches of a rank's share)")
-    for r in range(p):
-        print(f"{r:>4}  {summary['peak_memory_bytes'][r]:>21,}  {summary['peak_memory_model'][r]:g}")
 
 
 COMMANDS = {

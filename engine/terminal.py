@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from .files import QUOTE_LIMIT, quoted
+from .files import QUOTE_LIMIT, check_output, output_file, quoted
 
 JSON_DIGITS = 12
 """Significant digits of the floats --json prints: sums of durations leave crumbs like 22.000000000000007."""
@@ -93,3 +93,15 @@ def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
+
+
+def check_trace_output(path: str | None, inputs: tuple[str, ...] = ()) -> None:
+    """Fail before the work, not after it, when the trace asked for (``--trace``) cannot be written."""
+    if path:
+        check_output(path, inputs=inputs, what="trace")
+
+
+def write_trace(timeline, path: str, inputs: tuple[str, ...] = ()) -> None:
+    """``timeline`` as a Chrome/Perfetto trace at ``path`` (written whole or not at all, never over an input)."""
+    with output_file(path, inputs=inputs, what="trace") as handle:
+        json.dump(timeline.to_chrome_trace(), handle)

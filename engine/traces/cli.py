@@ -7,12 +7,10 @@ that cannot be read is a TraceError (a ValueError): one line, exit status 2.
 
 from __future__ import annotations
 
-import json
 import sys
 
-from ..files import output_file
 from ..options import read_number, read_whole, whole_flag
-from ..terminal import print_json
+from ..terminal import check_trace_output, print_json, write_trace
 from .compare import family_table
 from .imported import ImportedRun, ImportOptions, import_traces
 from .reading import TraceError
@@ -111,14 +109,10 @@ def _bytes_progress(enabled: bool):
 
 
 def _trace(args, progress) -> int:
-    if args.trace:
-        from ..files import check_output
-
-        check_output(args.trace, inputs=tuple(args.files), what="trace")
+    check_trace_output(args.trace, tuple(args.files))
     run = import_traces(args.files, options_from(args), progress=progress)
     if args.trace:
-        with output_file(args.trace, inputs=tuple(args.files), what="trace") as handle:
-            json.dump(run.timeline.to_chrome_trace(), handle)
+        write_trace(run.timeline, args.trace, tuple(args.files))
     summary = run.summary()
     if args.compare:
         own, rows = family_table(run)

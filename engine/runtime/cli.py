@@ -1,0 +1,198 @@
+"""``python -m engine run``: execute a schedule on a toy model, measure it, and compare it with the simulator's
+prediction from the costs it measured (text, or one JSON object; a Perfetto trace with ``--trace``).
+
+Registered by ``engine.cli`` (``add_run_parser`` adds the subcommand, ``run_command`` runs it). PyTorch is
+imported only when a run starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..files import shown
+from ..limits import MAX_CHUNKS, MAX_MICROBATCHES, MAX_RANKS
+from ..model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
+from ..options import number_flag as _number
+from ..options import whole_flag as _whole
+from ..schedules import FAMILIES
+from ..terminal import check_trace_output, print_json, write_trace
+from .clocks import CLOCK_CHOICES, CLOCKS
+from .config import BACKENDS, DEVICES, RunConfig
+from .interference import ESTIMATORS
+
+
+def add_run_parser(commands) -> None:
+    mlp, gpt = MODEL_DEFAULTS["mlp"], MODEL_DEFAULTS["gpt"]
+    run = commands.add_parser("run", help="execute a schedule on a toy model, measure it, compare with the simulator")
+    run.add_argument("--schedule", choices=list(FAMILIES), default="1f1b", help="schedule family")
+    run.add_argument("--ranks", type=_whole(1, MAX_RANKS), default=4, help="pipeline ranks (devices), p")
+    run.add_argument("--microbatches", type=_whole(1, MAX_MICROBATCHES), default=8, help="micro-batches per step, m")
+    run.add_argument("--chunks", type=_whole(1, MAX_CHUNKS), help="model chunks per rank, v")
+    run.add_argument("--model", choices=MODEL_KINDS, default="mlp", help="toy model")
+    run.add_argument("--layers", type=_whole(1, 10**9), help=f"blocks (default: {mlp['layers']})")
+    run.add_argument(
+        "--hidden", type=_whole(1, 10**9), help=f"width (default: mlp {mlp['hidden']}, gpt {gpt['hidden']})"
+    )
+    run.add_argument(
+        "--batch", type=_whole(1, 10**9), help=f"samples per step (default: mlp {mlp['batch']}, gpt {gpt['batch']})"
+    )
+    run.add_argument("--seq-len", type=_whole(1, 10**9), help=f"tokens per sample (gpt; default {gpt['seq_len']})")
+    run.add_argument("--vocab", type=_whole(1, 10**9), help=f"vocabulary (gpt; default {gpt['vocab']})")
+    run.add_argument("--heads", type=_whole(1, 10**9), help=f"attention heads (gpt; default {gpt['heads']})")
+    run.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    run.add_argument("--seed", type=_whole(0, MAX_SEED), default=0, help="seeds the weights and the data")
+    run.add_argument("--partition", default="balanced", help="balanced, llama3, or blocks per stage like 4,5,5,4")
+    run.add_argument("--backend", choices=BACKENDS, default="emulated")
+    run.add_argument("--device", choices=DEVICES, default="auto")
+    run.add_argument("--recompute", action="store_true", help="keep only stage inputs; re-run forwards")
+    run.add_argument(
+        "--repeats",
+        type=_whole(1, 100),
+        default=3,
+        help="measured steps after the warm-up; each action's estimate (--estimator) is shown, with its spread",
+    )
+    run.add_argument(
+        "--estimator",
+        choices=list(ESTIMATORS),
+        default="min",
+        help="emulated: an action's cost from its repeats — min, its fastest (other work on the machine can only "
+        "slow an action down), or median",
+    )
+    run.add_argument(
+        "--clock",
+        choices=CLOCK_CHOICES,
+        default="auto",
+        help="auto: thread CPU time (CUDA events on a GPU, wall clock when distributed); instructions: "
+        "instructions retired (emulated on the CPU, where Linux's perf_event_open is allowed)",
+    )
+    run.add_argument("--warmup-steps", type=_whole(0, 100), default=1, help="steps run first and not measured")
+    run.add_argument(
+        "--transfer-ms", type=_number(positive=False), help="emulated: set the transfer time (default: measured)"
+    )
+    run.add_argument(
+        "--timeout", type=_number(positive=True), default=30.0, help="distributed: seconds a rank may wait"
+    )
+    run.add_argument("--fail-at", metavar="RANK:ACTION", help=argparse.SUPPRESS)  # failure injection (tests)
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _tqdm_progress(enabled: bool):
+    """A progress callback drawn by tqdm on stderr, and the function that closes the bar."""
+    if not enabled:
+        return (lambda done, total, note: None), (lambda: None)
+    from tqdm import tqdm
+
+    bars: list = []
+
+    def progress(done: int, total: int, note: str) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, file=sys.stderr, unit="action", dynamic_ncols=True))
+        bar = bars[0]
+        if bar.total != total:
+            bar.reset(total=total)
+        bar.set_description(note, refresh=False)
+        bar.update(done - bar.n)
+
+    def close() -> None:
+        for bar in bars:
+            bar.close()
+
+    return progress, close
+
+
+def run_command(args) -> int:
+    """Build the experiment from the flags, run it (with a progress bar), then print or write what it measured."""
+    config = _run_config(args)
+    check_trace_output(args.trace)
+    from . import run
+
+    progress, close = _tqdm_progress(not args.quiet and not args.json)
+    try:
+        result = run(config, progress=progress)
+    finally:
+        close()
+    if result is None:  # a torchrun rank other than 0
+        return 0
+    if args.trace:
+        write_trace(result.measured, args.trace)
+    summary = result.summary()
+    if args.json:
+        print_json(summary)
+        return 0
+    _print_run(summary, config)
+    if args.trace:
+        print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev)")
+    return 0
+
+
+def _run_config(args) -> RunConfig:
+    model = ModelConfig(
+        kind=args.model,
+        layers=args.layers,
+        hidden=args.hidden,
+        batch=args.batch,
+        seq_len=args.seq_len,
+        vocab=args.vocab,
+        heads=args.heads,
+        seed=args.seed,
+        dtype=args.dtype,
+    )
+    return RunConfig(
+        family=args.schedule,
+        num_ranks=args.ranks,
+        num_microbatches=args.microbatches,
+        num_chunks=args.chunks,
+        model=model,
+        partition=args.partition,
+        backend=args.backend,
+        device=args.device,
+        recompute=args.recompute,
+        repeats=args.repeats,
+        estimator=args.estimator,
+        clock=args.clock,
+        warmup_steps=args.warmup_steps,
+        transfer_ms=args.transfer_ms,
+        timeout_s=args.timeout,
+        fail_at=args.fail_at,
+    )
+
+
+def _print_run(summary: dict, config: RunConfig) -> None:
+    """A run's summary as lines of text: what ran, the makespan against the prediction, loss and gradients,
+    memory per rank."""
+    model, p = config.model, config.num_ranks
+    print(
+        f"{summary['schedule']} on the {model.kind} ({model.layers} blocks, hidden {model.hidden}), "
+        f"{p} ranks, {config.num_microbatches} micro-batches, {summary['backend']} on {summary['device']}"
+    )
+    for note in summary["notes"]:
+        print(f"  {note}")
+    low, high = summary["makespan_spread"]
+    placed = "from each action's fastest" if summary["estimator"] == "min" else "from each action's median"
+    if config.backend == "distributed":
+        placed = "the step with the median time"
+    print(
+        f"makespan          {summary['makespan']:.3f} ms measured ({placed} of {summary['repeats']} step(s); "
+        f"the steps took {low:.3f}–{high:.3f}), {summary['predicted_makespan']:.3f} ms predicted from the "
+        f"measured costs (error {summary['prediction_error']:+.1%})"
+    )
+    if summary["interference"] is not None and not summary["interference"]["busy"]:  # the notice is in the notes
+        print(f"interference      {summary['interference']['sentence']}")
+    print(f"clock             {summary['clock']}: {CLOCKS[summary['clock']]}")
+    print(
+        f"bubble_fraction   {summary['bubble_fraction']:.4f} measured, "
+        f"{summary['predicted_bubble_fraction']:.4f} predicted"
+    )
+    print(f"loss              {summary['loss']:.6f} (unsplit model: {summary['reference_loss']:.6f})")
+    print(
+        f"max_grad_error    {summary['max_grad_error']:.2e} (largest relative gradient difference from the "
+        f"unsplit model)"
+    )
+    if summary["overhead_fraction"] is not None:
+        print(f"bookkeeping       {summary['overhead_fraction']:.1%} of the step's CPU time outside timed actions")
+    print("rank  peak activation bytes  modelled peak (micro-batches of a rank's share)")
+    for r in range(p):
+        print(f"{r:>4}  {summary['peak_memory_bytes'][r]:>21,}  {summary['peak_memory_model'][r]:g}")
