@@ -168,6 +168,9 @@ class Costs:
     I input-gradient backward, W weight-gradient backward (B = I + W), F&B one overlapped pair (DualPipeV)."""
     comm: float = 0.0
     """Time from the end of an action to the arrival of its output on another rank (same rank: 0)."""
+    hop_comm: tuple[float, ...] | None = None
+    """Optional transfer time per hop, by r: between rank r and rank r + 1 (mod p), both ways — a real cluster's
+    NVLink inside a node and network between nodes. None: ``comm`` for every hop. Not with ``shared_links``."""
     shared_links: bool = False
     """A transfer occupies its link for ``comm``: one at a time per direction between two ranks, first come first
     served (``engine.links``). False: a pure delay, however many cross at once."""
@@ -189,6 +192,10 @@ class Costs:
         _check_resolved("durations", self.durations)
         _check_split(*(self.durations[key] for key in ("B", "I", "W")))
         _check_number("comm", self.comm)
+        for seconds in self.hop_comm or ():
+            _check_number("hop_comm", seconds)
+        if self.hop_comm is not None and self.shared_links:
+            raise ValueError("hop_comm (a time per hop) and shared_links (one comm on every link) do not combine")
         for label in ("w_memory_fraction", "recompute_memory_fraction"):
             value = getattr(self, label)
             if not isinstance(value, (int, float)) or not 0 <= value <= 1:

@@ -286,9 +286,10 @@ class Walk(NamedTuple):
     """The slots in the order they were visited: an order a single process can execute the schedule in."""
 
 
-def walk(schedule: Schedule, slot_durations=None, comm: float = 0.0) -> Walk:
+def walk(schedule: Schedule, slot_durations=None, comm: float | np.ndarray = 0.0) -> Walk:
     """Time every slot: each rank runs its list in order, a slot starts at max(rank free, every input
-    arrived). ``slot_durations`` (per flat slot; None = all zero). Raises ScheduleError on deadlock.
+    arrived). ``slot_durations`` (per flat slot; None = all zero); ``comm`` the transfer time, or one per action
+    (``simulator.hop_delays``). Raises ScheduleError on deadlock.
 
     Because each rank's order is fixed, start times follow from the dependencies alone: the walk visits slots
     in a dependency order and needs no global event queue. A rank that waits for a product whose producer can

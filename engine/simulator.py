@@ -93,6 +93,12 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
     if costs.shared_links and costs.comm > 0:
         starts, ends, depart, arrive = walk_on_links(schedule, slot_durations(schedule, costs), costs.comm)
         transfer_times = (depart, arrive)
+    elif costs.hop_comm is not None:
+        delays = hop_delays(schedule, costs.hop_comm)
+        starts, ends, _ = walk(schedule, slot_durations(schedule, costs), delays)
+        c = compiled(schedule)
+        depart = np.asarray(ends, dtype=float)[c.slot][np.maximum(c.producer_of_neighbour, 0)]
+        transfer_times = (depart, depart + delays)
     else:
         starts, ends, _ = walk(schedule, slot_durations(schedule, costs), costs.comm)
     if ends and not np.isfinite(ends).all():
@@ -107,11 +113,27 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
         ends,
         after,
         source="simulated",
-        comm=costs.comm,
+        comm=max(costs.hop_comm) if costs.hop_comm else costs.comm,
         recompute=recompute_time(schedule, costs),
         memory_peak=peak,
         transfer_times=transfer_times,
     )
+
+
+def hop_delays(schedule: Schedule, hop_comm: tuple[float, ...]) -> np.ndarray:
+    """Per action, the time its neighbour's product takes to arrive: the hop's time between the producer's rank
+    and this one (``Costs.hop_comm``, by the lower rank of r ↔ r + 1 mod p), 0 on the same rank."""
+    c = compiled(schedule)
+    p = schedule.num_ranks
+    if len(hop_comm) != p:
+        raise ValueError(f"hop_comm has {len(hop_comm)} entries but the schedule has {p} ranks (one hop per rank)")
+    source = c.rank[np.maximum(c.producer_of_neighbour, 0)]
+    forward_hop = (source + 1) % p == c.rank
+    backward_hop = (c.rank + 1) % p == source
+    if np.any(c.neighbour_is_remote & ~forward_hop & ~backward_hop):
+        raise ValueError("hop_comm needs every transfer between neighbouring ranks (r and r + 1 mod p)")
+    hop = np.where(forward_hop, source, c.rank)
+    return np.where(c.neighbour_is_remote, np.asarray(hop_comm, dtype=float)[hop], 0.0)
 
 
 def recompute_time(schedule: Schedule, costs: Costs) -> np.ndarray:

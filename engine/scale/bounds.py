@@ -20,9 +20,17 @@ MAX_PARALLEL = 65_536
 MAX_GLOBAL_BATCH = 16_777_216
 """Sequences per step."""
 MAX_GPUS_PER_NODE = 1_024
+MAX_SMS = 4_096
 MAX_PEAK_TFLOPS = 1_000_000.0
 MAX_MEMORY_GB = 1_000_000.0
 MAX_BANDWIDTH_GB_S = 1_000_000.0
+# The least that makes physical sense for a GPU one would plan a pipeline on: below these the step time is a
+# number with hundreds of digits, not a plan (a 2012 Kepler K20 had 3.5 TFLOP/s, 5 GB and 208 GB/s).
+MIN_PEAK_TFLOPS = 1.0
+MIN_MEMORY_GB = 1.0
+MIN_BANDWIDTH_GB_S = 1.0
+MIN_GEMM_SHARE = 0.05
+"""Below 5 % of peak no GEMM worth planning runs."""
 
 
 def real_number(label: str, value, low: float, high: float, *, low_open: bool = True) -> float:

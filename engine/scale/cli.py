@@ -23,12 +23,14 @@ from .request import CUSTOM, CUSTOM_GPU, CUSTOM_MODEL, PlanRequest
 REQUIRED_CUSTOM_MODEL = ("layers", "hidden", "heads", "vocab")
 REQUIRED_CUSTOM_GPU = CUSTOM_GPU[:4]
 LAYOUT = ("tp", "pp", "dp", "cp", "seq", "global_batch", "microbatch_size", "family", "chunks", "split", "recompute",
-          "zero")  # fmt: skip
+          "zero", "gradient_precision", "tp_overlap", "measured")  # fmt: skip
+SWITCHED_OFF = ("sequence_parallel", "flash_attention", "dp_overlap")
+"""Settings on by default: each has a --no-… flag."""
 
 EPILOG = """\
 defaults: Llama 3 405B on H100s as in its 8K pre-training (Llama 3 paper, Table 4): TP 8, PP 16, DP 64,
-          sequence 8,192, global batch 2,048, micro-batch 1, interleaved-1f1b with v = 2, llama3 split,
-          selective recomputation, ZeRO-2; efficiency 0.43.
+          sequence 8,192, global batch 2,048, micro-batch 1, interleaved-1f1b with v = 8 (the paper's chunk
+          rule), llama3 split, no recomputation, ZeRO-2 with FP32 gradients; the H100's calibrated GEMM share.
 limits:   layers ≤ 10,000; one pipeline is simulated: PP × micro-batches × chunks ≤ 131,072.
 """
 
@@ -47,16 +49,18 @@ def add_plan_parser(commands) -> None:
     add_flags(parser.add_argument_group("custom model (with --model custom)"), PlanRequest, CUSTOM_MODEL)
     add_flags(parser, PlanRequest, ("gpu",))
     add_flags(parser.add_argument_group("custom GPU (with --gpu custom)"), PlanRequest, CUSTOM_GPU)
-    add_flags(parser, PlanRequest, ("efficiency",))
     layout = parser.add_argument_group("layout")
     add_flags(layout, PlanRequest, LAYOUT[:4])
     layout.add_argument(
         "--gpus", type=whole_flag(1, 10**9), dest="num_gpus", help="GPUs in all, checked against TP × PP × DP × CP"
     )
     add_flags(layout, PlanRequest, LAYOUT[4:])
-    layout.add_argument(
-        "--no-sequence-parallel", dest="sequence_parallel", action="store_false", default=None, help="TP without SP"
-    )
+    for name in SWITCHED_OFF:
+        option = PlanRequest.option(name)
+        layout.add_argument(
+            "--no-" + option.cli_flag.removeprefix("--"), dest=name, action="store_false", default=None,
+            help=f"without: {option.help}",
+        )  # fmt: skip
     output = parser.add_argument_group("output")
     output.add_argument("--json", action="store_true", help="print one JSON object")
     output.add_argument("--compare", action="store_true", help="add every family at this layout")
@@ -97,8 +101,9 @@ def request_from_flags(args: argparse.Namespace) -> PlanRequest:
         raise ValueError(f"{', '.join(map(_flag, custom_gpu))} describe a custom GPU: add --gpu custom")
     if "family" in given and "chunks" not in given:
         given["chunks"] = DEFAULT_CHUNKS  # the new family's own v, not the preset's
-    if getattr(args, "sequence_parallel", None) is not None:
-        given["sequence_parallel"] = args.sequence_parallel
+    for name in SWITCHED_OFF:
+        if getattr(args, name, None) is not None:
+            given[name] = getattr(args, name)
     if args.num_gpus is not None:
         given["num_gpus"] = args.num_gpus
     return dataclasses.replace(base, **given)
@@ -146,9 +151,9 @@ def describe(result: Plan) -> str:
         f"step time         {result.step_seconds:.3f} s (pipeline {result.pipeline_seconds:.3f} s, then the DP "
         f"all-reduce)",
         f"tokens/s          {result.tokens_per_second:,.0f}",
-        f"MFU               {result.mfu:.1%} (with recomputation {result.hfu:.1%}); all GPUs "
-        f"{result.achieved_flops_per_second / 1e15:,.1f} PFLOP/s ({result.flops_per_second_at_efficiency / 1e15:,.1f} "
-        f"at {result.efficiency:.0%} of peak without bubble or transfers)",
+        f"MFU               {result.mfu:.1%} (with recomputation {result.hfu:.1%}); {result.tflops_per_gpu:,.0f} "
+        f"TFLOP/s per GPU; all GPUs {result.achieved_flops_per_second / 1e15:,.1f} PFLOP/s",
+        f"GEMM share        {result.gpu.gemm_share:.1%} of peak for a large GEMM ({result.gpu.gemm_share_source})",
         f"bubble            {result.bubble_fraction:.1%} (idle / (ranks × pipeline time))",
         f"memory            {result.memory_message}",
         "rank  stages          weights  gradients  optimizer  activations      total  in flight",

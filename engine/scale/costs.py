@@ -1,37 +1,43 @@
-"""Seconds from FLOPs and bytes: each stage's F, I and W on one GPU, the pipeline transfer, the DP all-reduce.
+"""Each stage's F, I and W on one GPU, the pipeline transfers between ranks, and the DP gradient reduction.
 
-Legend as in ``models``: l, h, f, a, k, d, V, s, b; t = TP, c = CP, n = the ranks in a collective.
+Legend as in ``models``; t = TP, c = CP, n = the ranks in a collective.
 
-Compute. A stage's FLOPs (its layers; the output layer's on the last stage; the embedding lookup and the
-loss have no matrix products and count nothing, as in Narayanan et al.'s GEMM count) are split over its t·c
-GPUs and run at peak × efficiency. Per layer and micro-batch, with W_f the weight products and A_f the
-attention scores of the forward (``ModelSpec.layer_flops``):
+Compute: each stage's layers are ``operations.layer_operations`` timed on the roofline (``roofline``); the first
+stage adds the embedding, the last the final norm, the output layer and the loss. Recomputation re-runs forward
+work inside I (Korthikanti et al. 2022 §5): selective, the attention core; full, the whole layer (and its TP
+collectives).
 
-    F = W_f + A_f          I = W_f + 2·A_f (+ recomputation)          W = W_f          B = I + W = 2F
-
-(the input gradient of a product X·M costs one product, its weight gradient another; the attention scores
-have no weights, so both operands' gradients land in I). Recomputation re-runs forward work inside I
-(Korthikanti et al. 2022 §5): full, the whole forward W_f + A_f; selective, the attention core A_f.
-
-Communication inside a layer (Korthikanti et al. 2022 §4.2.2): TP does 2 all-reduces in the forward and 2
-in the backward (with sequence parallelism the same bytes, as all-gathers and reduce-scatters), each of the
-layer's activation, 2·(s/c)·b·h bytes; full recomputation repeats the forward's 2. CP (Llama 3 §3.3.2)
-all-gathers the keys and values in the forward and reduce-scatters their gradients in the backward. Ring
-collectives over n GPUs at bandwidth β: all-reduce 2(n − 1)/n × bytes/β; all-gather or reduce-scatter
-(n − 1)/n × bytes/β. None of it is overlapped with compute here: a pessimistic bound.
+Communication inside a layer (Korthikanti et al. 2022 §4.2.2): TP does 2 all-reduces in the forward and 2 in the
+backward (with sequence parallelism the same bytes, as all-gathers and reduce-scatters), each of the layer's
+activation, T·h·2 bytes. With ``tp_overlap`` a collective hides behind its pass's GEMMs and only the excess shows.
+CP (Llama 3 §3.3.2) all-gathers the keys and values in the forward and reduce-scatters their gradients in the
+backward. Ring collectives over n GPUs at bandwidth β: all-reduce 2(n − 1)/n × bytes/β; all-gather or
+reduce-scatter (n − 1)/n × bytes/β.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from ..costs import Durations, resolved
 from .hardware import GpuSpec
 from .layout import Layout
 from .models import LayerFlops, ModelSpec
+from .operations import (
+    BF16,
+    CATEGORIES,
+    Operation,
+    Shapes,
+    embedding_operations,
+    layer_operations,
+    output_operations,
+)
+from .roofline import pass_seconds
 
-BYTES_PER_VALUE = 2
-"""BF16 activations, weights and gradients."""
+BYTES_PER_VALUE = BF16
+"""BF16 activations and weights."""
 
 
 def all_reduce_seconds(num_bytes: float, ranks: int, bandwidth: float) -> float:
@@ -101,7 +107,9 @@ class StageCosts:
     backward_weight: float
     """W."""
     communication: float
-    """The TP and CP collectives inside F + I, already counted in them."""
+    """The TP and CP collectives inside F + I that show (not hidden behind GEMMs), already counted in them."""
+    breakdown: Mapping[str, float]
+    """F + I + W by ``CATEGORIES``: where the stage's time goes."""
 
     @property
     def backward(self) -> float:
@@ -113,89 +121,141 @@ class StageCosts:
         return resolved({"F": self.forward, "I": self.backward_input, "W": self.backward_weight})
 
 
+@dataclass(frozen=True)
+class Passes:
+    """Seconds of F, I and W by category, for one layer or one stage's extra operations."""
+
+    forward: dict[str, float]
+    input_gradient: dict[str, float]
+    weight_gradient: dict[str, float]
+
+    @classmethod
+    def of(cls, operations: tuple[Operation, ...], gpu: GpuSpec, recomputed: tuple[Operation, ...] = ()) -> Passes:
+        """The three passes; ``recomputed`` operations run their forward again inside I."""
+        input_gradient = pass_seconds(operations, gpu, "input_gradient")
+        for category, seconds in pass_seconds(recomputed, gpu, "forward").items():
+            input_gradient[category] = input_gradient.get(category, 0.0) + seconds
+        return cls(pass_seconds(operations, gpu, "forward"), input_gradient, pass_seconds(operations, gpu, "weight_gradient"))
+
+    def add_collectives(self, category: str, forward: float, backward: float, overlap: bool) -> float:
+        """Add a collective's seconds to F and I (hidden behind the pass's GEMMs with ``overlap``); what shows."""
+        shown = 0.0
+        for seconds, times in ((forward, self.forward), (backward, self.input_gradient)):
+            exposed = max(0.0, seconds - times.get("GEMMs", 0.0)) if overlap else seconds
+            times[category] = times.get(category, 0.0) + exposed
+            shown += exposed
+        return shown
+
+    def totals(self) -> tuple[float, float, float]:
+        return sum(self.forward.values()), sum(self.input_gradient.values()), sum(self.weight_gradient.values())
+
+
+def layer_passes(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> tuple[Passes, float]:
+    """One layer's F, I, W by category (recomputation and collectives in), and the collectives' exposed seconds."""
+    operations = layer_operations(model, layout)
+    recomputed = {"none": (), "selective": tuple(op for op in operations if op.core), "full": operations}
+    passes = Passes.of(operations, gpu, recomputed[layout.recompute])
+    shapes = Shapes.of(model, layout)
+    t, c = layout.tensor_parallel, layout.context_parallel
+    activation = BF16 * shapes.tokens * model.hidden_size
+    tp = 2 * all_reduce_seconds(activation, t, tensor_parallel_bandwidth(gpu, layout))
+    keys_and_values = BF16 * 2 * shapes.keys * shapes.key_value
+    cp = all_gather_seconds(keys_and_values, c, context_parallel_bandwidth(gpu, layout))
+    full = layout.recompute == "full"
+    shown = passes.add_collectives("TP communication", tp, tp * (2 if full else 1), layout.tp_overlap)
+    shown += passes.add_collectives("CP communication", cp, cp * (2 if full else 1), False)
+    return passes, shown
+
+
 def stage_costs(
-    model: ModelSpec, gpu: GpuSpec, layout: Layout, efficiency: float, layers_per_stage: tuple[int, ...]
+    model: ModelSpec, gpu: GpuSpec, layout: Layout, layers_per_stage: tuple[int, ...]
 ) -> tuple[StageCosts, ...]:
-    """F, I, W of every stage on one GPU (see the module docstring for each formula)."""
-    t, c, b = layout.tensor_parallel, layout.context_parallel, layout.microbatch_size
-    s = layout.sequence(model)
-    layer = model.layer_flops(b, s)  # forward of one layer on one micro-batch, whole (not yet split)
-    logits = model.logits_flops(b, s)
-    extra = recomputed_flops(layer, layout.recompute)
-    rate = t * c * gpu.peak_flops * efficiency  # FLOP/s of the stage's t·c GPUs together
-
-    # collectives of one layer, one micro-batch
-    activation = BYTES_PER_VALUE * (s // c) * b * model.hidden_size
-    tp_one = all_reduce_seconds(activation, t, tensor_parallel_bandwidth(gpu, layout))
-    kv_per_gpu = max(model.num_kv_heads // t, 1) * model.head_size
-    keys_and_values = BYTES_PER_VALUE * 2 * s * b * kv_per_gpu
-    cp_one = all_gather_seconds(keys_and_values, c, context_parallel_bandwidth(gpu, layout))
-    forward_comm = 2 * tp_one + cp_one
-    backward_comm = 2 * tp_one + cp_one + (forward_comm if layout.recompute == "full" else 0.0)
-
-    last = len(layers_per_stage) - 1
+    """F, I, W of every stage on one GPU (see the module docstring)."""
+    layer, layer_comm = layer_passes(model, gpu, layout)
+    one_collective = all_reduce_seconds(
+        BF16 * Shapes.of(model, layout).tokens * model.hidden_size,
+        layout.tensor_parallel,
+        tensor_parallel_bandwidth(gpu, layout),
+    )
+    first = Passes.of(embedding_operations(model, layout), gpu)
+    first_comm = first.add_collectives("TP communication", one_collective, 0.0, False)  # vocabulary-parallel lookup
+    last = Passes.of(output_operations(model, layout), gpu)
+    last_comm = last.add_collectives("TP communication", 0.0, one_collective, False)  # the output layer's input
     rows = []
     for stage, count in enumerate(layers_per_stage):
-        output = logits if stage == last else 0.0
-        forward = count * layer.forward + output
-        backward_input = count * (layer.weights + 2 * layer.attention + extra) + output
-        backward_weight = count * layer.weights + output
-        communication = count * (forward_comm + backward_comm)
-        rows.append(
-            StageCosts(
-                stage=stage,
-                layers=count,
-                forward=forward / rate + count * forward_comm,
-                backward_input=backward_input / rate + count * backward_comm,
-                backward_weight=backward_weight / rate,
-                communication=communication,
-            )
-        )
+        parts = [(layer, count)]
+        comm = count * layer_comm
+        if stage == 0:
+            parts.append((first, 1))
+            comm += first_comm
+        if stage == len(layers_per_stage) - 1:
+            parts.append((last, 1))
+            comm += last_comm
+        seconds = [sum(passes.totals()[index] * times for passes, times in parts) for index in range(3)]
+        breakdown = dict.fromkeys(CATEGORIES, 0.0)
+        for passes, times in parts:
+            for pass_ in (passes.forward, passes.input_gradient, passes.weight_gradient):
+                for category, value in pass_.items():
+                    breakdown[category] += value * times
+        rows.append(StageCosts(stage, count, *seconds, communication=comm, breakdown=MappingProxyType(breakdown)))
     return tuple(rows)
 
 
-def step_flops(model: ModelSpec, layout: Layout) -> tuple[float, float]:
+def step_flops(model: ModelSpec, layout: Layout, attention_share: float = 1.0) -> tuple[float, float]:
     """FLOPs of one training step over the global batch: (model, hardware).
 
     Model FLOPs count a forward and a backward (3 passes), what MFU divides by (PaLM's definition, used by
     the Llama 3 paper); hardware FLOPs add the recomputed forward work (Narayanan et al.'s Eq. 3 counts it:
-    with full recomputation and a GPT-style model the two agree exactly)."""
+    with full recomputation and a GPT-style model the two agree exactly). ``attention_share`` counts that share
+    of the s × s square (0.5: only the causal half a causal kernel computes)."""
     s, batch = layout.sequence(model), layout.global_batch
-    layer = model.layer_flops(batch, s)
+    whole = model.layer_flops(batch, s)
+    layer = LayerFlops(whole.weights, whole.attention * attention_share)
     model_flops = 3 * (model.num_layers * layer.forward + model.logits_flops(batch, s))
     return model_flops, model_flops + model.num_layers * recomputed_flops(layer, layout.recompute)
 
 
-# -- transfers between ranks and the DP all-reduce ---------------------------------------------------------------
+# -- transfers between ranks and the DP gradient reduction -------------------------------------------------------
 @dataclass(frozen=True)
 class Transfer:
     """One hand-off between pipeline ranks (an activation forward or its gradient backward)."""
 
     bytes: float
     """s/c × b × h × 2 bytes, divided by TP with sequence parallelism."""
-    seconds: float
-    """Over the slowest hop: the simulator takes one transfer time for all."""
+    hop_seconds: tuple[float, ...]
+    """By r: the time between rank r and rank r + 1 (mod p): NVLink when both sit in one node, else the network."""
     link: str
-    """"NVLink", "inter-node", or "none" (one rank)."""
+    """"NVLink", "inter-node", "NVLink and inter-node", or "none" (one rank)."""
+
+    @property
+    def seconds(self) -> float:
+        """The slowest hop's time."""
+        return max(self.hop_seconds, default=0.0)
 
 
 def pipeline_transfer(model: ModelSpec, gpu: GpuSpec, layout: Layout, placement: str) -> Transfer:
-    """The activation of one micro-batch between neighbouring ranks: NVLink when both ranks sit in one node,
-    else the network; the slowest hop stands for all (the simulator has one transfer time)."""
+    """The activation of one micro-batch between neighbouring ranks, each hop over its own link."""
     divisor = layout.tensor_parallel if layout.sequence_parallel else 1
     size = BYTES_PER_VALUE * layout.sequence_per_gpu(model) * layout.microbatch_size * model.hidden_size / divisor
     hops = pipeline_hops(layout, placement)
     if not hops:
-        return Transfer(size, 0.0, "none")
-    if all(same_node(a, b, gpu, layout) for a, b in hops):
-        return Transfer(size, size / gpu.ring_bandwidth_intra, "NVLink")
-    return Transfer(size, size / gpu.ring_bandwidth_inter, "inter-node")
+        return Transfer(size, (), "none")
+    p = layout.pipeline_parallel
+    inside = [same_node(first, (first + 1) % p, gpu, layout) for first in range(p)]
+    used = {inside[first] for first, _ in hops}
+    link = " and ".join(name for flag, name in ((True, "NVLink"), (False, "inter-node")) if flag in used)
+    seconds = tuple(size / (gpu.ring_bandwidth_intra if flag else gpu.ring_bandwidth_inter) for flag in inside)
+    return Transfer(size, seconds, link)
 
 
 def data_parallel_seconds(parameters_on_gpu: float, gpu: GpuSpec, layout: Layout) -> float:
-    """The gradient all-reduce over DP at the end of the step: ring, 2(n − 1)/n × 2 bytes × parameters /
-    bandwidth. ZeRO-1 and -2 move the same bytes as a reduce-scatter and an all-gather; ZeRO-3 also
-    all-gathers the weights, 1.5× in all (Rajbhandari et al. 2020 §7)."""
-    factor = 1.5 if layout.zero == 3 else 1.0
-    gradient_bytes = BYTES_PER_VALUE * parameters_on_gpu
-    return factor * all_reduce_seconds(gradient_bytes, layout.data_parallel, data_parallel_bandwidth(gpu, layout))
+    """One GPU's gradient reduction over DP, as rings (Rajbhandari et al. 2020 §7): ZeRO-0 all-reduces the
+    gradients, 2(n − 1)/n × G bytes; ZeRO-1 and -2 (and Megatron's distributed optimizer) reduce-scatter them and
+    all-gather the updated BF16 weights, (n − 1)/n × (G + 2Ψ); ZeRO-3 all-gathers the weights once more for the
+    backward, (n − 1)/n × (G + 4Ψ). G = Ψ × the gradient's bytes (FP32 by default, as Megatron and Llama 3 reduce)."""
+    n, bandwidth = layout.data_parallel, data_parallel_bandwidth(gpu, layout)
+    gradients = layout.gradient_bytes * parameters_on_gpu
+    if layout.zero == 0:
+        return all_reduce_seconds(gradients, n, bandwidth)
+    weights = BYTES_PER_VALUE * parameters_on_gpu * (2 if layout.zero == 3 else 1)
+    return all_gather_seconds(gradients + weights, n, bandwidth)

@@ -1,4 +1,4 @@
-"""GPU specs from datasheets, and the achieved efficiency that turns peak FLOP/s into time.
+"""GPU specs from datasheets, and the one calibrated number that turns peak FLOP/s into time.
 
 Units as the datasheets write them: FLOP/s in teraFLOP/s (10¹²), memory in decimal gigabytes (10⁹ bytes),
 bandwidth in GB/s (10⁹ bytes/s). Taking "80 GB" as 80·10⁹ bytes leaves the few GB between that and the HBM's
@@ -15,15 +15,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..limits import whole_number
-from .bounds import MAX_BANDWIDTH_GB_S, MAX_GPUS_PER_NODE, MAX_MEMORY_GB, MAX_PEAK_TFLOPS, real_number
+from .bounds import (
+    MAX_BANDWIDTH_GB_S,
+    MAX_GPUS_PER_NODE,
+    MAX_MEMORY_GB,
+    MAX_PEAK_TFLOPS,
+    MAX_SMS,
+    MIN_BANDWIDTH_GB_S,
+    MIN_GEMM_SHARE,
+    MIN_MEMORY_GB,
+    MIN_PEAK_TFLOPS,
+    real_number,
+)
 
 BYTES_PER_GB = 1e9
 
-DEFAULT_EFFICIENCY = 0.43
-"""Share of peak FLOP/s that one layer's kernels reach, when none is given: 43 %, the best BF16 MFU Llama 3
-405B reached on H100s (Llama 3 paper, Table 4: 8,192 GPUs, 430 TFLOP/s per GPU). That figure is end to end
-(bubble and communication included), so used as a kernel efficiency it makes the plan's own MFU a little
-pessimistic. Narayanan et al. 2021 reached 52 % of an A100's peak for the 1T model (Table 1)."""
+HBM_SHARE = 0.9
+"""Share of the datasheet HBM bandwidth a streaming (element-wise) kernel reaches. A stated constant, not fitted:
+copy and STREAM-triad kernels measure about 87–92 % of the datasheet figure on A100 and H100 (copy-engine
+memcpy tests land lower, about 75 %, but training's element-wise work runs as kernels)."""
+
+# The one calibrated number per GPU: the share of peak a large GEMM's tiles reach, set so that the planner gives
+# one published run's throughput exactly (``engine.scale.published.calibrate``; tests/test_calibration.py
+# recomputes both from the runs and checks these constants).
+A100_GEMM_SHARE = 0.692
+A100_CALIBRATION = "set so that the planner gives Narayanan et al. 2021's 1T run (Table 1) its 163 TFLOP/s per GPU"
+H100_GEMM_SHARE = 0.535
+H100_CALIBRATION = (
+    "set so that the planner gives the Llama 3 paper's 405B run on 8,192 GPUs (Table 4) its 430 TFLOP/s per GPU"
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +62,15 @@ class GpuSpec:
     """NVLink bandwidth per GPU, both directions together, GB/s (see [Note: bandwidth])."""
     internode_gb_s: float
     """Network bandwidth per GPU between nodes, one direction, GB/s."""
+    hbm_gb_s: float = 3_350.0
+    """HBM bandwidth, GB/s (datasheet)."""
+    sm_count: int = 132
+    """Streaming multiprocessors: a GEMM's output tiles run in waves of this many (``engine.scale.roofline``)."""
+    gemm_share: float = 0.6
+    """The one calibrated number: the share of peak a large GEMM's tiles reach (``roofline``). Everything else
+    about time follows from the datasheet figures and each operation's FLOPs, bytes and shape."""
+    gemm_share_source: str = "entered by hand"
+    """Which published run set ``gemm_share`` (``engine.scale.published.calibrate``)."""
     gpus_per_node: int = 8
     """GPUs joined by NVLink in one node."""
     source: str = ""
@@ -49,16 +78,27 @@ class GpuSpec:
 
     def __post_init__(self) -> None:
         who = f"GPU {self.name}"
-        real_number(f"{who}: peak TFLOP/s", self.peak_tflops, 0, MAX_PEAK_TFLOPS)
-        real_number(f"{who}: memory (GB)", self.memory_gb, 0, MAX_MEMORY_GB)
-        real_number(f"{who}: NVLink bandwidth (GB/s)", self.nvlink_gb_s, 0, MAX_BANDWIDTH_GB_S)
-        real_number(f"{who}: inter-node bandwidth (GB/s)", self.internode_gb_s, 0, MAX_BANDWIDTH_GB_S)
+        real_number(f"{who}: peak TFLOP/s", self.peak_tflops, MIN_PEAK_TFLOPS, MAX_PEAK_TFLOPS, low_open=False)
+        real_number(f"{who}: memory (GB)", self.memory_gb, MIN_MEMORY_GB, MAX_MEMORY_GB, low_open=False)
+        for label, value in (
+            ("NVLink bandwidth (GB/s)", self.nvlink_gb_s),
+            ("inter-node bandwidth (GB/s)", self.internode_gb_s),
+            ("HBM bandwidth (GB/s)", self.hbm_gb_s),
+        ):
+            real_number(f"{who}: {label}", value, MIN_BANDWIDTH_GB_S, MAX_BANDWIDTH_GB_S, low_open=False)
+        real_number(f"{who}: GEMM share of peak", self.gemm_share, MIN_GEMM_SHARE, 1.0, low_open=False)
+        whole_number("SMs", self.sm_count, 1, MAX_SMS, who)
         whole_number("GPUs per node", self.gpus_per_node, 1, MAX_GPUS_PER_NODE, who)
 
     @property
     def peak_flops(self) -> float:
         """Peak FLOP/s."""
         return self.peak_tflops * 1e12
+
+    @property
+    def hbm_bytes_per_second(self) -> float:
+        """What a streaming kernel moves per second: the datasheet's HBM bandwidth × ``HBM_SHARE``."""
+        return self.hbm_gb_s * BYTES_PER_GB * HBM_SHARE
 
     @property
     def memory_bytes(self) -> float:
@@ -85,7 +125,12 @@ GPU_PRESETS: dict[str, GpuSpec] = {
             memory_gb=80.0,
             nvlink_gb_s=600.0,
             internode_gb_s=25.0,
-            source="NVIDIA A100 datasheet (BF16 tensor core 312 TFLOPS dense, 80 GB HBM2e, NVLink 600 GB/s); DGX A100: "
+            hbm_gb_s=2_039.0,
+            sm_count=108,
+            gemm_share=A100_GEMM_SHARE,
+            gemm_share_source=A100_CALIBRATION,
+            source="NVIDIA A100 datasheet (BF16 tensor core 312 TFLOPS dense, 80 GB HBM2e, NVLink 600 GB/s); NVIDIA "
+            "'GPU Performance Background User's Guide' (108 SMs, 2,039 GB/s from 80 GB of HBM2); DGX A100: "
             "8 × 200 Gb/s HDR InfiniBand per node (Narayanan et al. 2021 §5), 25 GB/s per GPU",
         ),
         GpuSpec(
@@ -95,8 +140,13 @@ GPU_PRESETS: dict[str, GpuSpec] = {
             memory_gb=80.0,
             nvlink_gb_s=900.0,
             internode_gb_s=50.0,
+            hbm_gb_s=3_352.0,
+            sm_count=132,
+            gemm_share=H100_GEMM_SHARE,
+            gemm_share_source=H100_CALIBRATION,
             source="NVIDIA H100 datasheet (BF16 tensor core 1,979 TFLOPS with sparsity, 989 dense; 80 GB HBM3; NVLink "
-            "900 GB/s); DGX H100: 8 × 400 Gb/s ConnectX-7, the 400 Gbps per GPU Llama 3 trained on (§3.3.1)",
+            "900 GB/s); H100 architecture whitepaper (132 SMs on the SXM5 part, 3,352 GB/s); DGX H100: 8 × 400 Gb/s "
+            "ConnectX-7, the 400 Gbps per GPU Llama 3 trained on (§3.3.1)",
         ),
         GpuSpec(
             "h200",
@@ -105,6 +155,10 @@ GPU_PRESETS: dict[str, GpuSpec] = {
             memory_gb=141.0,
             nvlink_gb_s=900.0,
             internode_gb_s=50.0,
+            hbm_gb_s=4_800.0,
+            sm_count=132,
+            gemm_share=H100_GEMM_SHARE,
+            gemm_share_source=f"the H100's (the same GH100 chip; no published run on H200 calibrates it): {H100_CALIBRATION}",
             source="NVIDIA H200 datasheet (BF16 1,979 TFLOPS with sparsity, 989 dense; 141 GB HBM3e; NVLink 900 GB/s); "
             "DGX H200: 8 × 400 Gb/s ConnectX-7",
         ),
@@ -115,8 +169,13 @@ GPU_PRESETS: dict[str, GpuSpec] = {
             memory_gb=180.0,
             nvlink_gb_s=1800.0,
             internode_gb_s=50.0,
+            hbm_gb_s=8_000.0,
+            sm_count=148,
+            gemm_share=H100_GEMM_SHARE,
+            gemm_share_source=f"assumed the H100's (no published run on B200 calibrates it): {H100_CALIBRATION}",
             source="NVIDIA HGX B200 / DGX B200 specifications (BF16 4.5 PFLOPS with sparsity, 2.25 dense per GPU; "
-            "1,440 GB HBM3e per 8 GPUs = 180 GB; NVLink 5 1.8 TB/s); DGX B200: 8 × 400 Gb/s ConnectX-7",
+            "1,440 GB HBM3e per 8 GPUs = 180 GB; NVLink 5 1.8 TB/s; HBM3e 8 TB/s); 148 SMs as third-party "
+            "die reports give it (not in NVIDIA's sheet); DGX B200: 8 × 400 Gb/s ConnectX-7",
         ),
     )
 }

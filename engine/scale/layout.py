@@ -20,8 +20,18 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 """Activation recomputation (Korthikanti et al. 2022 §5): none; selective (the attention core is re-run,
 as fused attention kernels do); full (only each layer's input is kept, the whole forward is re-run)."""
 ZERO_STAGES = (0, 1, 2, 3)
-"""Optimizer-state sharding over DP (Rajbhandari et al. 2020 §5): 0 none, 1 optimizer states, 2 and the
-gradients, 3 and the weights."""
+"""Optimizer-state sharding over DP (Rajbhandari et al. 2020 §5): 0 none, 1 optimizer states (what Megatron-LM's
+distributed optimizer shards), 2 and the gradients (FSDP without resharding after the forward, as Llama 3), 3 and
+the weights (FSDP's full shard)."""
+ZERO_TITLES = {
+    0: "0: none",
+    1: "1: optimizer states (Megatron's distributed optimizer)",
+    2: "2: and gradients (FSDP, weights kept whole)",
+    3: "3: and weights (FSDP full shard)",
+}
+GRADIENT_PRECISIONS = {"fp32": 4, "bf16": 2}
+"""Bytes per gradient: Megatron-LM keeps FP32 main gradients by default (and reduces them in FP32, as Llama 3 did,
+§3.3.2); BF16 gradients halve both."""
 SPLIT_RULES = ("even", "llama3")
 """How layers are split over stages: as even as possible, or Llama 3's first and last stage one fewer
 (they also hold the embedding and the output layer: Llama 3 paper §3.3.2). Or an explicit list."""
@@ -30,7 +40,8 @@ SPLIT_RULES = ("even", "llama3")
 @dataclass(frozen=True)
 class Layout:
     """One training job's parallel layout. Defaults: Llama 3 405B's 8K pre-training (Llama 3 paper, Table 4,
-    first row), with the interleaved schedule at v = 2."""
+    first row: no activation checkpointing, §3.3.2), with the interleaved schedule at the families' default v = 2
+    (the preset ``llama3-405b-as-trained`` takes the v the paper's chunk rule implies)."""
 
     tensor_parallel: int = 8
     """TP: GPUs that split every layer's matrices (inside a node)."""
@@ -52,7 +63,7 @@ class Layout:
     """v: model chunks per rank, for the families that take it (None: their default, 2)."""
     split: str | tuple[int, ...] = "llama3"
     """"even", "llama3", or layers per stage (p·v entries, stage order)."""
-    recompute: str = "selective"
+    recompute: str = "none"
     """"none", "selective" or "full" (see ``RECOMPUTE_MODES``)."""
     zero: int = 2
     """ZeRO stage over DP, 0–3 (Llama 3's FSDP sharded optimizer states and gradients, and kept the weights
@@ -60,6 +71,17 @@ class Layout:
     sequence_parallel: bool = True
     """Korthikanti et al. 2022's sequence parallelism with TP: norms and dropouts split along the sequence,
     so activations and pipeline transfers divide by TP."""
+    flash_attention: bool = True
+    """Fused attention that never writes the s × s scores (Dao et al. 2022); False: Megatron's 2021 attention, the
+    scores computed in full, softmax and dropout as separate kernels, the s × s tensors kept."""
+    gradient_precision: str = "fp32"
+    """"fp32" (Megatron-LM's main gradients, 4 bytes) or "bf16" (2 bytes); see ``GRADIENT_PRECISIONS``."""
+    tp_overlap: bool = False
+    """TP collectives overlapped with the layer's GEMMs (Transformer Engine's comm-GEMM overlap): only what a
+    collective takes beyond its layer's GEMM time shows."""
+    dp_overlap: bool = True
+    """Each stage's DP gradient reduction starts as soon as its last backward ends (bucketed, as Megatron's
+    overlap-grad-reduce and FSDP do), instead of after the rank's last action."""
     num_gpus: int | None = None
     """The GPUs the job has, if stated; then TP × PP × DP × CP must equal it."""
 
@@ -76,6 +98,8 @@ class Layout:
             raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
         if self.zero not in ZERO_STAGES or isinstance(self.zero, bool):
             raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {self.zero!r}")
+        if self.gradient_precision not in GRADIENT_PRECISIONS:
+            raise ValueError(f"gradient precision must be fp32 or bf16, got {self.gradient_precision!r}")
         if isinstance(self.split, str):
             if self.split not in SPLIT_RULES:
                 raise ValueError(f"split must be even, llama3 or layers per stage like 4,5,5,4; got {self.split!r}")
@@ -117,6 +141,11 @@ class Layout:
         if family is None:
             raise ValueError(f"unknown schedule {self.family!r}; choose one of: {', '.join(FAMILIES)}")
         return family
+
+    @property
+    def gradient_bytes(self) -> int:
+        """Bytes per gradient value (``GRADIENT_PRECISIONS``)."""
+        return GRADIENT_PRECISIONS[self.gradient_precision]
 
     @property
     def gpus_used(self) -> int:

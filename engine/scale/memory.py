@@ -1,28 +1,25 @@
-"""Bytes on one GPU: weights, gradients and optimizer states (with ZeRO), and activations (Korthikanti et al.
-2022) times the micro-batches the simulated schedule keeps in flight.
+"""Bytes on one GPU: weights, gradients and optimizer states as Megatron-LM keeps them (with ZeRO), and the
+activations the layer's operations keep (``operations``) times what the simulated schedule holds in flight.
 
-Legend as in ``models``; t = TP, c = CP, sₗ = s/c the tokens of a sequence on one GPU.
+Model states per parameter Ψ one GPU holds (its stages' parameters over TP), Megatron-LM's default
+(``docs/api-guide/dist_optimizer.md``: "bf16 param, fp32 grads", 18 bytes; "we always use fp32 main
+parameters"): BF16 weights 2Ψ, FP32 main gradients 4Ψ (BF16: 2Ψ), FP32 master weights, Adam's momentum and
+variance 12Ψ. ZeRO over N_d = DP replicas (Rajbhandari et al. 2020 §5): stage 1 divides the optimizer states by
+N_d (Megatron's distributed optimizer: 6 + 12/d bytes, as its table says), stage 2 also the gradients, stage 3
+also the weights.
 
-Model states (Rajbhandari et al. 2020, "ZeRO", §3.1): mixed-precision Adam keeps, per parameter Ψ, BF16
-weights (2Ψ), BF16 gradients (2Ψ) and FP32 master weights, momentum and variance (KΨ, K = 12): 16Ψ bytes.
-ZeRO over N_d = DP replicas (§5): stage 1 divides the optimizer states by N_d (4Ψ + 12Ψ/N_d), stage 2 also
-the gradients (2Ψ + 14Ψ/N_d), stage 3 also the weights (16Ψ/N_d). Ψ here is what one GPU holds: its
-stages' parameters divided by TP.
-
-Activations per transformer layer and micro-batch, bytes (Korthikanti et al. 2022, Table 2), written with
-sₗ for s and the attention scores' s² as sₗ·s (each GPU's queries against every key):
+Activations per transformer layer and micro-batch: what its operations keep for the backward (``operations``,
+checked against torch's own saved tensors in ``tests/test_saved_tensors.py``). For a GPT-3 layer without flash
+attention it is Korthikanti et al. 2022's Table 2 (sₗ = s/c the tokens of a sequence on one GPU):
 
     none,      TP + sequence parallel    sₗbh·34/t + 5·a·sₗ·s·b/t
     none,      TP only                   sₗbh·(10 + 24/t) + 5·a·sₗ·s·b/t
     selective, TP + sequence parallel    sₗbh·34/t
     selective, TP only                   sₗbh·(10 + 24/t)
-    full                                 2·sₗbh   (only the layer's input; the table does not divide it by t)
+    full                                 2·sₗbh (/t with sequence parallelism, which splits the kept input)
 
-With t = c = 1 the first row is Eq. 1, sbh(34 + 5as/h). The table is derived for a GPT-3 layer (GeLU MLP of
-4h, multi-head attention, dropout); for Llama 3's SwiGLU and grouped-query attention it is an estimate.
-Outside the layers (§4.3): the embedding's dropout mask sₗbh/t on the first stage; the final norm's and the
-output projection's inputs, 4·sₗbh/t, and the FP32 logits, 4·sₗ·b·V/t, on the last (without sequence
-parallelism the two inputs are not divided by t).
+plus, beyond the table, the norms' per-token statistics. Outside the layers (§4.3): the embedding's dropout mask
+on the first stage; the final norm's and the output layer's inputs and the FP32 logits on the last.
 
 The schedule decides how many micro-batches each stage holds at once: the simulator's memory model (F adds a
 stage's activations, I frees all but what W still needs, W or B frees the rest) is read from the simulated
@@ -32,6 +29,7 @@ temporary buffers, fragmentation.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,38 +40,27 @@ from ..timeline import Timeline, before_on_rank
 from .costs import BYTES_PER_VALUE
 from .layout import Layout
 from .models import ModelSpec
+from .operations import embedding_operations, layer_operations, output_operations, saved_bytes
 
-ADAM_OPTIMIZER_BYTES = 12
-"""K: FP32 master weights, momentum and variance (Rajbhandari et al. 2020 §3.1)."""
+OPTIMIZER_BYTES = 12
+"""FP32 master weights, Adam's momentum and variance (Rajbhandari et al. 2020 §3.1; Megatron-LM's table)."""
 
 
 # -- activations ------------------------------------------------------------------------------------------------
-def layer_activation_bytes(model: ModelSpec, layout: Layout) -> float:
-    """One transformer layer's stored activations for one micro-batch on one GPU (Korthikanti et al. 2022,
-    Table 2; see the module docstring)."""
-    t, b, h = layout.tensor_parallel, layout.microbatch_size, model.hidden_size
-    s, local = layout.sequence(model), layout.sequence_per_gpu(model)
-    sbh = local * b * h
-    if layout.recompute == "full":
-        return 2.0 * sbh
-    linear = sbh * 34 / t if layout.sequence_parallel else sbh * (10 + 24 / t)
-    scores = 5.0 * model.num_attention_heads * local * s * b / t
-    return linear + (scores if layout.recompute == "none" else 0.0)
+def layer_activation_bytes(model: ModelSpec, layout: Layout, *, statistics: bool = True) -> float:
+    """One transformer layer's kept activations for one micro-batch on one GPU (``operations.saved_bytes``)."""
+    return saved_bytes(layer_operations(model, layout), model, layout, statistics=statistics)
 
 
 def embedding_activation_bytes(model: ModelSpec, layout: Layout) -> float:
-    """The first stage's extra per micro-batch: the embedding dropout mask, sₗbh/t (§4.3)."""
-    sbh = layout.sequence_per_gpu(model) * layout.microbatch_size * model.hidden_size
-    return sbh / layout.tensor_parallel if layout.sequence_parallel else float(sbh)
+    """The first stage's extra per micro-batch: the embedding's dropout mask, if the model has dropout (§4.3)."""
+    return math.fsum(op.saved for op in embedding_operations(model, layout))
 
 
 def output_activation_bytes(model: ModelSpec, layout: Layout) -> float:
-    """The last stage's extra per micro-batch: final norm and projection inputs 4·sₗbh/t, FP32 logits
-    4·sₗ·b·V/t (§4.3)."""
-    t, local, b = layout.tensor_parallel, layout.sequence_per_gpu(model), layout.microbatch_size
-    inputs = 4.0 * local * b * model.hidden_size
-    logits = 4.0 * local * b * model.vocab_size / t
-    return (inputs / t if layout.sequence_parallel else inputs) + logits
+    """The last stage's extra per micro-batch: the final norm's and the output layer's inputs, and the FP32
+    logits 4·sₗ·b·V/t (§4.3)."""
+    return math.fsum(op.saved for op in output_operations(model, layout))
 
 
 def stage_activation_bytes(model: ModelSpec, layout: Layout, layers_per_stage: tuple[int, ...]) -> np.ndarray:
@@ -110,13 +97,13 @@ class ModelStateBytes:
     optimizer: float
 
     @classmethod
-    def of(cls, parameters: float, zero: int, data_parallel: int) -> ModelStateBytes:
-        """Rajbhandari et al. 2020 §5: each ZeRO stage divides one more of the three by N_d = DP."""
-        shard = float(data_parallel)
+    def of(cls, parameters: float, layout: Layout) -> ModelStateBytes:
+        """Megatron-LM's bytes per parameter (the module docstring), each ZeRO stage dividing one more by DP."""
+        zero, shard = layout.zero, float(layout.data_parallel)
         return cls(
             weights=BYTES_PER_VALUE * parameters / (shard if zero >= 3 else 1.0),
-            gradients=BYTES_PER_VALUE * parameters / (shard if zero >= 2 else 1.0),
-            optimizer=ADAM_OPTIMIZER_BYTES * parameters / (shard if zero >= 1 else 1.0),
+            gradients=layout.gradient_bytes * parameters / (shard if zero >= 2 else 1.0),
+            optimizer=OPTIMIZER_BYTES * parameters / (shard if zero >= 1 else 1.0),
         )
 
     @property
@@ -134,13 +121,18 @@ def stage_parameters(model: ModelSpec, layers_per_stage: tuple[int, ...]) -> lis
     return counts
 
 
-def rank_parameters(model: ModelSpec, layout: Layout, schedule: Schedule, per_stage: list[int]) -> list[float]:
-    """Parameters one GPU of each pipeline rank holds: its stages' parameters divided by TP, plus the tied
-    embedding's copy on the rank with the last stage when that is not also the first stage's rank."""
-    held = [0.0] * schedule.num_ranks
-    for stage, count in enumerate(per_stage):
-        held[schedule.rank_of(stage)] += count
-    last_rank = schedule.rank_of(schedule.num_stages - 1)
-    if model.tied_embeddings and last_rank != schedule.rank_of(0):
-        held[last_rank] += model.vocab_size * model.hidden_size
+def stage_gpu_parameters(model: ModelSpec, layout: Layout, schedule: Schedule, per_stage: list[int]) -> list[float]:
+    """Parameters one GPU holds of each stage (its share over TP), with the tied embedding's copy on the last
+    stage when that stage is not on the first stage's rank (Megatron all-reduces the two copies' gradients)."""
+    held = [float(count) for count in per_stage]
+    if model.tied_embeddings and schedule.rank_of(schedule.num_stages - 1) != schedule.rank_of(0):
+        held[-1] += model.vocab_size * model.hidden_size
     return [count / layout.tensor_parallel for count in held]
+
+
+def rank_parameters(model: ModelSpec, layout: Layout, schedule: Schedule, per_stage: list[int]) -> list[float]:
+    """Parameters one GPU of each pipeline rank holds: its stages' shares (``stage_gpu_parameters``)."""
+    held = [0.0] * schedule.num_ranks
+    for stage, count in enumerate(stage_gpu_parameters(model, layout, schedule, per_stage)):
+        held[schedule.rank_of(stage)] += count
+    return held

@@ -73,6 +73,9 @@ class ModelSpec:
     """True when every linear layer has a bias (GPT-3), False for Llama 3."""
     learned_positions: bool = False
     """True for a learned position table of s × h (GPT-3), False for rotary embeddings (Llama 3)."""
+    dropout: bool = False
+    """True when the layer has dropout (GPT-3, Megatron's default 0.1 on attention probabilities and hidden
+    states; masks of one byte are kept for the backward), False for Llama 3 (none)."""
     source: str = ""
     """Where the sizes come from."""
 
@@ -119,6 +122,7 @@ class ModelSpec:
             and self.linear_biases
             and self.tied_embeddings
             and self.learned_positions
+            and self.dropout
         )
 
     # -- parameters -------------------------------------------------------------------------------------------
@@ -219,6 +223,7 @@ def _gpt_style(name: str, title: str, layers: int, hidden: int, heads: int, sour
         norm="layernorm",
         linear_biases=True,
         learned_positions=True,
+        dropout=True,
         source=source,
     )
 
@@ -239,6 +244,20 @@ def _llama3(name: str, title: str, layers: int, hidden: int, ffn: int, heads: in
     )
 
 
+NARAYANAN_TABLE_1_MODELS = (
+    ("1.7b", 1.7, 24, 2304, 24),
+    ("3.6b", 3.6, 32, 3072, 30),
+    ("7.5b", 7.5, 32, 4096, 36),
+    ("18b", 18.4, 48, 6144, 40),
+    ("39b", 39.1, 64, 8192, 48),
+    ("76b", 76.1, 80, 10240, 60),
+    ("145b", 145.6, 96, 12288, 80),
+    ("310b", 310.1, 128, 16384, 96),
+    ("530b", 529.6, 128, 20480, 105),
+    ("1t", 1008.0, 160, 25600, 128),
+)
+"""Narayanan et al. 2021, Table 1: (key, published billions of parameters, heads, hidden size, layers)."""
+
 MODEL_PRESETS: dict[str, ModelSpec] = {
     model.name: model
     for model in (
@@ -251,14 +270,17 @@ MODEL_PRESETS: dict[str, ModelSpec] = {
             source="Brown et al. 2020, 'Language Models are Few-Shot Learners', Table 2.1 (96 layers, d_model 12288, "
             "96 heads, context 2048); vocabulary padded to 51,200 as in Narayanan et al. 2021 §5.1 (174.6B, Table 2)",
         ),
-        _gpt_style(
-            "megatron-1t",
-            "Megatron GPT 1T",
-            layers=128,
-            hidden=25_600,
-            heads=160,
-            source="Narayanan et al. 2021, Table 1, last row (1008.0B parameters, 160 heads, hidden 25600, 128 "
-            "layers; V = 51,200 and s = 2048 for all models, §5.1)",
+        *(
+            _gpt_style(
+                f"megatron-{size}",
+                f"Megatron GPT {size.upper()}",
+                layers=layers,
+                hidden=hidden,
+                heads=heads,
+                source=f"Narayanan et al. 2021, Table 1 ({published}B parameters, {heads} heads, hidden {hidden}, "
+                f"{layers} layers; V = 51,200 and s = 2048 for all models, §5.1)",
+            )
+            for size, published, heads, hidden, layers in NARAYANAN_TABLE_1_MODELS
         ),
         _llama3("llama3-8b", "Llama 3 8B", layers=32, hidden=4_096, ffn=14_336, heads=32),
         _llama3("llama3-70b", "Llama 3 70B", layers=80, hidden=8_192, ffn=28_672, heads=64),
@@ -312,5 +334,6 @@ def custom_model(
         norm="layernorm" if gpt else "rmsnorm",
         linear_biases=gpt,
         learned_positions=gpt,
+        dropout=gpt,
         source="entered by hand",
     )

@@ -17,14 +17,14 @@ import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..costs import Costs
+from collections.abc import Mapping, Sequence
+
+from ..costs import Costs, Durations, resolved
 from ..ir import Schedule
 from ..schedules import FAMILIES, build_schedule
 from ..simulator import simulate
 from ..timeline import Timeline
-from .bounds import real_number
 from .costs import (
-    BYTES_PER_VALUE,
     StageCosts,
     Transfer,
     data_parallel_seconds,
@@ -32,17 +32,19 @@ from .costs import (
     stage_costs,
     step_flops,
 )
-from .hardware import DEFAULT_EFFICIENCY, GpuSpec, gpu_named
+from .hardware import GpuSpec, gpu_named
 from .layout import Layout
 from .memory import (
     ModelStateBytes,
     peak_activation_bytes,
     rank_parameters,
+    stage_gpu_parameters,
     stage_activation_bytes,
     stage_parameters,
 )
 from .models import ModelSpec, model_named, narayanan_flops, narayanan_parameters
 from .presets import layout_preset_named
+from .gradients import gradient_reductions
 from .records import AllReduce, FamilyComparison, RankMemory
 from .torchtitan import torchtitan_toml
 
@@ -54,15 +56,15 @@ class Plan:
     model: ModelSpec
     gpu: GpuSpec
     layout: Layout
-    efficiency: float
-    """Share of peak FLOP/s the layers' kernels reach."""
     schedule: Schedule
     """The family's schedule for one pipeline (p ranks, m micro-batches, v chunks)."""
     timeline: Timeline
     """The simulated pipeline; start and end in seconds."""
     layers_per_stage: tuple[int, ...]
     stage_costs: tuple[StageCosts, ...]
-    """F, I, W per stage, seconds."""
+    """F, I, W per stage from the roofline, seconds (``roofline``)."""
+    measured: tuple[Durations, ...] | None
+    """F, I, W per stage measured on a real run, when given: the simulation then uses these, not the roofline."""
     parameters: int
     """Exact parameter count (``ModelSpec.parameter_count``)."""
     parameters_closed_form: float | None
@@ -123,9 +125,18 @@ class Plan:
         return self.hardware_flops_per_step / self.step_seconds
 
     @property
-    def flops_per_second_at_efficiency(self) -> float:
-        """GPUs × peak × efficiency: the aggregate the efficiency alone gives, before the bubble and transfers."""
-        return self.num_gpus * self.gpu.peak_flops * self.efficiency
+    def tflops_per_gpu(self) -> float:
+        """Model FLOPs per GPU per second, in TFLOP/s (what the Llama 3 paper's Table 4 reports)."""
+        return self.model_flops_per_step / self.num_gpus / self.step_seconds / 1e12
+
+    @property
+    def hardware_tflops_per_gpu(self) -> float:
+        """Hardware FLOPs (recomputation counted) per GPU per second, TFLOP/s (what Narayanan et al. report)."""
+        return self.hardware_flops_per_step / self.num_gpus / self.step_seconds / 1e12
+
+    def time_breakdown(self) -> list[dict[str, float]]:
+        """Per stage, F + I + W of one micro-batch by category (``operations.CATEGORIES``), seconds."""
+        return [dict(row.breakdown) for row in self.stage_costs]
 
     @property
     def bubble_fraction(self) -> float:
@@ -162,7 +173,7 @@ class Plan:
     @cached_property
     def family_table(self) -> tuple[FamilyComparison, ...]:
         """``compare_families`` at this plan's inputs (computed once, on first use)."""
-        return compare_families(self.model, self.gpu, self.layout, self.efficiency)
+        return compare_families(self.model, self.gpu, self.layout, self.measured)
 
     def compare_families(self) -> tuple[FamilyComparison, ...]:
         return self.family_table
@@ -190,8 +201,13 @@ class Plan:
                 "recompute": self.layout.recompute,
                 "zero": self.layout.zero,
                 "sequence_parallel": self.layout.sequence_parallel,
-                "efficiency": self.efficiency,
+                "flash_attention": self.layout.flash_attention,
+                "gradient_precision": self.layout.gradient_precision,
+                "tp_overlap": self.layout.tp_overlap,
+                "dp_overlap": self.layout.dp_overlap,
             },
+            "gemm_share": self.gpu.gemm_share,
+            "gemm_share_source": self.gpu.gemm_share_source,
             "layers_per_stage": list(self.layers_per_stage),
             "stages_per_rank": [list(rank.stages) for rank in self.memory],
             "parameters": self.parameters,
@@ -208,8 +224,15 @@ class Plan:
             "hfu": self.hfu,
             "bubble_fraction": self.bubble_fraction,
             "achieved_flops_per_second": self.achieved_flops_per_second,
-            "flops_per_second_at_efficiency": self.flops_per_second_at_efficiency,
-            "transfer": {"bytes": self.transfer.bytes, "seconds": self.transfer.seconds, "link": self.transfer.link},
+            "tflops_per_gpu": self.tflops_per_gpu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
+            "transfer": {
+                "bytes": self.transfer.bytes,
+                "seconds": self.transfer.seconds,
+                "hop_seconds": list(self.transfer.hop_seconds),
+                "link": self.transfer.link,
+            },
+            "measured_stage_seconds": None if self.measured is None else [dict(row) for row in self.measured],
             "stage_seconds": [
                 {
                     "stage": row.stage,
@@ -218,6 +241,7 @@ class Plan:
                     "backward_input": row.backward_input,
                     "backward_weight": row.backward_weight,
                     "communication": row.communication,
+                    "breakdown": dict(row.breakdown),
                 }
                 for row in self.stage_costs
             ],
@@ -243,23 +267,29 @@ class Plan:
 
 
 def plan(
-    model: ModelSpec | str, gpu: GpuSpec | str, layout: Layout | None = None, efficiency: float | None = None
+    model: ModelSpec | str,
+    gpu: GpuSpec | str,
+    layout: Layout | None = None,
+    measured: Sequence[Mapping[str, float]] | None = None,
 ) -> Plan:
     """Plan ``layout`` (default: Llama 3 405B's 8K layout) for ``model`` on ``gpu`` (specs or preset keys).
+    ``measured``: F, I, W seconds per stage from a real run, simulated instead of the roofline's.
 
     ValueError, with the arithmetic, for a layout that does not multiply out or cannot hold the model."""
     model = model_named(model) if isinstance(model, str) else model
     gpu = gpu_named(gpu) if isinstance(gpu, str) else gpu
     layout = layout or Layout()
-    efficiency = real_number("efficiency", DEFAULT_EFFICIENCY if efficiency is None else efficiency, 0, 1)
     layout.check(model)
     layers = layout.layers_per_stage(model)
     schedule = build_schedule(layout.family, layout.pipeline_parallel, layout.num_microbatches, layout.chunks)
 
-    # time: the stages' F, I, W in seconds, the transfer as comm, one pipeline simulated
-    costs_per_stage = stage_costs(model, gpu, layout, efficiency, layers)
+    # time: the stages' F, I, W in seconds, each hop's transfer, one pipeline simulated
+    costs_per_stage = stage_costs(model, gpu, layout, layers)
+    measured_rows = None if measured is None else _measured_rows(measured, len(layers))
     transfer = pipeline_transfer(model, gpu, layout, schedule.placement)
-    timeline = simulate(schedule, Costs.of(stage_costs=[row.row() for row in costs_per_stage], comm=transfer.seconds))
+    rows = measured_rows or [row.row() for row in costs_per_stage]
+    hops = transfer.hop_seconds or None
+    timeline = simulate(schedule, Costs.of(stage_costs=rows, comm=transfer.seconds, hop_comm=hops))
 
     # memory: model states of each rank's stages, activations × the simulated in-flight count
     per_stage = stage_parameters(model, layers)
@@ -273,11 +303,11 @@ def plan(
         model=model,
         gpu=gpu,
         layout=layout,
-        efficiency=efficiency,
         schedule=schedule,
         timeline=timeline,
         layers_per_stage=layers,
         stage_costs=costs_per_stage,
+        measured=measured_rows,
         parameters=model.parameter_count(),
         parameters_closed_form=(
             narayanan_parameters(model.num_layers, model.hidden_size, model.vocab_size, s) if gpt_style else None
@@ -291,10 +321,22 @@ def plan(
             else None
         ),
         transfer=transfer,
-        allreduce=_allreduce_after_last_action(timeline, gpu, layout, per_rank),
+        allreduce=gradient_reductions(
+            timeline, schedule, gpu, layout, stage_gpu_parameters(model, layout, schedule, per_stage)
+        ),
         memory=memory,
         notes=_plan_notes(model, layout, transfer),
     )
+
+
+def _measured_rows(measured: Sequence[Mapping[str, float]], num_stages: int) -> tuple[Durations, ...]:
+    """Measured F, I, W per stage, one row per stage of the plan (ValueError with the counts otherwise)."""
+    if len(measured) != num_stages:
+        raise ValueError(
+            f"measured costs give {len(measured)} stage(s) but the plan has {num_stages} stages: "
+            "give one F, I, W per stage"
+        )
+    return tuple(resolved(row, measured=True) for row in measured)
 
 
 def _rank_memory(
@@ -317,29 +359,12 @@ def _rank_memory(
             stages=stages_of[r],
             layers=sum(layers[s] for s in stages_of[r]),
             parameters=per_rank[r],
-            **dataclasses.asdict(ModelStateBytes.of(per_rank[r], layout.zero, layout.data_parallel)),
+            **dataclasses.asdict(ModelStateBytes.of(per_rank[r], layout)),
             activations=float(activations[r]),
             peak_microbatches_in_flight=in_flight[r],
             capacity=gpu.memory_bytes,
         )
         for r in range(p)
-    )
-
-
-def _allreduce_after_last_action(
-    timeline: Timeline, gpu: GpuSpec, layout: Layout, per_rank: list[float]
-) -> tuple[AllReduce, ...]:
-    """The DP all-reduce of each rank's gradients, drawn after the rank's last action (a rank's gradients are
-    complete only then)."""
-    last_end = timeline.frame.groupby("rank")["end"].max()
-    return tuple(
-        AllReduce(
-            rank=r,
-            start=float(last_end.get(r, 0.0)),
-            end=float(last_end.get(r, 0.0)) + data_parallel_seconds(per_rank[r], gpu, layout),
-            gradient_bytes=BYTES_PER_VALUE * per_rank[r],
-        )
-        for r in range(layout.pipeline_parallel)
     )
 
 
@@ -369,10 +394,12 @@ def _plan_notes(model: ModelSpec, layout: Layout, transfer: Transfer) -> tuple[s
 def plan_preset(name: str) -> Plan:
     """Plan a published layout (``LAYOUT_PRESETS``) as it stands."""
     preset = layout_preset_named(name)
-    return plan(preset.model, preset.gpu, preset.layout, preset.efficiency)
+    return plan(preset.model, preset.gpu, preset.layout)
 
 
-def compare_families(model: ModelSpec, gpu: GpuSpec, layout: Layout, efficiency: float) -> tuple[FamilyComparison, ...]:
+def compare_families(
+    model: ModelSpec, gpu: GpuSpec, layout: Layout, measured: Sequence[Mapping[str, float]] | None = None
+) -> tuple[FamilyComparison, ...]:
     """Every family at this layout (each with its own chunks: the chosen v for the families that take it,
     their fixed v for the others), sorted by step time among those that fit, then those that do not, then
     those that cannot run it (with the reason)."""
@@ -380,7 +407,8 @@ def compare_families(model: ModelSpec, gpu: GpuSpec, layout: Layout, efficiency:
     for name, family in FAMILIES.items():
         chunks = layout.chunks if family.takes_chunks else None
         try:
-            result = plan(model, gpu, dataclasses.replace(layout, family=name, chunks=chunks), efficiency)
+            changed = dataclasses.replace(layout, family=name, chunks=chunks)
+            result = plan(model, gpu, changed, measured if changed.num_stages == layout.num_stages else None)
         except ValueError as error:
             rows.append(FamilyComparison(name, family.title, chunks, None, None, None, False, str(error)))
             continue

@@ -1,11 +1,29 @@
-"""Whole layouts as published: the seed's own configurations, to check the plan against the papers."""
+"""Whole layouts as published, with what each paper measured: the runs the planner is checked against.
+
+Every value of a preset says where it comes from (``Provenance``): the paper, or the lab — and then why. Two
+papers, each with several runs on one GPU: Narayanan et al. 2021 (Megatron-LM, Table 1, A100s) and the Llama 3
+paper (Table 4, H100s). Each GPU's one calibrated number comes from one run (``CALIBRATION_RUNS``); the other
+runs of the same paper are predictions (``benchmarks/scale.py`` prints them side by side).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .hardware import DEFAULT_EFFICIENCY
 from .layout import Layout
+from .models import NARAYANAN_TABLE_1_MODELS
+
+PAPER, LAB = "paper", "lab"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where one value of a preset comes from."""
+
+    origin: str
+    """``PAPER`` or ``LAB``."""
+    words: str
+    """The paper's place, or the lab's reason."""
 
 
 @dataclass(frozen=True)
@@ -15,99 +33,192 @@ class LayoutPreset:
     name: str
     """Registry key, e.g. "llama3-405b-as-trained"."""
     title: str
-    """How the page names it."""
     model: str
     """A key of ``MODEL_PRESETS``."""
     gpu: str
     """A key of ``GPU_PRESETS``."""
     layout: Layout
-    """The parallel layout."""
-    efficiency: float
-    """Share of peak the layers' kernels reach."""
     source: str
-    """Where the layout comes from."""
+    """Where the layout and the measurement come from."""
+    reported_tflops_per_gpu: float
+    """The paper's TFLOP/s per GPU."""
+    counts_recomputation: bool
+    """True when the paper's FLOPs count the recomputed forward (Narayanan et al.'s Eq. 3), False when they are
+    model FLOPs (the Llama 3 paper's MFU, PaLM's definition)."""
+    attention_counted: float = 1.0
+    """Share of the s × s attention square the paper's FLOPs count: 1 (Narayanan et al.'s appendix, all of it) or
+    0.5 (the causal half)."""
+    provenance: dict[str, Provenance] = field(default_factory=dict, hash=False)
+    """Per setting (``PlanRequest``'s names): from the paper, or the lab's choice and why."""
     notes: tuple[str, ...] = ()
-    """Choices the paper leaves open, and how they were made here."""
-    reported: dict[str, float] = field(default_factory=dict, hash=False)
-    """What the paper measured, to show next to the plan (keys name the quantity and its unit)."""
+
+    @property
+    def paper(self) -> str:
+        return self.source.split(",")[0]
+
+
+# -- Narayanan et al. 2021, Table 1 (A100 80 GB, Selene) --------------------------------------------------------
+NARAYANAN = "Narayanan et al. 2021"
+TABLE_1_SCRIPT = "NVIDIA/Megatron-LM examples/sc21/run_table_1.sh (the script the paper's artifact gives for Table 1)"
+NARAYANAN_RUNS = (  # key, GPUs, TP, PP, batch, TFLOP/s per GPU, micro-batch size, v (from the script)
+    ("1.7b", 32, 1, 1, 512, 137.0, 16, 1),
+    ("3.6b", 64, 2, 1, 512, 138.0, 16, 1),
+    ("7.5b", 128, 4, 1, 512, 142.0, 16, 1),
+    ("18b", 256, 8, 1, 1024, 135.0, 8, 1),
+    ("39b", 512, 8, 2, 1536, 138.0, 4, 1),
+    ("76b", 1024, 8, 4, 1792, 140.0, 2, 3),
+    ("145b", 1536, 8, 8, 2304, 148.0, 2, 2),
+    ("310b", 1920, 8, 16, 2160, 155.0, 1, 2),
+    ("530b", 2520, 8, 35, 2520, 163.0, 1, 3),
+    ("1t", 3072, 8, 64, 3072, 163.0, 1, 1),
+)
+
+
+def _narayanan(key: str, gpus: int, tp: int, pp: int, batch: int, tflops: float, mbs: int, v: int) -> LayoutPreset:
+    dp = gpus // (tp * pp)
+    interleaved = v > 1
+    size = next(published for name, published, *_ in NARAYANAN_TABLE_1_MODELS if name == key)
+    table = Provenance(PAPER, "Table 1")
+    script = Provenance(LAB, f"not in the paper; from {TABLE_1_SCRIPT}")
+    return LayoutPreset(
+        name=f"megatron-{key}",
+        title=f"Megatron GPT {size:g}B ({NARAYANAN}, Table 1, {gpus:,} A100s)",
+        model=f"megatron-{key}",
+        gpu="a100",
+        layout=Layout(
+            tensor_parallel=tp,
+            pipeline_parallel=pp,
+            data_parallel=dp,
+            global_batch=batch,
+            microbatch_size=mbs,
+            family="interleaved-1f1b" if interleaved else "1f1b",
+            chunks=v if interleaved else None,
+            split="even",
+            recompute="full",
+            zero=0,
+            sequence_parallel=False,
+            flash_attention=False,
+            gradient_precision="bf16",
+            dp_overlap=False,
+            num_gpus=gpus,
+        ),
+        source=f"{NARAYANAN}, Table 1: {size:g}B parameters, TP {tp}, PP {pp}, {gpus:,} GPUs, batch {batch:,}, "
+        f"{tflops:g} TFLOP/s per GPU (Eq. 3's FLOPs, recomputation counted)",
+        reported_tflops_per_gpu=tflops,
+        counts_recomputation=True,
+        provenance={
+            "model": table,
+            "gpu": Provenance(PAPER, "§5: 80-GB A100s, 8 per node over NVLink, 8 × 200 Gb/s HDR InfiniBand"),
+            "tp": table,
+            "pp": table,
+            "dp": Provenance(PAPER, f"Table 1: {gpus:,} GPUs / (TP {tp} × PP {pp})"),
+            "global_batch": table,
+            "seq": Provenance(PAPER, "§5.1: s = 2048 for all models"),
+            "microbatch_size": script,
+            "family": Provenance(
+                LAB if not interleaved else PAPER,
+                "§5.1: the interleaved schedule" if interleaved else f"the script interleaves no stage of this run ({TABLE_1_SCRIPT})",
+            ),
+            "chunks": script,
+            "split": Provenance(LAB, "even: every stage the same layers (Megatron's default)"),
+            "recompute": Provenance(PAPER, "Eq. 3 assumes activation recomputation; the script passes "
+                                    "--activations-checkpoint-method uniform (every layer)"),
+            "zero": Provenance(LAB, "2021 Megatron-LM had no distributed optimizer"),
+            "sequence_parallel": Provenance(LAB, "not yet in Megatron-LM in 2021 (Korthikanti et al. 2022)"),
+            "flash_attention": Provenance(LAB, "2021: Megatron's fused scale-mask-softmax, before flash attention"),
+            "gradient_precision": Provenance(LAB, "the script trains in fp16 with 16-bit gradients (--fp16)"),
+            "dp_overlap": Provenance(LAB, "2021 Megatron-LM all-reduced the gradients after the backward"),
+        },
+    )  # fmt: skip
+
+
+# -- The Llama 3 paper, Table 4 (H100 80 GB) ---------------------------------------------------------------------
+LLAMA3 = "Llama Team 2024, 'The Llama 3 Herd of Models'"
+LLAMA3_SLOTS_RULE = (
+    "§3.3.2: 'the first model chunk on the first stage has only the embedding': a chunk is one layer slot, so "
+    "v = (126 layers + the embedding + the output) / 16 ranks = 128 / 16 = 8"
+)
+
+
+LLAMA3_FLOPS_NOTE = (
+    "The paper does not say how it counts attention's FLOPs. The lab counts the causal half of the s × s square "
+    "(the work a causal kernel does), so the 8K and 128K rows are counted alike; counted whole, the 128K row's "
+    "FLOPs would be 40 % larger for the same time."
+)
+LLAMA3_ROW_3_NOTE = (
+    "Table 4's third row prints DP 4, but 16,384 GPUs / (TP 8 × CP 16 × PP 16) = 8, and only DP 8 gives its 16M "
+    "tokens per batch (8 × 16 sequences × 131,072 tokens); the lab takes DP 8."
+)
+
+def _llama3(name: str, title: str, gpus: int, cp: int, dp: int, seq: int, per_dp: int, tflops: float, table_row: str):
+    pp, tp = 16, 8
+    row = Provenance(PAPER, f"Table 4, {table_row}")
+    return LayoutPreset(
+        name=name,
+        title=title,
+        model="llama3-405b",
+        gpu="h100",
+        layout=Layout(
+            tensor_parallel=tp,
+            pipeline_parallel=pp,
+            data_parallel=dp,
+            context_parallel=cp,
+            global_batch=dp * per_dp,
+            microbatch_size=1,
+            seq_length=seq,
+            family="interleaved-1f1b",
+            chunks=(126 + 2) // pp,
+            split="llama3",
+            recompute="none",
+            zero=2,
+            num_gpus=gpus,
+        ),
+        source=f"{LLAMA3}, Table 4, {table_row}: {gpus:,} GPUs, TP {tp}, CP {cp}, PP {pp}, sequence {seq:,}, "
+        f"{per_dp} sequences per DP group, {tflops:g} TFLOP/s per GPU (model FLOPs: BF16 MFU)",
+        reported_tflops_per_gpu=tflops,
+        counts_recomputation=False,
+        attention_counted=0.5,
+        provenance={
+            "model": Provenance(PAPER, "Table 3"),
+            "gpu": Provenance(PAPER, "§3.3.1: H100 80 GB, 8 per server over NVLink, 400 Gbps per GPU"),
+            **dict.fromkeys(("tp", "pp", "cp", "seq"), row),
+            "dp": row if dp * tp * pp * cp == gpus else Provenance(LAB, "see the notes"),
+            "global_batch": Provenance(PAPER, f"Table 4: DP {dp} × {per_dp} sequences per DP group"),
+            "microbatch_size": Provenance(LAB, "not stated; 1 sequence (the batch per DP group is the micro-batches)"),
+            "family": Provenance(PAPER, "§3.3.2: an interleaved schedule (Narayanan et al. 2021)"),
+            "chunks": Provenance(PAPER, LLAMA3_SLOTS_RULE),
+            "split": Provenance(PAPER, "§3.3.2: one layer fewer on the first and the last stage"),
+            "recompute": Provenance(PAPER, "§3.3.2: 'we could pre-train Llama 3 on sequences of 8K tokens without "
+                                    "activation checkpointing'"),
+            "zero": Provenance(PAPER, "§3.3.2: FSDP 'shards optimizer states and gradients, but for model shards we "
+                               "do not reshard after forward computation' (ZeRO-2)"),
+            "gradient_precision": Provenance(PAPER, "§3.3.2: 'FP32 gradient accumulation ... reduce-scatter "
+                                             "gradients in FP32'"),
+            "sequence_parallel": Provenance(LAB, "not stated; Megatron-style TP splits norms along the sequence"),
+            "flash_attention": Provenance(LAB, "not stated; no 2024 run at 8K keeps the s × s scores"),
+            "dp_overlap": Provenance(LAB, "FSDP overlaps its reduce-scatter with the backward"),
+        },
+        notes=(LLAMA3_FLOPS_NOTE, *((LLAMA3_ROW_3_NOTE,) if cp > 1 else ())),
+    )  # fmt: skip
 
 
 LAYOUT_PRESETS: dict[str, LayoutPreset] = {
     preset.name: preset
     for preset in (
-        LayoutPreset(
-            "llama3-405b-as-trained",
-            "Llama 3 405B as trained (8K pre-training, 8,192 H100s)",
-            model="llama3-405b",
-            gpu="h100",
-            layout=Layout(
-                tensor_parallel=8,
-                pipeline_parallel=16,
-                data_parallel=64,
-                context_parallel=1,
-                global_batch=2_048,
-                microbatch_size=1,
-                family="interleaved-1f1b",
-                chunks=2,
-                split="llama3",
-                recompute="selective",
-                zero=2,
-                num_gpus=8_192,
-            ),
-            efficiency=DEFAULT_EFFICIENCY,
-            source="Llama 3 paper, Table 4, first row: 8,192 GPUs, TP 8, CP 1, PP 16, DP 64, sequence 8,192, "
-            "32 sequences per DP group (global batch 2,048 = 16M tokens); §3.3.2: interleaved schedule, one "
-            "layer fewer on the first and last stage, FSDP sharding optimizer states and gradients",
-            notes=(
-                "The paper does not state V (stages per rank); v = 2 is the least interleaving, and with it "
-                "126 + 2 = 128 = 32 stages × 4 layers, so every stage holds 4 layers and the first and last 3.",
-                "Trained at 8K without activation checkpointing but with fused attention, which never stores "
-                "the s × s scores: Korthikanti et al.'s selective row (34sbh/t) counts exactly that.",
-                "The micro-batch size is not stated; 1 sequence of 8,192 tokens is assumed.",
-                "Table 4's other rows load by changing DP, the batch, CP and the sequence: 16,384 GPUs with DP 128 "
-                "and 16 sequences per DP group; 128K context with CP 16, where the table's DP 4 multiplies to "
-                "8 × 16 × 16 × 4 = 8,192 GPUs and 8M tokens, not its 16,384 and 16M (DP 8 gives both).",
-            ),
-            reported={"tflops_per_gpu": 430.0, "mfu": 0.43, "tokens_per_step": 16_777_216.0},
-        ),
-        LayoutPreset(
-            "megatron-1t",
-            "Megatron 1T (Narayanan et al. 2021, Table 1, 3,072 A100s)",
-            model="megatron-1t",
-            gpu="a100",
-            layout=Layout(
-                tensor_parallel=8,
-                pipeline_parallel=64,
-                data_parallel=6,
-                context_parallel=1,
-                global_batch=3_072,
-                microbatch_size=1,
-                family="interleaved-1f1b",
-                chunks=2,
-                split="even",
-                recompute="full",
-                zero=0,
-                num_gpus=3_072,
-            ),
-            efficiency=0.52,
-            source="Narayanan et al. 2021, Table 1, last row: 1008.0B parameters, TP 8, PP 64, 3,072 A100 GPUs, "
-            "batch 3,072, s = 2,048, V = 51,200; 163 teraFLOP/s per GPU, 52 % of peak, 502.0 petaFLOP/s "
-            "aggregate; §5.1: interleaved schedule with the scatter/gather optimization, activation "
-            "recomputation (Eq. 3 counts it)",
-            notes=(
-                "DP = 3,072 / (8 × 64) = 6, so m = 3,072 / (6 × 1) = 512 micro-batches of 1 sequence (the "
-                "micro-batch size of the paper's PTD runs, Table 2).",
-                "v is not stated; v = 2 puts one of the 128 layers on each of the 128 stages.",
-                "The scatter/gather optimization (§4.1) sends bsh/t bytes per hop, as sequence parallelism does; "
-                "with full recomputation every layer stores 2sbh either way.",
-                "52 % is the paper's end-to-end figure (bubble and communication included); used here as the "
-                "kernels' efficiency, the simulated step adds the bubble and the transfers on top.",
-            ),
-            reported={"tflops_per_gpu": 163.0, "share_of_peak": 0.52, "aggregate_pflops": 502.0},
-        ),
+        _llama3("llama3-405b-as-trained", "Llama 3 405B as trained (8K pre-training, 8,192 H100s)",
+                8_192, 1, 64, 8_192, 32, 430.0, "first row"),
+        _llama3("llama3-405b-16k-gpus", "Llama 3 405B on 16,384 H100s (8K)",
+                16_384, 1, 128, 8_192, 16, 400.0, "second row"),
+        _llama3("llama3-405b-128k", "Llama 3 405B at 128K context (CP 16, 16,384 H100s)",
+                16_384, 16, 8, 131_072, 16, 380.0, "third row (DP 8: see the notes)"),
+        *(_narayanan(*row) for row in NARAYANAN_RUNS),
     )
-}
+}  # fmt: skip
 """The published layouts, by key."""
+
+CALIBRATION_RUNS = {"a100": "megatron-1t", "h100": "llama3-405b-as-trained"}
+"""The one published run each GPU's ``gemm_share`` is set from: the largest run of each paper (chosen before any
+comparison was made: the run that exercises pipeline, TP and DP together at the paper's headline size)."""
 
 
 def layout_preset_named(name: str) -> LayoutPreset:

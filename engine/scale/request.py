@@ -1,10 +1,10 @@
-"""What a planned training job is, as one typed request: a model, a GPU, a layout and an efficiency, each
-setting declared once (``engine.options``). The Plan page's URL and widgets and ``python -m engine plan``'s
+"""What a planned training job is, as one typed request: a model, a GPU, a layout and (optionally) measured
+costs, each setting declared once (``engine.options``). The Plan page's URL and widgets and ``python -m engine plan``'s
 flags all derive from these declarations, so a bound is written in one place and both faces show the same
 numbers from one library call: ``PlanRequest(...).resolve()`` → ``plan(*...)``.
 
     /plan?model=llama3-405b&gpu=h100&tp=8&pp=16&dp=64&seq=8192&global_batch=2048&microbatch_size=1
-          &schedule=interleaved-1f1b&chunks=2&split=llama3
+          &schedule=interleaved-1f1b&chunks=8&split=auto
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..costs import Costs
 from ..limits import MAX_CHUNKS, MAX_RANKS
 from ..options import Declared, Option, Text, choose, code_span, declared, real, toggle, whole
 from ..schedules import DEFAULT_CHUNKS, FAMILIES
@@ -27,23 +28,26 @@ from .bounds import (
     MAX_PARALLEL,
     MAX_PEAK_TFLOPS,
     MAX_SEQUENCE,
+    MAX_SMS,
     MAX_VOCAB,
+    MIN_BANDWIDTH_GB_S,
+    MIN_GEMM_SHARE,
+    MIN_MEMORY_GB,
+    MIN_PEAK_TFLOPS,
 )
-from .hardware import DEFAULT_EFFICIENCY, GPU_PRESETS, GpuSpec, gpu_named
-from .layout import RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES, Layout
+from .hardware import GPU_PRESETS, GpuSpec, gpu_named
+from .layout import GRADIENT_PRECISIONS, RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES, ZERO_TITLES, Layout
 from .models import MODEL_PRESETS, MODEL_STYLES, ModelSpec, custom_model, model_named
 from .presets import LAYOUT_PRESETS
 
 CUSTOM = "custom"
-MIN_EFFICIENCY = 0.05
-"""Below 5 % of peak no GPU kernel worth planning runs; it also keeps the step time a readable number."""
-MIN_RATE = 0.1
-"""The least FLOP/s (TFLOP/s), memory (GB) or bandwidth (GB/s) a custom GPU may have: a tenth of a unit."""
+AUTO_SPLIT = "auto"
+"""The split a model's own paper gives: Llama 3's rule for the Llama 3 models, else even."""
 
 
 def _split_parse(text: str) -> str:
     text = text.strip()
-    if text in SPLIT_RULES:
+    if text in SPLIT_RULES or text == AUTO_SPLIT:
         return text
     parts = [part.strip() for part in text.split(",")]
     if len(parts) > MAX_LAYERS or not all(part.isascii() and part.isdigit() for part in parts):
@@ -51,25 +55,44 @@ def _split_parse(text: str) -> str:
     return ",".join(parts)
 
 
-SPLIT = Text(_split_parse, str, f"{', '.join(SPLIT_RULES)} or layers per stage like 3,4,4,3")
+SPLIT = Text(_split_parse, str, f"{AUTO_SPLIT}, {', '.join(SPLIT_RULES)} or layers per stage like 3,4,4,3")
+
+
+def _measured_parse(text: str) -> str:
+    """Measured milliseconds per stage, "F=a:b:…,I=…,W=…" (``Costs.parse``'s per-stage form); checked against the
+    plan's stages when it is resolved."""
+    text = text.strip()
+    if text:
+        Costs.parse(text, num_stages=text.split(",")[0].count(":") + 1, where="the measured costs")
+    return text
+
+
+MEASURED = Text(_measured_parse, str, "milliseconds per stage like F=1.2:1.3,I=1.1:1.2,W=0.9:1.0 (empty: the roofline)")
 
 
 def _whole(key: str, label: str, high: int, help: str = "") -> Option:
     return whole(key, 1, high, label, help)
 
 
-def _rate(key: str, label: str, high: float, help: str) -> Option:
-    return real(key, MIN_RATE, high, label, help)
+def _rate(key: str, label: str, low: float, high: float, help: str) -> Option:
+    return real(key, low, high, label, help)
 
 
 MODELS = {name: model.title for name, model in MODEL_PRESETS.items()}
 GPUS = {name: gpu.title for name, gpu in GPU_PRESETS.items()}
 TITLES = {name: family.title for name, family in FAMILIES.items()}
-EFFICIENCY_LABEL = "Efficiency: share of peak a layer's kernels reach"
-EFFICIENCY_HELP = (
-    f"Default {DEFAULT_EFFICIENCY}: the MFU the Llama 3 paper reports for its 405B pre-training on H100s (Table 4)."
+SPLIT_HELP = (
+    f"{AUTO_SPLIT} (the model's paper: Llama 3's rule for Llama 3, else even), {', '.join(SPLIT_RULES)} (Llama 3: "
+    "first and last stage one layer fewer), or a list like 3,4,4,3"
 )
-SPLIT_HELP = f"{', '.join(SPLIT_RULES)} (Llama 3: first and last stage one layer fewer), or a list like 3,4,4,3"
+GEMM_SHARE_HELP = (
+    "The one calibrated number: the share of peak a large GEMM reaches (the preset GPUs' come from one published "
+    "run each)"
+)
+MEASURED_HELP = (
+    "F, I and W per stage measured on your machine, in milliseconds: simulated instead of the roofline's, to check "
+    "the model against a real run"
+)
 
 
 @dataclass(frozen=True)
@@ -83,10 +106,6 @@ class PlanRequest(Declared):
     )
     gpu: str = declared(
         "h100", choose("gpu", (*GPU_PRESETS, CUSTOM), "GPU", "a datasheet's GPU, or custom", titles=GPUS)
-    )
-    efficiency: float = declared(
-        DEFAULT_EFFICIENCY,
-        real("efficiency", MIN_EFFICIENCY, 1.0, EFFICIENCY_LABEL, EFFICIENCY_HELP, widget="slider", step=0.01),
     )
     tp: int = declared(8, _whole("tp", "TP", MAX_PARALLEL, "tensor parallel"))
     pp: int = declared(16, _whole("pp", "PP (ranks)", MAX_RANKS, "pipeline parallel (ranks)"))
@@ -103,19 +122,34 @@ class PlanRequest(Declared):
         "interleaved-1f1b", choose("schedule", FAMILIES, "Schedule", "schedule family", titles=TITLES)
     )
     chunks: int = declared(
-        DEFAULT_CHUNKS,
-        whole("chunks", 2, MAX_CHUNKS, "Chunks per rank, v", "v, for the families that take it", widget="slider"),
+        8, whole("chunks", 2, MAX_CHUNKS, "Chunks per rank, v", "v, for the families that take it", widget="slider")
     )
-    split: str = declared("llama3", Option("split", SPLIT, "Layers per stage", SPLIT_HELP, widget="text"))
+    split: str = declared(AUTO_SPLIT, Option("split", SPLIT, "Layers per stage", SPLIT_HELP, widget="text"))
     recompute: str = declared(
-        "selective", choose("recompute", RECOMPUTE_MODES, "Recomputation", "activation recomputation", widget="radio")
+        "none", choose("recompute", RECOMPUTE_MODES, "Recomputation", "activation recomputation", widget="radio")
     )
     zero: int = declared(
-        2, choose("zero", ZERO_STAGES, "Optimizer sharding (ZeRO stage)", "ZeRO stage over DP", widget="radio")
-    )
+        2,
+        choose("zero", ZERO_STAGES, "Optimizer sharding (ZeRO stage)", "ZeRO stage over DP", titles=ZERO_TITLES,
+               widget="radio"),
+    )  # fmt: skip
     sequence_parallel: bool = declared(
         True, toggle("sequence_parallel", "Sequence parallelism (with TP)", "TP with sequence parallelism")
     )
+    flash_attention: bool = declared(
+        True, toggle("flash_attention", "Flash attention", "fused attention: no s × s scores kept or written")
+    )
+    gradient_precision: str = declared(
+        "fp32",
+        choose("gradient_precision", tuple(GRADIENT_PRECISIONS), "Gradients", "fp32 (Megatron's main gradients) or "
+               "bf16", widget="radio"),
+    )  # fmt: skip
+    tp_overlap: bool = declared(False, toggle("tp_overlap", "Overlap TP with GEMMs", "hide TP collectives behind GEMMs"))
+    dp_overlap: bool = declared(
+        True, toggle("dp_overlap", "Overlap DP with the backward", "each stage's gradients leave when they are done")
+    )
+    measured: str = declared("", Option("measured", MEASURED, "Measured costs (ms per stage)", MEASURED_HELP,
+                                        widget="text"))  # fmt: skip
     # a custom model (model = "custom")
     layers: int = declared(32, _whole("layers", "Layers", MAX_LAYERS, "transformer layers"))
     hidden: int = declared(4_096, _whole("hidden", "Hidden size h", MAX_HIDDEN, "hidden size h"))
@@ -130,14 +164,26 @@ class PlanRequest(Declared):
     tied_embeddings: bool = declared(False, toggle("tied_embeddings", "Tied embeddings", "output layer = embedding"))
     # a custom GPU (gpu = "custom")
     peak_tflops: float = declared(
-        989.0, _rate("peak_tflops", "Dense BF16 peak (TFLOP/s)", MAX_PEAK_TFLOPS, "dense BF16 peak, TFLOP/s")
+        989.0,
+        _rate("peak_tflops", "Dense BF16 peak (TFLOP/s)", MIN_PEAK_TFLOPS, MAX_PEAK_TFLOPS, "dense BF16 peak, TFLOP/s"),
     )
-    memory_gb: float = declared(80.0, _rate("memory_gb", "Memory (GB)", MAX_MEMORY_GB, "HBM, GB"))
+    memory_gb: float = declared(80.0, _rate("memory_gb", "Memory (GB)", MIN_MEMORY_GB, MAX_MEMORY_GB, "HBM, GB"))
     nvlink_gb_s: float = declared(
-        900.0, _rate("nvlink_gb_s", "NVLink (GB/s)", MAX_BANDWIDTH_GB_S, "NVLink, GB/s (both directions)")
+        900.0,
+        _rate("nvlink_gb_s", "NVLink (GB/s)", MIN_BANDWIDTH_GB_S, MAX_BANDWIDTH_GB_S, "NVLink, GB/s (both directions)"),
     )
     internode_gb_s: float = declared(
-        50.0, _rate("internode_gb_s", "Network per GPU (GB/s)", MAX_BANDWIDTH_GB_S, "network per GPU, GB/s (one way)")
+        50.0,
+        _rate("internode_gb_s", "Network per GPU (GB/s)", MIN_BANDWIDTH_GB_S, MAX_BANDWIDTH_GB_S,
+              "network per GPU, GB/s (one way)"),
+    )  # fmt: skip
+    hbm_gb_s: float = declared(
+        3_352.0, _rate("hbm_gb_s", "HBM (GB/s)", MIN_BANDWIDTH_GB_S, MAX_BANDWIDTH_GB_S, "HBM bandwidth, GB/s")
+    )
+    sm_count: int = declared(132, _whole("sm_count", "SMs", MAX_SMS, "streaming multiprocessors"))
+    gemm_share: float = declared(
+        GPU_PRESETS["h100"].gemm_share,
+        real("gemm_share", MIN_GEMM_SHARE, 1.0, "Large-GEMM share of peak", GEMM_SHARE_HELP, step=0.01),
     )
     gpus_per_node: int = declared(8, _whole("gpus_per_node", "GPUs per node", MAX_GPUS_PER_NODE, "GPUs per node"))
     num_gpus: int | None = None
@@ -151,6 +197,8 @@ class PlanRequest(Declared):
             omitted |= set(CUSTOM_MODEL)
         if self.gpu != CUSTOM:
             omitted |= set(CUSTOM_GPU)
+        if not self.measured:
+            omitted.add("measured")
         return omitted
 
     @classmethod
@@ -174,16 +222,26 @@ class PlanRequest(Declared):
         return cls(
             model=preset.model,
             gpu=preset.gpu,
-            efficiency=preset.efficiency,
             **from_layout | {"seq": layout.seq_length or MODEL_PRESETS[preset.model].seq_length},
             chunks=layout.chunks or DEFAULT_CHUNKS,
             split=split,
         )
 
     # -- to the engine -------------------------------------------------------------------------------------
-    def resolve(self) -> tuple[ModelSpec, GpuSpec, Layout, float]:
-        """The model, GPU, layout and efficiency ``plan()`` takes (ValueError with the arithmetic)."""
-        return self.model_spec(), self.gpu_spec(), self.layout(), self.efficiency
+    def resolve(self) -> tuple[ModelSpec, GpuSpec, Layout, tuple[dict[str, float], ...] | None]:
+        """The model, GPU, layout and measured costs (seconds per stage, or None) ``plan()`` takes (ValueError
+        with the arithmetic)."""
+        layout = self.layout()
+        return self.model_spec(), self.gpu_spec(), layout, self.measured_seconds(layout.num_stages)
+
+    def measured_seconds(self, num_stages: int) -> tuple[dict[str, float], ...] | None:
+        """The measured milliseconds per stage as seconds (None when none are given)."""
+        if not self.measured:
+            return None
+        costs = Costs.parse(self.measured, num_stages=num_stages, where="the plan")
+        if costs.stage_costs is None:  # one value for every stage
+            return tuple({key: costs.durations[key] / 1e3 for key in ("F", "I", "W")} for _ in range(num_stages))
+        return tuple({key: row[key] / 1e3 for key in ("F", "I", "W")} for row in costs.stage_costs)
 
     def model_spec(self) -> ModelSpec:
         if self.model != CUSTOM:
@@ -196,7 +254,11 @@ class PlanRequest(Declared):
         return GpuSpec(CUSTOM, "custom GPU", **self._engine_names({name: name for name in CUSTOM_GPU}))
 
     def layout(self) -> Layout:
-        split = self.split if self.split in SPLIT_RULES else tuple(int(part) for part in self.split.split(","))
+        split: str | tuple[int, ...] = self.split
+        if self.split == AUTO_SPLIT:
+            split = "llama3" if self.model.startswith("llama3") else "even"
+        elif self.split not in SPLIT_RULES:
+            split = tuple(int(part) for part in self.split.split(","))
         chunks = self.chunks if FAMILIES[self.family].takes_chunks else None
         return Layout(**self._engine_names(LAYOUT_ARGUMENTS), split=split, chunks=chunks, num_gpus=self.num_gpus)
 
@@ -215,9 +277,12 @@ LAYOUT_ARGUMENTS = {
     "tp": "tensor_parallel", "pp": "pipeline_parallel", "dp": "data_parallel", "cp": "context_parallel",
     "seq": "seq_length", "global_batch": "global_batch", "microbatch_size": "microbatch_size", "family": "family",
     "recompute": "recompute", "zero": "zero", "sequence_parallel": "sequence_parallel",
+    "flash_attention": "flash_attention", "gradient_precision": "gradient_precision", "tp_overlap": "tp_overlap",
+    "dp_overlap": "dp_overlap",
 }  # fmt: skip
 """Settings → ``Layout``'s fields (the split and v are converted first)."""
 CUSTOM_MODEL = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "style", "tied_embeddings")
-CUSTOM_GPU = ("peak_tflops", "memory_gb", "nvlink_gb_s", "internode_gb_s", "gpus_per_node")
+CUSTOM_GPU = ("peak_tflops", "memory_gb", "nvlink_gb_s", "internode_gb_s", "hbm_gb_s", "sm_count", "gemm_share",
+              "gpus_per_node")  # fmt: skip
 PLAN_KEYS = ("preset", *PlanRequest.url_keys())
 """Every key a Plan link may carry."""

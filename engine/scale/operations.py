@@ -1,0 +1,255 @@
+"""One transformer layer as the kernels a GPU runs: each operation's FLOPs, the bytes it moves through HBM, the
+shape of its matrix products, and the tensors autograd keeps for its backward — for one micro-batch on one GPU.
+
+Legend as in ``models``; t = TP, c = CP; on one GPU: T = b·s/c tokens of a micro-batch; T' = T/t where sequence
+parallelism splits the tokens (norms, dropouts, residual adds; Korthikanti et al. 2022 §4.2.2), else T; q = h/t
+the query width, k' = max(k/t, 1)·d the key (and value) width, f' = f/t, a' = a/t heads.
+
+Time (``roofline``) reads each pass's kernels: a GEMM of m×k by k×n does 2mnk FLOPs and moves at least its two
+operands and its product, 2(mk + kn + mn) bytes in BF16; an element-wise kernel moves what it reads and writes.
+The backward of Y = X·W is two GEMMs, dX = dY·Wᵀ (I) and dW = Xᵀ·dY (W), each as many FLOPs as the forward.
+
+Memory (``saved``) is what autograd keeps between a layer's forward and its backward, each storage once, as the
+layer is built by Megatron-LM with Transformer Engine: the input of every GEMM and norm, the norm's per-token
+statistics, the activation function's input (fused SwiGLU keeps only its input,
+``megatron/core/fusions/fused_bias_swiglu.py``; fused RoPE keeps nothing), dropout masks of one byte, attention's
+Q, K and V as the kernel takes them (one tensor each: with rotary embeddings the product's own Q and K are freed),
+and either flash attention's output and log-sum-exp (FP32) or, without it, the s × s softmax output, its dropout
+mask and dropout output (Korthikanti et al. 2022 §4.1). With sequence
+parallelism a GEMM after an all-gather keeps its input before the gather (T'·h), as Megatron does. Recomputation
+(Korthikanti §5): selective re-runs the attention core, so only its inputs are kept; full keeps the layer input.
+Tests: ``tests/test_saved_tensors.py`` builds these layers in torch and counts what autograd saves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .layout import Layout
+from .models import ModelSpec
+
+BF16, FP32, MASK = 2, 4, 1
+"""Bytes per value: activations and weights, statistics and logits, dropout masks."""
+FLASH_BACKWARD_FACTOR = 2.5
+"""Flash attention's backward runs five matrix products to the forward's two, recomputing the scores (Dao 2023,
+FlashAttention-2, §3.1.2): 2.5 × the forward's FLOPs."""
+CAUSAL_SHARE = 0.5
+"""A causal flash-attention kernel skips the blocks above the diagonal: half the s × s square. Without flash
+attention the scores are computed in full and masked (Megatron's fused scale-mask-softmax)."""
+CATEGORIES = ("GEMMs", "attention", "memory-bound", "TP communication", "CP communication")
+"""Where a stage's time goes, as the Plan page's stacked bar shows it."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel launch: its FLOPs, the HBM bytes it moves, and for a tensor-core kernel its output tiles."""
+
+    flops: float
+    bytes: float
+    tiles: tuple[int, int, int] | None = None
+    """(independent products, rows, columns) of its output, which the GPU's SMs run in waves; None: no tensor cores."""
+
+
+def gemm(m: float, n: float, k: float, count: float = 1) -> Kernel:
+    """``count`` products of an m×k by a k×n matrix: 2mnk FLOPs each; operands and product read or written once."""
+    return Kernel(2.0 * count * m * n * k, BF16 * count * (m * k + k * n + m * n), (int(count), int(m), int(n)))
+
+
+def stream(num_bytes: float) -> Kernel:
+    """An element-wise kernel: bound by the bytes it reads and writes."""
+    return Kernel(0.0, num_bytes)
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of a layer: its kernels in the forward (F), the input gradient (I) and the weight gradient
+    (W), and the bytes autograd keeps for its backward."""
+
+    name: str
+    category: str
+    """One of ``CATEGORIES`` (communication is added by ``roofline``)."""
+    forward: tuple[Kernel, ...]
+    input_gradient: tuple[Kernel, ...]
+    weight_gradient: tuple[Kernel, ...] = ()
+    saved: float = 0.0
+    """Bytes kept for the backward (each storage once across the layer)."""
+    statistics: float = 0.0
+    """Of ``saved``, the per-token statistics (norms' mean and 1/rms, attention's log-sum-exp), which Korthikanti
+    et al. leave out ("small buffers")."""
+    core: bool = False
+    """Part of the attention core that selective recomputation re-runs."""
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The sizes one GPU sees for one micro-batch."""
+
+    tokens: float
+    """T = b·s/c."""
+    split_tokens: float
+    """T' = T/t with sequence parallelism, else T."""
+    keys: float
+    """Keys each query attends over, times b: b·s (CP gathers the whole sequence's keys)."""
+    sequences: int
+    hidden: int
+    query: float
+    key_value: float
+    ffn: float
+    heads: float
+    head_size: int
+    vocab: float
+
+    @classmethod
+    def of(cls, model: ModelSpec, layout: Layout) -> Shapes:
+        t, b = layout.tensor_parallel, layout.microbatch_size
+        tokens = b * layout.sequence_per_gpu(model)
+        return cls(
+            tokens=tokens,
+            split_tokens=tokens / t if layout.sequence_parallel else tokens,
+            keys=b * layout.sequence(model),
+            sequences=b,
+            hidden=model.hidden_size,
+            query=model.hidden_size / t,
+            key_value=max(model.num_kv_heads // t, 1) * model.head_size,
+            ffn=model.ffn_hidden_size / t,
+            heads=model.num_attention_heads / t,
+            head_size=model.head_size,
+            vocab=model.vocab_size / t,
+        )
+
+
+def linear(name: str, tokens: float, outputs: float, inputs: float, saved: float) -> Operation:
+    """Y (tokens × outputs) = X (tokens × inputs) · W: F one GEMM, I dX = dY·Wᵀ, W dW = Xᵀ·dY."""
+    return Operation(
+        name,
+        "GEMMs",
+        forward=(gemm(tokens, outputs, inputs),),
+        input_gradient=(gemm(tokens, inputs, outputs),),
+        weight_gradient=(gemm(inputs, outputs, tokens),),
+        saved=saved,
+    )
+
+
+def norm(name: str, model: ModelSpec, shapes: Shapes) -> Operation:
+    """LayerNorm or RMSNorm on T' tokens: reads and writes T'·h; keeps its input and per-token statistics (mean
+    and 1/σ for LayerNorm, 1/rms for RMSNorm, FP32). Its backward reads the gradient and the input, writes one."""
+    size = shapes.split_tokens * shapes.hidden * BF16
+    statistics = shapes.split_tokens * FP32 * (2 if model.norm == "layernorm" else 1)
+    return Operation(name, "memory-bound", (stream(2 * size),), (stream(3 * size),), saved=size + statistics,
+                     statistics=statistics)  # fmt: skip
+
+
+def residual(name: str, model: ModelSpec, shapes: Shapes) -> Operation:
+    """The residual add, with the dropout before it when the model has dropout (Megatron's fused
+    bias-dropout-add keeps a one-byte mask)."""
+    size = shapes.split_tokens * shapes.hidden
+    mask = size * MASK if model.dropout else 0.0
+    return Operation(name, "memory-bound", (stream(3 * BF16 * size + mask),), (stream(2 * BF16 * size + mask),),
+                     saved=mask)  # fmt: skip
+
+
+def attention_core(model: ModelSpec, layout: Layout, shapes: Shapes) -> list[Operation]:
+    """Softmax(Q·Kᵀ)·V over a' heads; Q, K and V are kept by whoever runs the core (see ``layer_operations``)."""
+    b, T, a, d = shapes.sequences, shapes.tokens, shapes.heads, shapes.head_size
+    keys = shapes.keys / b  # keys per sequence
+    q_bytes, kv_bytes = BF16 * T * shapes.query, BF16 * shapes.keys * shapes.key_value
+    if layout.flash_attention:
+        work = 4.0 * T * keys * shapes.query * CAUSAL_SHARE  # Q·Kᵀ and P·V, b sequences together
+        statistics = FP32 * T * a  # log-sum-exp per query and head
+        forward = Kernel(work, 2 * q_bytes + 2 * kv_bytes + statistics, (int(b * a), int(T / b), d))
+        backward = Kernel(FLASH_BACKWARD_FACTOR * work, 4 * q_bytes + 4 * kv_bytes + statistics, forward.tiles)
+        # keeps its output (which the projection also keeps: one storage) and the log-sum-exp
+        return [Operation("flash attention", "attention", (forward,), (backward,), saved=q_bytes + statistics,
+                          statistics=statistics, core=True)]  # fmt: skip
+    scores = b * a * (T / b) * keys  # s × s per head and sequence (s/c × s under CP)
+    dropout = model.dropout
+    queries = T / b
+    return [
+        Operation("scores Q·Kᵀ", "attention", (gemm(queries, keys, d, b * a),),
+                  (gemm(queries, d, keys, b * a), gemm(keys, d, queries, b * a)), core=True),
+        Operation("softmax", "memory-bound", (stream(2 * BF16 * scores),), (stream(3 * BF16 * scores),),
+                  saved=BF16 * scores, core=True),
+        *([Operation("attention dropout", "memory-bound", (stream((2 * BF16 + MASK) * scores),),
+                     (stream((2 * BF16 + MASK) * scores),), saved=(BF16 + MASK) * scores, core=True)]
+          if dropout else []),
+        Operation("probabilities · V", "attention", (gemm(queries, d, keys, b * a),),
+                  (gemm(queries, keys, d, b * a), gemm(keys, d, queries, b * a)), core=True),
+    ]  # fmt: skip
+
+
+def layer_operations(model: ModelSpec, layout: Layout) -> tuple[Operation, ...]:
+    """Every operation of one transformer layer, in forward order (recomputation not yet applied: ``saved_bytes``
+    and ``roofline`` apply it)."""
+    sh = Shapes.of(model, layout)
+    T, h, q, kv, f = sh.tokens, sh.hidden, sh.query, sh.key_value, sh.ffn
+    qkv = q + 2 * kv
+    split_input = BF16 * sh.split_tokens * h  # a GEMM after an all-gather keeps the pre-gather input
+    rope = []
+    kept_qkv = BF16 * T * qkv  # Q, K and V, which the attention core keeps (its inputs: kept under selective too)
+    if not model.learned_positions:  # rotary embedding: new Q and K replace the product's (fused: keeps nothing)
+        rope_bytes = BF16 * T * (q + kv)
+        rope = [Operation("rotary embedding", "memory-bound", (stream(2 * rope_bytes),), (stream(2 * rope_bytes),))]
+    gated = 2 if model.gated_mlp else 1
+    activation_in = BF16 * T * gated * f
+    activation = Operation(
+        "SwiGLU" if model.gated_mlp else "GeLU",
+        "memory-bound",
+        (stream(activation_in + BF16 * T * f),),
+        (stream(activation_in + BF16 * T * f + activation_in),),
+        saved=activation_in,
+    )
+    return (
+        norm("norm 1", model, sh),
+        linear("QKV projection", T, qkv, h, saved=split_input + kept_qkv),
+        *rope,
+        *attention_core(model, layout, sh),
+        linear("output projection", T, h, q, saved=0.0 if layout.flash_attention else BF16 * T * q),
+        residual("residual 1", model, sh),
+        norm("norm 2", model, sh),
+        linear("MLP in" + (" (gate and up)" if model.gated_mlp else ""), T, gated * f, h, saved=split_input),
+        activation,
+        linear("MLP out", T, h, f, saved=BF16 * T * f),
+        residual("residual 2", model, sh),
+    )
+
+
+def saved_bytes(operations: tuple[Operation, ...], model: ModelSpec, layout: Layout, *, statistics=True) -> float:
+    """Bytes one layer keeps for one micro-batch under the layout's recomputation (``statistics=False``: without
+    the per-token statistics, as Korthikanti et al. count). Selective recomputation drops what the attention core
+    keeps beyond its inputs; full keeps only the layer's input, T'·h (Korthikanti Table 2's 2sbh, divided by t
+    when sequence parallelism splits that input)."""
+    if layout.recompute == "full":
+        return BF16 * Shapes.of(model, layout).split_tokens * model.hidden_size
+    kept = [op for op in operations if not (layout.recompute == "selective" and op.core)]
+    total = sum(op.saved - (0.0 if statistics else op.statistics) for op in kept)
+    if layout.recompute == "selective" and layout.flash_attention:  # the projection now keeps the core's output
+        total += BF16 * Shapes.of(model, layout).tokens * model.hidden_size / layout.tensor_parallel
+    return total
+
+
+def embedding_operations(model: ModelSpec, layout: Layout) -> tuple[Operation, ...]:
+    """The first stage's extra: the token lookup (and learned positions) writes T'·h; dropout keeps a mask."""
+    sh = Shapes.of(model, layout)
+    size = BF16 * sh.split_tokens * sh.hidden
+    mask = MASK * sh.split_tokens * sh.hidden if model.dropout else 0.0
+    return (Operation("embedding", "memory-bound", (stream(2 * size + mask),), (stream(2 * size + mask),), saved=mask),)
+
+
+def output_operations(model: ModelSpec, layout: Layout) -> tuple[Operation, ...]:
+    """The last stage's extra: the final norm, the output GEMM over the vocabulary (V/t per GPU) and the
+    cross-entropy, which keeps the logits in FP32 (Korthikanti et al. 2022 §4.3: 4·s·b·V/t)."""
+    sh = Shapes.of(model, layout)
+    logits = sh.tokens * sh.vocab
+    return (
+        norm("final norm", model, sh),
+        linear("output layer", sh.tokens, sh.vocab, sh.hidden, saved=BF16 * sh.split_tokens * sh.hidden),
+        Operation("cross-entropy", "memory-bound", (stream((BF16 + FP32) * logits),),
+                  (stream((FP32 + BF16) * logits),), saved=FP32 * logits),
+    )  # fmt: skip
+
+
+def operation_flops(operations: tuple[Operation, ...]) -> float:
+    """FLOPs of one forward of these operations (what ``ModelSpec.layer_flops`` counts, attention causal-halved
+    when flash attention skips the masked blocks)."""
+    return math.fsum(kernel.flops for op in operations for kernel in op.forward)
