@@ -24,7 +24,7 @@ from engine.scale import (
     plan,
     plan_preset,
 )
-from engine.scale.costs import all_reduce_seconds, data_parallel_seconds, pipeline_transfer, stage_costs, step_flops
+from engine.scale.costs import step_flops
 from engine.scale.memory import ModelStateBytes, layer_activation_bytes
 from engine.scale.models import custom_model
 from engine.scale.torchtitan import torchtitan_toml
@@ -99,11 +99,8 @@ def test_eq3_for_megatron_1t_and_the_aggregate_at_52_percent(megatron_1t):
     assert megatron_1t.hardware_flops_per_step == pytest.approx(by_hand, rel=1e-12)
     three_passes = 72 * B * s * L * h**2 + 12 * B * s**2 * L * h + 6 * B * s * h * v
     assert megatron_1t.model_flops_per_step == pytest.approx(three_passes)
-    at_52 = 3072 * 312e12 * 0.52
-    assert megatron_1t.flops_per_second_at_efficiency == pytest.approx(at_52)
-    assert abs(at_52 / 1e15 - 502.0) / 502.0 < 0.01  # 498.4 PF/s next to the paper's 502.0
-    # the simulated step adds the bubble and the transfers: below the efficiency alone, above half of it
-    assert 0.5 * at_52 < megatron_1t.achieved_flops_per_second < at_52
+    # calibrated on this run (163 TFLOP/s per GPU): the aggregate is the paper's 502.0 PF/s within its rounding
+    assert megatron_1t.achieved_flops_per_second / 1e15 == pytest.approx(502.0, rel=0.005)
 
 
 def test_model_flops_are_three_passes_and_recomputation_adds_its_forward():
@@ -119,109 +116,36 @@ def test_model_flops_are_three_passes_and_recomputation_adds_its_forward():
         assert got == pytest.approx((model_flops, model_flops + extra), rel=1e-12)
 
 
-# -- per-stage durations -----------------------------------------------------------------------------------------------
-def test_stage_seconds_from_flops_by_hand():
-    model = small_model(layers=8)
-    layout = small_layout(tensor_parallel=1, pipeline_parallel=4, data_parallel=1, global_batch=4, recompute="none")
-    b, s, h, f, v = 1, 2048, 1024, 4096, 32_000
-    rate = H100.peak_flops * 0.5
-    weights = 2 * b * s * (4 * h * h + 2 * h * f)  # QKV + output projection + two MLP matrices
-    attention = 4 * b * s * s * h
-    rows = stage_costs(model, H100, layout, 0.5, (2, 2, 2, 2))
-    middle, last = rows[1], rows[-1]
-    assert middle.forward == pytest.approx(2 * (weights + attention) / rate)
-    assert middle.backward_input == pytest.approx(2 * (weights + 2 * attention) / rate)
-    assert middle.backward_weight == pytest.approx(2 * weights / rate)
-    assert middle.backward == pytest.approx(2 * middle.forward)  # B = 2F
-    logits = 2 * b * s * h * v
-    assert last.forward - middle.forward == pytest.approx(logits / rate)
-    assert middle.communication == 0  # TP 1, CP 1: nothing to exchange
-    for recompute, extra in (("selective", attention), ("full", weights + attention)):  # + re-run forward work
-        again = stage_costs(model, H100, dataclasses.replace(layout, recompute=recompute), 0.5, (2, 2, 2, 2))[1]
-        assert again.backward_input - middle.backward_input == pytest.approx(2 * extra / rate)
-
-
-def test_tensor_parallel_all_reduces_inside_a_layer():
-    model = small_model(layers=8)
-    layout = small_layout(tensor_parallel=4, pipeline_parallel=2, data_parallel=1, global_batch=2)
-    s, b, h, t = 2048, 1, 1024, 4
-    one = 2 * (t - 1) / t * (2 * s * b * h) / (H100.nvlink_gb_s / 2 * 1e9)  # ring all-reduce over NVLink, one way
-    row = stage_costs(model, H100, layout, 0.5, (4, 4))[0]
-    assert row.communication == pytest.approx(4 * (2 * one + 2 * one))  # 4 layers × (2 forward + 2 backward)
-
-
-def test_pipeline_transfer_bytes_and_link():
-    model = MODEL_PRESETS["llama3-405b"]
-    across_nodes = pipeline_transfer(model, H100, Layout(), "loop")  # TP 8: every pipeline rank is a node
-    assert across_nodes.bytes == 8192 * 1 * 16384 * 2 / 8
-    assert across_nodes.link == "inter-node" and across_nodes.seconds == pytest.approx(across_nodes.bytes / 50e9)
-    one_node = pipeline_transfer(model, H100, small_layout(tensor_parallel=2, pipeline_parallel=4), "loop")
-    assert one_node.link == "NVLink" and one_node.seconds == pytest.approx(one_node.bytes / 450e9)
-    no_sp = pipeline_transfer(model, H100, Layout(sequence_parallel=False), "loop")
-    assert no_sp.bytes == 8 * across_nodes.bytes
-
-
-def test_data_parallel_all_reduce_is_a_ring():
-    layout = Layout()
-    seconds = data_parallel_seconds(3e9, H100, layout)
-    assert seconds == pytest.approx(2 * 63 / 64 * (2 * 3e9) / 50e9)
-    assert all_reduce_seconds(1e9, 1, 1e9) == 0
-    assert data_parallel_seconds(3e9, H100, dataclasses.replace(layout, zero=3)) == pytest.approx(1.5 * seconds)
-
-
-# -- activations: Korthikanti et al. 2022 Table 2 ----------------------------------------------------------------------
-@pytest.mark.parametrize("t", [1, 8])
-def test_activation_bytes_are_table_2(t):
-    model = MODEL_PRESETS["gpt3-175b"]
-    s, b, h, a = 2048, 1, 12_288, 96
-    assert 5 * a * s / h == 80  # §5: "for GPT-3 ... 5as/h = 80"
-    table_2 = {
-        ("none", True): s * b * h * (34 / t + 5 * a * s / (h * t)),
-        ("none", False): s * b * h * (10 + 24 / t + 5 * a * s / (h * t)),
-        ("selective", True): s * b * h * 34 / t,
-        ("selective", False): s * b * h * (10 + 24 / t),
-        ("full", True): 2 * s * b * h,
-        ("full", False): 2 * s * b * h,
-    }
-    for (recompute, sp), expected in table_2.items():
-        layout = Layout(tensor_parallel=t, recompute=recompute, sequence_parallel=sp, split="even")
-        assert layer_activation_bytes(model, layout) == pytest.approx(expected, rel=1e-12)
-    if t == 1:  # Eq. 1, no parallelism
-        assert layer_activation_bytes(model, Layout(tensor_parallel=1, recompute="none")) == s * b * h * (34 + 80)
-
-
-def test_context_parallel_splits_the_sequence():
-    model = MODEL_PRESETS["llama3-405b"]
-    layout = Layout(context_parallel=4, data_parallel=16, global_batch=512, seq_length=32_768)
-    s, local, b, h, a, t = 32_768, 8_192, 1, 16_384, 128, 8
-    assert layer_activation_bytes(model, layout) == pytest.approx(local * b * h * 34 / t)
-    none = dataclasses.replace(layout, recompute="none")
-    assert layer_activation_bytes(model, none) == pytest.approx(local * b * h * 34 / t + 5 * a * local * s * b / t)
-
-
 # -- model states: ZeRO ------------------------------------------------------------------------------------------------
-def test_zero_stages_as_rajbhandari_section_5():
-    psi, n = 7.5e9, 64  # the paper's Figure 1 example: 120, 31.4, 16.6 and 1.9 GB
-    expected = {0: 16 * psi, 1: 4 * psi + 12 * psi / n, 2: 2 * psi + 14 * psi / n, 3: 16 * psi / n}
+def test_megatron_bytes_per_parameter_and_zero():
+    psi, d = 7.5e9, 64
+    layout = Layout(data_parallel=d)
+    # Megatron-LM's table (docs/api-guide/dist_optimizer.md), bf16 parameters with fp32 gradients: 18 bytes, and
+    # 6 + 12/d with its distributed optimizer (ZeRO-1)
+    expected = {0: 18 * psi, 1: (6 + 12 / d) * psi, 2: (2 + 16 / d) * psi, 3: 18 * psi / d}
     for zero, total in expected.items():
-        assert ModelStateBytes.of(psi, zero, n).total == pytest.approx(total)
-    assert [round(ModelStateBytes.of(psi, zero, n).total / 1e9, 1) for zero in range(4)] == [120.0, 31.4, 16.6, 1.9]
+        assert ModelStateBytes.of(psi, dataclasses.replace(layout, zero=zero)).total == pytest.approx(total)
+    # with 16-bit gradients, Rajbhandari et al.'s Figure 1 example: 120, 31.4, 16.6 and 1.9 GB
+    bf16 = dataclasses.replace(layout, gradient_precision="bf16")
+    totals = [ModelStateBytes.of(psi, dataclasses.replace(bf16, zero=zero)).total for zero in range(4)]
+    assert [round(total / 1e9, 1) for total in totals] == [120.0, 31.4, 16.6, 1.9]
 
 
 def test_plan_memory_holds_each_ranks_parameters_over_tp(llama_as_trained):
     model = MODEL_PRESETS["llama3-405b"]
-    rank1 = llama_as_trained.memory[1]  # stages 1 and 17: 4 + 4 layers, nothing else
-    assert rank1.stages == (1, 17) and rank1.layers == 8
+    rank1 = llama_as_trained.memory[1]  # stages 1, 17, …, 113: one layer each, nothing else
+    assert rank1.stages == tuple(range(1, 128, 16)) and rank1.layers == 8
     psi = 8 * model.layer_parameters / 8
     assert rank1.parameters == pytest.approx(psi)
-    assert (rank1.weights, rank1.gradients, rank1.optimizer) == pytest.approx((2 * psi, 2 * psi / 64, 12 * psi / 64))
-    rank0 = llama_as_trained.memory[0]  # stages 0 (3 layers + embedding) and 16 (4 layers)
+    # ZeRO-2 with FP32 gradients (the paper's FSDP): 2 bytes of weights, 4 of gradients and 12 of optimizer / 64
+    assert (rank1.weights, rank1.gradients, rank1.optimizer) == pytest.approx((2 * psi, 4 * psi / 64, 12 * psi / 64))
+    rank0 = llama_as_trained.memory[0]  # stage 0: the embedding alone; stages 16, …, 112: one layer each
     assert rank0.parameters == pytest.approx((7 * model.layer_parameters + 128_256 * 16_384) / 8)
 
 
 def test_a_tied_embedding_has_a_copy_on_the_last_rank():
     model = small_model()  # GPT style: tied
-    result = plan(model, H100, small_layout(), 0.5)
+    result = plan(model, H100, small_layout())
     h, v, s = 1024, 32_000, 2048
     assert result.memory[0].parameters == pytest.approx((4 * model.layer_parameters + (v + s) * h) / 2)
     assert result.memory[-1].parameters == pytest.approx((4 * model.layer_parameters + 2 * h + v * h) / 2)
@@ -231,6 +155,8 @@ def test_a_tied_embedding_has_a_copy_on_the_last_rank():
 def test_layer_splits():
     model = MODEL_PRESETS["llama3-405b"]
     assert Layout().layers_per_stage(model) == (3,) + (4,) * 30 + (3,)  # 126 + 2 = 32 × 4
+    slots = LAYOUT_PRESETS["llama3-405b-as-trained"].layout  # v = 8: one layer slot a chunk
+    assert slots.num_chunks == 8 and slots.layers_per_stage(model) == (0,) + (1,) * 126 + (0,)
     one_chunk = Layout(family="1f1b")
     assert one_chunk.layers_per_stage(model) == (7,) + (8,) * 14 + (7,)
     assert dataclasses.replace(one_chunk, split="even").layers_per_stage(model) == (8,) * 14 + (7, 7)
@@ -259,13 +185,13 @@ def test_memory_peak_count_is_the_simulators(family):
     chunks = 2 if FAMILIES[family].takes_chunks else None
     layout = small_layout(pipeline_parallel=p, data_parallel=2, global_batch=2 * m, family=family, chunks=chunks)
     model = small_model(layers=16)
-    result = plan(model, H100, layout, 0.5)
+    result = plan(model, H100, layout)
     schedule = build_schedule(family, p, m, chunks)
     assert result.schedule.to_csv() == schedule.to_csv()
     expected = simulate(schedule, UNIT).peak_memory_per_rank()
     assert [rank.peak_microbatches_in_flight for rank in result.memory] == expected
     # a rank with neither the embedding nor the output layer: bytes = peak × its layers × one layer's bytes
-    per_layer = 2048 * 1 * 1024 * 34 / 2  # selective recomputation, TP 2 with SP: 34sbh/t
+    per_layer = layer_activation_bytes(model, layout)
     ends = {schedule.rank_of(0), schedule.rank_of(schedule.num_stages - 1)}
     for rank in result.memory:
         if rank.rank not in ends:
@@ -274,8 +200,8 @@ def test_memory_peak_count_is_the_simulators(family):
 
 def test_known_peaks_gpipe_holds_m_1f1b_holds_p_minus_r():
     model = small_model(layers=16)
-    gpipe = plan(model, H100, small_layout(family="gpipe", global_batch=16), 0.5)
-    one_f_one_b = plan(model, H100, small_layout(family="1f1b", global_batch=16), 0.5)
+    gpipe = plan(model, H100, small_layout(family="gpipe", global_batch=16))
+    one_f_one_b = plan(model, H100, small_layout(family="1f1b", global_batch=16))
     assert [rank.peak_microbatches_in_flight for rank in gpipe.memory] == [8] * 4
     assert [rank.peak_microbatches_in_flight for rank in one_f_one_b.memory] == [4, 3, 2, 1]
 
@@ -291,9 +217,10 @@ def test_llama_as_trained_loads_the_papers_layout(llama_as_trained):
         64,
     )
     assert llama_as_trained.num_gpus == 8192 and layout.global_batch == 64 * 32  # Table 4: 32 per DP group
-    assert llama_as_trained.tokens_per_step == 16 * 2**20 == preset.reported["tokens_per_step"]
-    assert llama_as_trained.layers_per_stage == (3,) + (4,) * 30 + (3,)
-    assert llama_as_trained.num_microbatches == 32 and llama_as_trained.schedule.num_chunks == 2
+    assert llama_as_trained.tokens_per_step == 16 * 2**20  # Table 4: 16M tokens
+    assert preset.reported_tflops_per_gpu == 430 and layout.recompute == "none"  # §3.3.2: no checkpointing
+    assert llama_as_trained.layers_per_stage == (0,) + (1,) * 126 + (0,)
+    assert llama_as_trained.num_microbatches == 32 and llama_as_trained.schedule.num_chunks == 8
 
 
 def test_step_time_tokens_mfu_and_bubble_follow_from_the_timeline(llama_as_trained):
@@ -303,9 +230,14 @@ def test_step_time_tokens_mfu_and_bubble_follow_from_the_timeline(llama_as_train
     assert result.tokens_per_second == pytest.approx(2048 * 8192 / result.step_seconds)
     assert result.mfu == pytest.approx(result.model_flops_per_step / (8192 * 989e12 * result.step_seconds))
     assert result.bubble_fraction == result.timeline.bubble_fraction
-    assert 0.2 < result.mfu < 0.43  # below the kernels' 43 %: the bubble and the collectives cost
-    for step in result.allreduce:  # each rank's all-reduce starts when its last action ends
-        assert step.start == result.timeline.frame.query(f"rank == {step.rank}")["end"].max()
+    assert 0.3 < result.mfu < result.gpu.gemm_share  # below the GEMMs' share: bubble, memory-bound work, collectives
+    frame = result.timeline.frame
+    for step in result.allreduce:  # overlapped: each rank's reduction starts when its first stage's gradients are done
+        grads = frame[(frame["rank"] == step.rank) & frame["kind"].isin(["B", "W"])]
+        assert step.start == grads.groupby("stage")["end"].max().min()
+    waiting = plan(result.model, result.gpu, dataclasses.replace(result.layout, dp_overlap=False))
+    for step in waiting.allreduce:  # not overlapped: after the rank's last action
+        assert step.start == waiting.timeline.frame.query(f"rank == {step.rank}")["end"].max()
 
 
 def test_memory_message_says_why_in_words(llama_as_trained):
@@ -313,7 +245,7 @@ def test_memory_message_says_why_in_words(llama_as_trained):
     worst = max(result.memory, key=lambda rank: rank.total)
     assert not worst.fits and not result.fits
     assert worst.reason == (
-        f"pipeline rank {worst.rank} (stages {worst.stages[0]}, {worst.stages[1]}) needs {worst.total / 1e9:.1f} GB "
+        f"pipeline rank {worst.rank} (stages {', '.join(map(str, worst.stages))}) needs {worst.total / 1e9:.1f} GB "
         f"of 80 GB: activations of {worst.peak_microbatches_in_flight:g} micro-batches in flight "
         f"({worst.activations / 1e9:.1f} GB)"
     )
@@ -324,7 +256,7 @@ def test_memory_message_says_why_in_words(llama_as_trained):
 
 def test_compare_families_sorts_fitting_ones_by_step_time():
     model = small_model(layers=16)
-    rows = plan(model, GpuSpec("tiny", "tiny", 100, 3, 100, 10), small_layout(global_batch=32), 0.5).compare_families()
+    rows = plan(model, GpuSpec("tiny", "tiny", 100, 3, 100, 10), small_layout(global_batch=32)).compare_families()
     assert {row.family for row in rows} == set(FAMILIES)
     fitting = [row for row in rows if row.fits]
     assert fitting and [row.step_seconds for row in fitting] == sorted(row.step_seconds for row in fitting)
@@ -333,7 +265,7 @@ def test_compare_families_sorts_fitting_ones_by_step_time():
 
 def test_a_family_that_cannot_run_the_layout_says_why():
     layout = small_layout(split=(4, 4, 4, 4))  # four stages: the two-chunk families need eight
-    rows = plan(small_model(), H100, layout, 0.5).compare_families()
+    rows = plan(small_model(), H100, layout).compare_families()
     errors = {row.family: row.error for row in rows if row.error}
     assert "has 4 entries for 8 stages" in errors["zb-v"] and rows[-1].error is not None
 
@@ -351,9 +283,13 @@ def test_a_family_that_cannot_run_the_layout_says_why():
         (lambda: Layout(family="1f1b", chunks=2), "1f1b always has 1 chunk"),
         (lambda: Layout(data_parallel=1, global_batch=16384), "16 ranks × 16384 micro-batches × 2 chunk(s) = 524,288"),
         (lambda: small_model(layers=10**9), "layers must be from 1 to 10000, got 1000000000"),
-        (lambda: GpuSpec("x", "x", 100, 80, -5, 10), "NVLink bandwidth (GB/s) must be a finite number > 0"),
+        (lambda: GpuSpec("x", "x", 100, 80, -5, 10), "NVLink bandwidth (GB/s) must be a finite number ≥ 1"),
         (lambda: GpuSpec("x", "x", math.nan, 80, 900, 10), "peak TFLOP/s must be a finite number"),
-        (lambda: plan("llama3-405b", "h100", Layout(), efficiency=math.nan), "efficiency must be a finite number"),
+        (lambda: GpuSpec("x", "x", 1e-300, 80, 900, 10), "peak TFLOP/s must be a finite number ≥ 1 and ≤ 1e+06"),
+        (lambda: GpuSpec("x", "x", 100, 80, 900, 1e-300), "inter-node bandwidth (GB/s) must be a finite number ≥ 1"),
+        (lambda: GpuSpec("x", "x", 100, 80, 900, 10, hbm_gb_s=0.5), "HBM bandwidth (GB/s) must be a finite number ≥ 1"),
+        (lambda: GpuSpec("x", "x", 100, 80, 900, 10, gemm_share=1e-300), "GEMM share of peak must be a finite number ≥ 0.05"),
+        (lambda: plan("llama3-405b", "h100", Layout(family="1f1b"), measured=[{"F": 1.0}]), "give 1 stage(s) but the plan has 16"),
         (lambda: plan("llama3-405b", "h100", Layout(tensor_parallel=3, data_parallel=1, global_batch=32)), "42×3 + 2"),
     ],
 )
@@ -369,7 +305,7 @@ def test_torchtitan_fragment(llama_as_trained):
         "pipeline_parallel_degree = 16",
         'pipeline_parallel_schedule = "Interleaved1F1B"',
         "pipeline_parallel_microbatch_size = 1",
-        "pipeline_parallel_layers_per_stage = 4",
+        "pipeline_parallel_layers_per_stage = 1",
         "pipeline_parallel_first_stage_less_layers = 1",
         "pipeline_parallel_last_stage_less_layers = 1",
         "tensor_parallel_degree = 8",
@@ -387,7 +323,7 @@ def test_torchtitan_fragment(llama_as_trained):
 # -- the command line --------------------------------------------------------------------------------------------------
 DONE_WHEN = (
     "plan --model llama3-405b --gpu h100 --tp 8 --pp 16 --dp 64 --seq 8192 --global-batch 2048 --microbatch-size 1 "
-    "--schedule interleaved-1f1b --chunks 2 --split llama3 --json"
+    "--schedule interleaved-1f1b --chunks 8 --split llama3 --recompute none --json"
 ).split()
 
 
@@ -447,12 +383,16 @@ def test_csv_and_torchtitan_files(capsys, tmp_path):
                 "--internode-gb-s",
                 "10",
             ],
-            "argument --nvlink-gb-s: expected a number from 0.1 to 1e+06, got -1",
+            "argument --nvlink-gb-s: expected a number from 1 to 1e+06, got -1",
         ),  # fmt: skip
-        (["--efficiency", "nan"], "argument --efficiency: expected a number from 0.05 to 1, got nan"),
+        (["--gpu", "custom", "--peak-tflops", "1e-300", "--memory-gb", "80", "--nvlink-gb-s", "900",
+          "--internode-gb-s", "50"], "argument --peak-tflops: expected a number from 1 to 1e+06, got 1e-300"),
+        (["--gpu", "custom", "--peak-tflops", "100", "--memory-gb", "80", "--nvlink-gb-s", "900",
+          "--internode-gb-s", "50", "--gemm-share", "1e-300"], "argument --gemm-share: expected a number from 0.05 to 1"),
+        (["--measured", "F=1:2,I=1:2,W=1:2"], "F has 2 values per stage, but the plan has 128 stages"),
         (["--layers", "4"], "--layers describe a custom model: add --model custom"),
         (["--model", "custom", "--layers", "4"], "--model custom needs --hidden, --heads, --vocab"),
-        (["--split", "3,x"], "(expected even, llama3 or layers per stage like 3,4,4,3)"),
+        (["--split", "3,x"], "(expected auto, even, llama3 or layers per stage like 3,4,4,3)"),
         (["--tp", "x"], "argument --tp: expected a whole number from 1 to 65536, got x"),
         (["--layout-preset", "nope"], "invalid choice: 'nope'"),
     ],
