@@ -17,7 +17,7 @@ from ..options import add_flags, given_flags, whole_flag
 from ..schedules import DEFAULT_CHUNKS
 from .plan import Plan, plan
 from .presets import LAYOUT_PRESETS
-from .records import gigabytes
+from .records import gigabytes, layers_text
 from .request import CUSTOM, CUSTOM_GPU, CUSTOM_MODEL, PlanRequest
 
 REQUIRED_CUSTOM_MODEL = ("layers", "hidden", "heads", "vocab")
@@ -143,7 +143,7 @@ def describe(result: Plan) -> str:
         f"{layout.pipeline_parallel} × DP {layout.data_parallel} × CP {layout.context_parallel}; {layout.family} "
         f"(v = {layout.num_chunks}), {result.num_microbatches} micro-batches of {layout.microbatch_size} × {s:,} "
         f"tokens",
-        f"layers per stage  {', '.join(map(str, result.layers_per_stage))}",
+        f"layers per stage  {layers_text(result.layers_per_stage)}",
         f"parameters        {result.parameters:,}"
         + (f" (Eq. 2: {result.parameters_closed_form:,.0f})" if result.parameters_closed_form else ""),
         f"FLOPs per step    {result.model_flops_per_step:.4g} model, {result.hardware_flops_per_step:.4g} with "
@@ -165,6 +165,8 @@ def describe(result: Plan) -> str:
             f"{gigabytes(rank.optimizer):>11}{gigabytes(rank.activations):>13}{gigabytes(rank.total):>11}"
             f"{rank.peak_microbatches_in_flight:>11g}" + ("" if rank.fits else "  over")
         )
+    if result.shortfall is not None:
+        lines.append(f"shortfall         {result.shortfall.words()}")
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)
 

@@ -214,18 +214,29 @@ def layer_operations(model: ModelSpec, layout: Layout) -> tuple[Operation, ...]:
     )
 
 
-def saved_bytes(operations: tuple[Operation, ...], model: ModelSpec, layout: Layout, *, statistics=True) -> float:
-    """Bytes one layer keeps for one micro-batch under the layout's recomputation (``statistics=False``: without
-    the per-token statistics, as Korthikanti et al. count). Selective recomputation drops what the attention core
-    keeps beyond its inputs; full keeps only the layer's input, T'·h (Korthikanti Table 2's 2sbh, divided by t
-    when sequence parallelism splits that input)."""
+def kept_tensors(
+    operations: tuple[Operation, ...], model: ModelSpec, layout: Layout, *, statistics: bool = True
+) -> list[tuple[str, float]]:
+    """What one layer keeps for one micro-batch under the layout's recomputation, by operation: (name, bytes)
+    (``statistics=False``: without the per-token statistics, as Korthikanti et al. count). Selective recomputation
+    drops what the attention core keeps beyond its inputs; full keeps only the layer's input, T'·h (Korthikanti
+    Table 2's 2sbh, divided by t when sequence parallelism splits that input)."""
+    shapes = Shapes.of(model, layout)
     if layout.recompute == "full":
-        return BF16 * Shapes.of(model, layout).split_tokens * model.hidden_size
-    kept = [op for op in operations if not (layout.recompute == "selective" and op.core)]
-    total = sum(op.saved - (0.0 if statistics else op.statistics) for op in kept)
+        return [("layer input", BF16 * shapes.split_tokens * model.hidden_size)]
+    kept = [
+        (op.name, op.saved - (0.0 if statistics else op.statistics))
+        for op in operations
+        if op.saved and not (layout.recompute == "selective" and op.core)
+    ]
     if layout.recompute == "selective" and layout.flash_attention:  # the projection now keeps the core's output
-        total += BF16 * Shapes.of(model, layout).tokens * model.hidden_size / layout.tensor_parallel
-    return total
+        kept.append(("output projection", BF16 * shapes.tokens * shapes.query))
+    return kept
+
+
+def saved_bytes(operations: tuple[Operation, ...], model: ModelSpec, layout: Layout, *, statistics=True) -> float:
+    """Bytes one layer keeps for one micro-batch (``kept_tensors`` summed)."""
+    return math.fsum(size for _, size in kept_tensors(operations, model, layout, statistics=statistics))
 
 
 def embedding_operations(model: ModelSpec, layout: Layout) -> tuple[Operation, ...]:

@@ -45,7 +45,9 @@ from .memory import (
 from .models import ModelSpec, model_named, narayanan_flops, narayanan_parameters
 from .presets import layout_preset_named
 from .gradients import gradient_reductions
-from .records import AllReduce, FamilyComparison, RankMemory
+from .operations import kept_tensors, layer_operations
+from .records import AllReduce, FamilyComparison, RankMemory, Shortfall
+from .summary import plan_summary
 from .torchtitan import torchtitan_toml
 
 
@@ -180,91 +182,15 @@ class Plan:
 
     def summary(self) -> dict:
         """The figures the CLI's --json prints and the page shows, as plain numbers (bytes, seconds)."""
-        s = self.layout.sequence(self.model)
-        return {
-            "model": self.model.name,
-            "gpu": self.gpu.name,
-            "layout": {
-                "tp": self.layout.tensor_parallel,
-                "pp": self.layout.pipeline_parallel,
-                "dp": self.layout.data_parallel,
-                "cp": self.layout.context_parallel,
-                "gpus": self.num_gpus,
-                "seq": s,
-                "global_batch": self.layout.global_batch,
-                "microbatch_size": self.layout.microbatch_size,
-                "microbatches": self.num_microbatches,
-                "schedule": self.layout.family,
-                "chunks": self.layout.num_chunks,
-                "stages": self.layout.num_stages,
-                "split": self.layout.split if isinstance(self.layout.split, str) else list(self.layout.split),
-                "recompute": self.layout.recompute,
-                "zero": self.layout.zero,
-                "sequence_parallel": self.layout.sequence_parallel,
-                "flash_attention": self.layout.flash_attention,
-                "gradient_precision": self.layout.gradient_precision,
-                "tp_overlap": self.layout.tp_overlap,
-                "dp_overlap": self.layout.dp_overlap,
-            },
-            "gemm_share": self.gpu.gemm_share,
-            "gemm_share_source": self.gpu.gemm_share_source,
-            "layers_per_stage": list(self.layers_per_stage),
-            "stages_per_rank": [list(rank.stages) for rank in self.memory],
-            "parameters": self.parameters,
-            "parameters_eq2": self.parameters_closed_form,
-            "parameters_per_stage": list(self.parameters_per_stage),
-            "model_flops_per_step": self.model_flops_per_step,
-            "hardware_flops_per_step": self.hardware_flops_per_step,
-            "flops_per_step_eq3": self.flops_closed_form,
-            "step_seconds": self.step_seconds,
-            "pipeline_seconds": self.pipeline_seconds,
-            "allreduce_seconds": max(step.end - step.start for step in self.allreduce),
-            "tokens_per_second": self.tokens_per_second,
-            "mfu": self.mfu,
-            "hfu": self.hfu,
-            "bubble_fraction": self.bubble_fraction,
-            "achieved_flops_per_second": self.achieved_flops_per_second,
-            "tflops_per_gpu": self.tflops_per_gpu,
-            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
-            "transfer": {
-                "bytes": self.transfer.bytes,
-                "seconds": self.transfer.seconds,
-                "hop_seconds": list(self.transfer.hop_seconds),
-                "link": self.transfer.link,
-            },
-            "measured_stage_seconds": None if self.measured is None else [dict(row) for row in self.measured],
-            "stage_seconds": [
-                {
-                    "stage": row.stage,
-                    "layers": row.layers,
-                    "forward": row.forward,
-                    "backward_input": row.backward_input,
-                    "backward_weight": row.backward_weight,
-                    "communication": row.communication,
-                    "breakdown": dict(row.breakdown),
-                }
-                for row in self.stage_costs
-            ],
-            "memory": [
-                {
-                    "rank": rank.rank,
-                    "stages": list(rank.stages),
-                    "weights_bytes": rank.weights,
-                    "gradients_bytes": rank.gradients,
-                    "optimizer_bytes": rank.optimizer,
-                    "activations_bytes": rank.activations,
-                    "total_bytes": rank.total,
-                    "peak_microbatches_in_flight": rank.peak_microbatches_in_flight,
-                    "fits": rank.fits,
-                }
-                for rank in self.memory
-            ],
-            "capacity_bytes": self.gpu.memory_bytes,
-            "fits": self.fits,
-            "memory_message": self.memory_message,
-            "notes": list(self.notes),
-        }
+        return plan_summary(self)
 
+    @property
+    def shortfall(self) -> Shortfall | None:
+        """For a plan that does not fit: how far the fullest rank is over, in the layer's own terms (None: fits)."""
+        worst = max(self.memory, key=lambda rank: rank.total)
+        if worst.fits:
+            return None
+        return Shortfall(worst, kept_tensors(layer_operations(self.model, self.layout), self.model, self.layout))
 
 def plan(
     model: ModelSpec | str,
@@ -379,15 +305,14 @@ def _plan_notes(model: ModelSpec, layout: Layout, transfer: Transfer) -> tuple[s
             "One pipeline rank: no transfers between ranks."
             if transfer.link == "none"
             else f"Pipeline transfers: {transfer.bytes / 1e6:.1f} MB per micro-batch over {transfer.link}, "
-            f"{transfer.seconds * 1e3:.3f} ms; the slowest hop stands for all."
+            f"{min(transfer.hop_seconds) * 1e3:.3f}–{transfer.seconds * 1e3:.3f} ms a hop, each hop over its own link."
         ),
+        "Activations: what each operation of a layer keeps for its backward (its GEMMs' and norms' inputs, "
+        + ("flash attention's Q, K, V, output and log-sum-exp" if layout.flash_attention else "the s × s scores")
+        + (", dropout masks" if model.dropout else "")
+        + "), as torch's autograd keeps it for a layer built as Megatron-LM builds it.",
         *layout.family_spec.size_notes(p, m),
     ]
-    if not model.is_gpt_style:
-        notes.append(
-            "Activation bytes use Korthikanti et al.'s Table 2, derived for a GPT-3 layer; for SwiGLU and "
-            "grouped-query attention they are an estimate."
-        )
     return tuple(notes)
 
 

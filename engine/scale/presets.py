@@ -145,6 +145,12 @@ LLAMA3_FLOPS_NOTE = (
     "(the work a causal kernel does), so the 8K and 128K rows are counted alike; counted whole, the 128K row's "
     "FLOPs would be 40 % larger for the same time."
 )
+LLAMA3_MEMORY_NOTE = (
+    "Memory: the lab counts what a Megatron-LM layer with Transformer Engine keeps for its backward, checked against "
+    "torch's own saved tensors (tests/test_saved_tensors.py). Meta's training stack is not public: which tensors "
+    "its layers keep, and in what precision, is the one assumption the lab cannot know; where the plan does not fit, "
+    "its shortfall line says by how much each layer would have to keep less."
+)
 LLAMA3_ROW_3_NOTE = (
     "Table 4's third row prints DP 4, but 16,384 GPUs / (TP 8 × CP 16 × PP 16) = 8, and only DP 8 gives its 16M "
     "tokens per batch (8 × 16 sequences × 131,072 tokens); the lab takes DP 8."
@@ -198,7 +204,7 @@ def _llama3(name: str, title: str, gpus: int, cp: int, dp: int, seq: int, per_dp
             "flash_attention": Provenance(LAB, "not stated; no 2024 run at 8K keeps the s × s scores"),
             "dp_overlap": Provenance(LAB, "FSDP overlaps its reduce-scatter with the backward"),
         },
-        notes=(LLAMA3_FLOPS_NOTE, *((LLAMA3_ROW_3_NOTE,) if cp > 1 else ())),
+        notes=(LLAMA3_FLOPS_NOTE, LLAMA3_MEMORY_NOTE, *((LLAMA3_ROW_3_NOTE,) if cp > 1 else ())),
     )  # fmt: skip
 
 

@@ -92,3 +92,63 @@ class FamilyComparison:
     fits: bool
     error: str | None = None
     """Why this family cannot run the layout (then the numbers are None)."""
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """How far a plan's fullest rank is over its GPU's memory, in the terms of what one layer keeps."""
+
+    rank: RankMemory
+    kept: list[tuple[str, float]]
+    """What one layer keeps for one micro-batch, by operation (``operations.kept_tensors``)."""
+
+    @property
+    def excess(self) -> float:
+        """Bytes over the GPU's capacity."""
+        return self.rank.total - self.rank.capacity
+
+    @property
+    def per_layer(self) -> float:
+        """Bytes one layer keeps for one micro-batch."""
+        return sum(size for _, size in self.kept)
+
+    @property
+    def layer_microbatches(self) -> float:
+        """Layers × micro-batches in flight the rank's activations stand for (its peak over one layer's bytes)."""
+        return self.rank.activations / self.per_layer
+
+    @property
+    def needed_per_layer(self) -> float:
+        """Bytes less each layer would have to keep per micro-batch for the rank to fit."""
+        return self.excess / self.layer_microbatches
+
+    @property
+    def largest(self) -> tuple[str, float]:
+        """The largest tensor a layer keeps: (operation, bytes)."""
+        return max(self.kept, key=lambda item: item[1])
+
+    def words(self) -> str:
+        """The shortfall and what would close it, with the numbers."""
+        name, size = self.largest
+        mb = 1e6
+        return (
+            f"{self.rank.label} is {gigabytes(self.excess)} over: its {self.layer_microbatches:,.0f} layer × "
+            f"micro-batch activations would each have to keep {self.needed_per_layer / mb:,.1f} MB less than the "
+            f"{self.per_layer / mb:,.1f} MB counted ({self.needed_per_layer / self.per_layer:.1%}). The largest part a "
+            f"layer keeps is {name}'s, {size / mb:,.1f} MB; kept in FP8 (one byte a value, as Megatron-LM's "
+            f"fp8_input_store can keep SwiGLU's input) it would be {size / 2 / mb:,.1f} MB smaller."
+        )
+
+
+def layers_text(layers_per_stage: tuple[int, ...]) -> str:
+    """Layers per stage with runs shortened: (0, 1, 1, 1, 0) → "0, 1 × 3, 0"."""
+    parts: list[str] = []
+    index = 0
+    while index < len(layers_per_stage):
+        run = index
+        while run < len(layers_per_stage) and layers_per_stage[run] == layers_per_stage[index]:
+            run += 1
+        count = run - index
+        parts.append(f"{layers_per_stage[index]}" if count == 1 else f"{layers_per_stage[index]} × {count}")
+        index = run
+    return ", ".join(parts)
