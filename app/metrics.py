@@ -200,6 +200,14 @@ PLAN_METRICS = (
     Metric("rank0_busy_seconds", "plan", lambda r: r.timeline.busy_per_rank()[0]),
     Metric("rank1_busy_seconds", "plan", lambda r: r.timeline.busy_per_rank()[1]),
     Metric("idle_gpu_hours_per_step", "plan", lambda r: r.bubble_fraction * r.num_gpus * r.pipeline_seconds / 3600),
+    Metric("tflops_per_gpu", "plan", lambda r: r.tflops_per_gpu),
+    Metric("chunks", "plan", lambda r: r.layout.num_chunks),
+    Metric("stages", "plan", lambda r: r.layout.num_stages),
+    Metric("gemm_share", "plan", lambda r: r.gpu.gemm_share),
+    Metric("kept_per_layer_mb", "plan", lambda r: r.kept_per_layer_bytes / 1e6),
+    Metric("shortfall_gb", "plan", lambda r: 0.0 if r.shortfall is None else r.shortfall.excess / 1e9),
+    Metric("needed_per_layer_mb", "plan", lambda r: 0.0 if r.shortfall is None else r.shortfall.needed_per_layer / 1e6),
+    Metric("largest_kept_mb", "plan", lambda r: max(size for _, size in r.kept_per_layer) / 1e6),
 )
 
 # -- a real run -----------------------------------------------------------------------------------------------

@@ -421,7 +421,7 @@ def test_opening_a_page_does_not_import_torch_into_the_server(page):
 # -- Plan ----------------------------------------------------------------------------------------------------
 PLAN_QUERY = {
     "model": "llama3-405b", "gpu": "h100", "tp": "8", "pp": "16", "dp": "64", "seq": "8192", "global_batch": "2048",
-    "microbatch_size": "1", "schedule": "interleaved-1f1b", "chunks": "2", "split": "llama3",
+    "microbatch_size": "1", "schedule": "interleaved-1f1b", "chunks": "2", "split": "llama3", "recompute": "selective",
 }  # fmt: skip
 
 
@@ -440,8 +440,8 @@ def test_the_plan_page_shows_the_commands_numbers_for_the_same_inputs():
     assert shown["Step time"] == f"{cli['step_seconds']:.3g} s"
     assert shown["Tokens / s"] == f"{cli['tokens_per_second']:,.0f}"
     assert shown["MFU"] == f"{cli['mfu']:.1%}" and shown["Bubble"] == f"{cli['bubble_fraction']:.1%}"
-    layers = ", ".join(map(str, cli["layers_per_stage"]))
-    assert any(f"layers per stage {layers}" in m.value for m in at.markdown)
+    assert cli["layers_per_stage"] == [3] + [4] * 30 + [3]
+    assert any("layers per stage 3, 4 × 30, 3" in m.value for m in at.markdown)
     assert all(at.query_params[key] == value for key, value in PLAN_QUERY.items())
 
 
@@ -480,14 +480,19 @@ def test_a_budget_below_what_any_schedule_needs_is_refused_with_the_arithmetic()
     assert any("0.5" in e and "micro-batch" in e for e in errors(at)), errors(at)
 
 
-def test_megatron_1t_shows_its_flops_and_the_papers_502_petaflops():
-    from engine.scale import plan_preset
+def test_a_published_run_shows_the_papers_figure_the_planned_one_and_where_each_value_comes_from():
+    from engine.scale import LAYOUT_PRESETS, plan_preset
+    from engine.scale.calibration import planned_tflops
 
-    result = plan_preset("megatron-1t")
-    at = open_app({"preset": "megatron-1t"}, "views/plan.py")
+    preset = LAYOUT_PRESETS["megatron-145b"]
+    planned = planned_tflops(plan_preset(preset.name), preset)
+    at = open_app({"preset": preset.name}, "views/plan.py")
     shown = " ".join(i.value for i in at.info)
-    assert f"{result.hardware_flops_per_step:.3e}" in shown and "502 PF/s" in shown
-    assert f"{result.flops_per_second_at_efficiency / 1e15:,.1f} PF/s" in shown
+    assert f"**{planned:,.1f} TFLOP/s per GPU** against the paper's 148" in shown
+    assert f"**{planned / 148 - 1:+.1%}**" in shown
+    table = at.table[0].value
+    assert "the lab's choice" in table.to_string() and "Table 1" in table.to_string()
+    assert any("69.2% of peak" in m.value and "1T run" in m.value for m in at.markdown)
 
 
 def test_your_run_shows_the_example_runs_step_as_the_engine_reads_it():

@@ -1,5 +1,5 @@
 """The Plan page's pictures: each pipeline rank's memory per GPU as a stacked bar against the GPU's capacity,
-and the DP all-reduce drawn after each rank's last action on the pipeline's Gantt."""
+where each stage's time goes as a stacked bar, and the DP reduction drawn on the pipeline's Gantt."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from engine.scale import Plan
+from engine.scale.operations import CATEGORIES
 
 from ..style import sizes
 
@@ -59,6 +60,51 @@ def memory_figure(result: Plan, *, projector: bool = False) -> go.Figure:
         legend=dict(orientation="h", x=0, y=0, yref="container", yanchor="bottom"),
         xaxis=dict(title="pipeline rank", tickmode="array", tickvals=ranks, tickfont=dict(size=size.font)),
         yaxis=dict(title="GB per GPU", rangemode="tozero", tickfont=dict(size=size.font)),
+    )
+    return figure
+
+
+TIME_PARTS = dict(
+    zip(
+        CATEGORIES,
+        (("#3B6EA8", ""), ("#D08C2E", "/"), ("#5F8F4E", "."), ("#8E4F8B", "x"), ("#7A7A7A", "+")),
+        strict=True,
+    )
+)
+"""Colour and pattern per category of a stage's time (the pattern keeps them apart in greyscale)."""
+
+
+def time_figure(result: Plan, *, projector: bool = False) -> go.Figure:
+    """One stacked bar per stage: F + I + W of one micro-batch by category (GEMMs, attention, memory-bound work,
+    TP and CP communication), milliseconds — the roofline's answer to "where does the time go"."""
+    size = sizes(projector)
+    stages = [row.stage for row in result.stage_costs]
+    traces = []
+    for category, (colour, pattern) in TIME_PARTS.items():
+        values = np.array([row.breakdown[category] for row in result.stage_costs]) * 1e3
+        if not values.any():
+            continue
+        traces.append(
+            dict(
+                type="bar",
+                name=category,
+                x=stages,
+                y=values,
+                marker=dict(color=colour, pattern=dict(shape=pattern, fgcolor="#FFFFFF", fillmode="overlay",
+                                                       solidity=0.25)),
+                hovertemplate=f"stage %{{x}} · {category}: %{{y:.2f}} ms<extra></extra>",
+            )
+        )  # fmt: skip
+    figure = go.Figure(data=traces, _validate=False)
+    figure.update_layout(
+        barmode="stack",
+        bargap=0.1 if len(stages) > 32 else 0.3,
+        height=320 if projector else 290,
+        margin=dict(l=4, r=6, t=20, b=40),
+        font=dict(size=size.font),
+        legend=dict(orientation="h", x=0, y=0, yref="container", yanchor="bottom"),
+        xaxis=dict(title="stage (F + I + W of one micro-batch)", tickfont=dict(size=size.font)),
+        yaxis=dict(title="ms on one GPU", rangemode="tozero", tickfont=dict(size=size.font)),
     )
     return figure
 

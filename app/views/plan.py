@@ -5,16 +5,18 @@ import streamlit as st
 
 from app import state
 from app.charts import timeline_figure
-from app.charts.plan import allreduce_traces, memory_figure
+from app.charts.plan import allreduce_traces, memory_figure, time_figure
 from app.charts.player import player
 from app.codec import plain
 from app.controls import projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.explain import chart_summary
 from app.metrics import PLAN_CARDS
+from app.plan_panels import kept_per_layer, measured_against_roofline, paper
 from app.simulation import planned
 from app.widgets import draw
 from engine import FAMILIES
 from engine.scale import LAYOUT_PRESETS
+from engine.scale.records import layers_text
 from engine.scale.request import CUSTOM, CUSTOM_GPU, CUSTOM_MODEL, PLAN_KEYS, PlanRequest
 
 PAGE = PlanRequest.PREFIX
@@ -50,7 +52,6 @@ def bind() -> tuple[PlanRequest, bool]:
             custom = st.expander("Custom GPU", expanded=True)
             for name in CUSTOM_GPU:
                 draw(PlanRequest, name, where=custom)
-        draw(PlanRequest, "efficiency")
         st.markdown("**Layout**")
         left, right = st.columns(2)
         for name, column in (("tp", left), ("pp", right), ("dp", left), ("cp", right)):
@@ -61,7 +62,8 @@ def bind() -> tuple[PlanRequest, bool]:
         draw(PlanRequest, "microbatch_size", where=right)
         if FAMILIES[draw(PlanRequest, "family")].takes_chunks:
             draw(PlanRequest, "chunks")
-        for name in ("split", "recompute", "zero", "sequence_parallel"):
+        for name in ("split", "recompute", "zero", "gradient_precision", "sequence_parallel", "flash_attention",
+                     "tp_overlap", "dp_overlap", "measured"):  # fmt: skip
             draw(PlanRequest, name)
     state.remember([PRESET])
     settings, typed = read_back(PlanRequest, defaults)
@@ -81,39 +83,13 @@ def cards(result) -> None:
         column.metric(label, value, help=words)
 
 
-def paper(settings: PlanRequest, result) -> None:
-    """Next to a published layout, what its paper measured, and the plan's own figures for the same."""
-    for name, preset in LAYOUT_PRESETS.items():
-        if PlanRequest.from_preset(name) != settings:
-            continue
-        reported = preset.reported
-        per_gpu = result.achieved_flops_per_second / result.num_gpus / 1e12
-        lines = [
-            f"**{preset.title}** — {preset.source}.",
-            f"FLOPs per iteration (hardware, with recomputation): {result.hardware_flops_per_step:.3e}.",
-            f"At the stated efficiency alone ({result.efficiency:.0%} of peak on every GPU): "
-            f"{result.flops_per_second_at_efficiency / 1e15:,.1f} PF/s in all"
-            + (
-                f" — the paper reports {reported['aggregate_pflops']:g} PF/s."
-                if "aggregate_pflops" in reported
-                else "."
-            ),
-            "Simulated, with the bubble, the transfers and the all-reduce: "
-            f"{result.achieved_flops_per_second / 1e15:,.1f} PF/s, {per_gpu:,.0f} TFLOP/s per GPU"
-            + (f" (the paper: {reported['tflops_per_gpu']:g})." if "tflops_per_gpu" in reported else "."),
-        ]
-        st.info("  \n".join(lines))
-        for note in preset.notes:
-            st.caption(note)
-
-
 def plan_page() -> None:
     st.title("Plan a pipeline at real scale")
     st.caption(
-        "A real model on real GPUs: each stage's F, I and W from its FLOPs at the GPU's peak × efficiency, the "
-        "pipeline simulated with the lab's own simulator (one pipeline; the data-parallel replicas run it side by "
-        "side and meet in the gradient all-reduce), memory per GPU from the model states and the simulator's "
-        "micro-batches in flight. The same numbers as `python -m engine plan` with the same inputs."
+        "A real model on real GPUs: each layer's operations (GEMMs, attention, norms, activations) timed on the GPU's "
+        "roofline, the pipeline simulated with the lab's own simulator (one pipeline; the data-parallel replicas run "
+        "it side by side and meet in the gradient reduction), memory per GPU from the model states and what each "
+        "layer keeps × the simulator's micro-batches in flight. The same numbers as `python -m engine plan`."
     )
     settings, projector = bind()
     try:
@@ -130,17 +106,25 @@ def plan_page() -> None:
     cards(result)
     message = result.memory_message
     (st.success if result.fits else st.error)(message[:1].upper() + message[1:] + ".")
+    if result.shortfall is not None:
+        st.caption(result.shortfall.words())
     layers = result.layers_per_stage
+    gpu = result.gpu
     st.markdown(
         f"**{result.model.title}**: {result.parameters / 1e9:,.1f} B parameters; "
-        f"{result.model_flops_per_step:.3e} FLOPs per step; layers per stage {', '.join(map(str, layers))} "
-        f"({len(layers)} stages, {result.num_microbatches} micro-batches per pipeline)."
+        f"{result.model_flops_per_step:.3e} FLOPs per step; layers per stage {layers_text(layers)} "
+        f"({len(layers)} stages, {result.num_microbatches} micro-batches per pipeline). "
+        f"**{gpu.title}**: GEMMs at {gpu.gemm_share:.1%} of peak — {gpu.gemm_share_source}."
     )
     for note in result.notes:
         st.caption(note)
     paper(settings, result)
+    st.subheader("Where each stage's time goes")
+    st.plotly_chart(time_figure(result, projector=projector), width="stretch", key="pl_time")
+    measured_against_roofline(result)
     st.subheader("Memory per GPU")
     st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key="pl_memory")
+    kept_per_layer(result)
     st.subheader("One pipeline's step, in seconds")
     title = f"{FAMILIES[settings.family].title}: {settings.pp} ranks, {result.num_microbatches} micro-batches"
     figure = timeline_figure(

@@ -184,13 +184,20 @@ class Plan:
         """The figures the CLI's --json prints and the page shows, as plain numbers (bytes, seconds)."""
         return plan_summary(self)
 
+    @cached_property
+    def kept_per_layer(self) -> list[tuple[str, float]]:
+        """What one layer keeps for one micro-batch on one GPU, by operation (``operations.kept_tensors``)."""
+        return kept_tensors(layer_operations(self.model, self.layout), self.model, self.layout)
+
+    @property
+    def kept_per_layer_bytes(self) -> float:
+        return sum(size for _, size in self.kept_per_layer)
+
     @property
     def shortfall(self) -> Shortfall | None:
         """For a plan that does not fit: how far the fullest rank is over, in the layer's own terms (None: fits)."""
         worst = max(self.memory, key=lambda rank: rank.total)
-        if worst.fits:
-            return None
-        return Shortfall(worst, kept_tensors(layer_operations(self.model, self.layout), self.model, self.layout))
+        return None if worst.fits else Shortfall(worst, self.kept_per_layer)
 
 def plan(
     model: ModelSpec | str,

@@ -1,0 +1,83 @@
+"""The Plan page's panels beside its charts: a published run next to the plan (the paper's figure, the planned one
+counted the same way, and where every value of the layout comes from), what one layer keeps for its backward, and
+measured costs next to the roofline's."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.scale import LAYOUT_PRESETS
+from engine.scale.calibration import Comparison, planned_tflops
+from engine.scale.presets import PAPER
+from engine.scale.request import PlanRequest
+
+MB = 1e6
+
+
+def matching_preset(settings: PlanRequest):
+    """The published run these settings are, unchanged (None: changed, or none)."""
+    for name, preset in LAYOUT_PRESETS.items():
+        if PlanRequest.from_preset(name) == settings:
+            return preset
+    return None
+
+
+def paper(settings: PlanRequest, result) -> None:
+    """Next to a published run: its TFLOP/s per GPU and the plan's counted the same way, the GEMM share's source,
+    and a table saying where each value of the layout comes from."""
+    preset = matching_preset(settings)
+    if preset is None:
+        return
+    row = Comparison(preset, result, planned_tflops(result, preset))
+    counted = (
+        "recomputation counted (Eq. 3)" if preset.counts_recomputation else "model FLOPs, attention's causal half"
+    )
+    calibrates = " — this run sets the GPU's GEMM share" if row.calibrates else ""
+    st.info(
+        f"**{preset.title}** — {preset.source}.  \n"
+        f"Planned, counted as the paper counts ({counted}): **{row.planned:,.1f} TFLOP/s per GPU** against the "
+        f"paper's {row.reported:g}: **{row.difference:+.1%}**{calibrates}."
+    )
+    values = settings.widget_values()
+    rows = []
+    for name, where in preset.provenance.items():
+        value = values.get(PlanRequest.widget_key(name), getattr(settings, name, ""))
+        rows.append(
+            {"setting": PlanRequest.option(name).label, "value": str(value),
+             "from": "the paper" if where.origin == PAPER else "the lab's choice", "where, or why": where.words}
+        )  # fmt: skip
+    with st.expander("Where each value of this layout comes from", expanded=True):
+        st.table(rows)
+        for note in preset.notes:
+            st.caption(note)
+
+
+def kept_per_layer(result) -> None:
+    """What one layer keeps for one micro-batch on one GPU, by operation (the activations' per-layer bytes)."""
+    kept, total = result.kept_per_layer, result.kept_per_layer_bytes
+    with st.expander(f"What one layer keeps for its backward: {total / MB:,.1f} MB per micro-batch on one GPU"):
+        st.table([{"kept by": name, "MB": f"{size / MB:,.1f}", "share": f"{size / total:.0%}"} for name, size in kept])
+        st.caption(
+            "Each operation's saved tensors as torch's autograd keeps them for a layer built as Megatron-LM builds "
+            "it (tests/test_saved_tensors.py counts them in torch for both layer styles and every recomputation)."
+        )
+
+
+def measured_against_roofline(result) -> None:
+    """With measured costs: each stage's measured F, I, W next to the roofline's, and their ratio."""
+    if result.measured is None:
+        return
+    rows = []
+    for planned, measured in zip(result.stage_costs, result.measured, strict=True):
+        row = {"stage": planned.stage}
+        for key, roofline in (("F", planned.forward), ("I", planned.backward_input), ("W", planned.backward_weight)):
+            row[f"{key} measured (ms)"] = f"{measured[key] * 1e3:.3f}"
+            row[f"{key} roofline (ms)"] = f"{roofline * 1e3:.3f}"
+            row[f"{key} ratio"] = "—" if roofline == 0 else f"{measured[key] / roofline:.2f}×"
+        rows.append(row)
+    st.subheader("Measured costs against the roofline")
+    st.caption(
+        "The pipeline above is simulated with the measured F, I and W; the roofline's are shown beside them, so the "
+        "ratio says how far this machine is from the model."
+    )
+    st.table(rows)
