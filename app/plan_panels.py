@@ -29,9 +29,7 @@ def paper(settings: PlanRequest, result) -> None:
     if preset is None:
         return
     row = Comparison(preset, result, planned_tflops(result, preset))
-    counted = (
-        "recomputation counted (Eq. 3)" if preset.counts_recomputation else "model FLOPs, attention's causal half"
-    )
+    counted = "recomputation counted (Eq. 3)" if preset.counts_recomputation else "model FLOPs, attention's causal half"
     calibrates = " — this run sets the GPU's GEMM share" if row.calibrates else ""
     st.info(
         f"**{preset.title}** — {preset.source}.  \n"

@@ -77,7 +77,9 @@ def megatron_bytes() -> None:
     for zero, published in ((0, "18"), (1, "6 + 12/d")):
         layout = Layout(data_parallel=64, zero=zero)
         planned = ModelStateBytes.of(1.0, layout).total
-        print(f"  ZeRO-{zero}: planner {planned:.4f} B, Megatron {published} = {18 if zero == 0 else 6 + 12 / 64:.4f} B")
+        print(
+            f"  ZeRO-{zero}: planner {planned:.4f} B, Megatron {published} = {18 if zero == 0 else 6 + 12 / 64:.4f} B"
+        )
 
 
 def median_seconds(function, repeat: int) -> float:

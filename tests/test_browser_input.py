@@ -61,12 +61,19 @@ def _query(page) -> dict[str, str]:
     return {key: values[0] for key, values in parse_qs(urlparse(page.url).query).items()}
 
 
-def _planned_step_seconds(efficiency: float) -> float:
-    """The Plan page's default layout at ``efficiency``, planned by the engine here."""
+PLAN_QUERY = {"model": "custom", "layers": "4096", "hidden": "1024", "ffn": "4096", "heads": "16", "kv_heads": "16",
+              "vocab": "32000", "tp": "1", "pp": "2", "dp": "1", "global_batch": "4", "chunks": "2"}  # fmt: skip
+"""A deep custom model on 2 ranks: every v the chunks slider reaches (2 to 64) plans."""
+
+
+def _planned_step_seconds(chunks: int) -> float:
+    """The Plan page's ``PLAN_QUERY`` layout at ``chunks``, planned by the engine here."""
     from engine.scale import plan
     from engine.scale.request import PlanRequest
 
-    return plan(*PlanRequest(efficiency=efficiency).resolve()).step_seconds
+    request, problems = PlanRequest.from_query({**PLAN_QUERY, "chunks": str(chunks)})
+    assert not problems, problems
+    return plan(*request.resolve()).step_seconds
 
 
 def test_sixty_fast_presses_end_where_they_should_everywhere():
@@ -89,13 +96,13 @@ def test_sixty_fast_presses_end_where_they_should_everywhere():
                     f"{expected:.4g}",
                 ), f"pause {pause_ms} ms"
                 page.close()
-            # Compare (micro-batches), Search (micro-batches), Real run (blocks) and Plan (efficiency, 0.01 a press):
+            # Compare (micro-batches), Search (micro-batches), Real run (blocks) and Plan (chunks per rank):
             # slider and link agree; on the Plan page the step-time card is the engine's for the final value
             for path, slider, key, target in (
                 ("compare?microbatches=1", "Micro-batches, m", "microbatches", "61"),
                 ("search?microbatches=1", "Micro-batches, m", "microbatches", "61"),
                 ("real-run?layers=1", "Blocks", "layers", "32"),  # the page's most blocks
-                ("plan?efficiency=0.2", "Efficiency: share of peak a layer's kernels reach", "efficiency", "0.8"),
+                ("plan?" + "&".join(f"{k}={v}" for k, v in PLAN_QUERY.items()), "Chunks per rank, v", "chunks", "62"),
             ):
                 page = browser.new_page(viewport={"width": 1440, "height": 900})
                 page.goto(f"{url}/{path}")
@@ -103,9 +110,9 @@ def test_sixty_fast_presses_end_where_they_should_everywhere():
                 _press(page, slider, 0)
                 assert _slider(page, slider).input_value() == target, (path, _sliders(page))
                 assert _query(page)[key] == target, path
-                if key == "efficiency":
+                if key == "chunks":
                     card = page.locator('[data-testid="stMetric"]', has_text="Step time").first.inner_text()
-                    assert card.split("\n")[-1] == f"{_planned_step_seconds(0.8):.3g} s", card
+                    assert card.split("\n")[-1] == f"{_planned_step_seconds(62):.3g} s", card
                 page.close()
         finally:
             browser.close()

@@ -113,7 +113,9 @@ def test_pipeline_transfers_per_hop():
     small = Layout(tensor_parallel=4, pipeline_parallel=4, data_parallel=1, global_batch=8, split="even")
     mixed = pipeline_transfer(model, H100, small, "loop")  # ranks 0, 1 in node 0; ranks 2, 3 in node 1
     nvlink, network = mixed.bytes / 450e9, mixed.bytes / 50e9
-    assert mixed.hop_seconds == pytest.approx((nvlink, network, nvlink, network)) and mixed.link == "NVLink and inter-node"
+    assert (
+        mixed.hop_seconds == pytest.approx((nvlink, network, nvlink, network)) and mixed.link == "NVLink and inter-node"
+    )
     no_sp = pipeline_transfer(model, H100, Layout(sequence_parallel=False), "loop")
     assert no_sp.bytes == 8 * across_nodes.bytes
 

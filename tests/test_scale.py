@@ -288,8 +288,14 @@ def test_a_family_that_cannot_run_the_layout_says_why():
         (lambda: GpuSpec("x", "x", 1e-300, 80, 900, 10), "peak TFLOP/s must be a finite number ≥ 1 and ≤ 1e+06"),
         (lambda: GpuSpec("x", "x", 100, 80, 900, 1e-300), "inter-node bandwidth (GB/s) must be a finite number ≥ 1"),
         (lambda: GpuSpec("x", "x", 100, 80, 900, 10, hbm_gb_s=0.5), "HBM bandwidth (GB/s) must be a finite number ≥ 1"),
-        (lambda: GpuSpec("x", "x", 100, 80, 900, 10, gemm_share=1e-300), "GEMM share of peak must be a finite number ≥ 0.05"),
-        (lambda: plan("llama3-405b", "h100", Layout(family="1f1b"), measured=[{"F": 1.0}]), "give 1 stage(s) but the plan has 16"),
+        (
+            lambda: GpuSpec("x", "x", 100, 80, 900, 10, gemm_share=1e-300),
+            "GEMM share of peak must be a finite number ≥ 0.05",
+        ),
+        (
+            lambda: plan("llama3-405b", "h100", Layout(family="1f1b"), measured=[{"F": 1.0}]),
+            "give 1 stage(s) but the plan has 16",
+        ),
         (lambda: plan("llama3-405b", "h100", Layout(tensor_parallel=3, data_parallel=1, global_batch=32)), "42×3 + 2"),
     ],
 )
@@ -359,6 +365,16 @@ def test_csv_and_torchtitan_files(capsys, tmp_path):
     assert f'pipeline_parallel_schedule_csv = "{csv}"' in toml.read_text()
 
 
+def custom_gpu(**values: str) -> list[str]:
+    """The flags of a custom GPU, with ``values`` in place of the defaults."""
+    flags = {"peak_tflops": "100", "memory_gb": "80", "nvlink_gb_s": "900", "internode_gb_s": "50", **values}
+    return [
+        "--gpu",
+        "custom",
+        *(part for key, value in flags.items() for part in (f"--{key.replace('_', '-')}", value)),
+    ]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -371,24 +387,11 @@ def test_csv_and_torchtitan_files(capsys, tmp_path):
             "argument --layers: expected a whole number from 1 to 10000, got 1000000000",
         ),  # fmt: skip
         (
-            [
-                "--gpu",
-                "custom",
-                "--peak-tflops",
-                "100",
-                "--memory-gb",
-                "80",
-                "--nvlink-gb-s",
-                "-1",
-                "--internode-gb-s",
-                "10",
-            ],
+            custom_gpu(nvlink_gb_s="-1"),
             "argument --nvlink-gb-s: expected a number from 1 to 1e+06, got -1",
-        ),  # fmt: skip
-        (["--gpu", "custom", "--peak-tflops", "1e-300", "--memory-gb", "80", "--nvlink-gb-s", "900",
-          "--internode-gb-s", "50"], "argument --peak-tflops: expected a number from 1 to 1e+06, got 1e-300"),
-        (["--gpu", "custom", "--peak-tflops", "100", "--memory-gb", "80", "--nvlink-gb-s", "900",
-          "--internode-gb-s", "50", "--gemm-share", "1e-300"], "argument --gemm-share: expected a number from 0.05 to 1"),
+        ),
+        (custom_gpu(peak_tflops="1e-300"), "argument --peak-tflops: expected a number from 1 to 1e+06, got 1e-300"),
+        (custom_gpu(gemm_share="1e-300"), "argument --gemm-share: expected a number from 0.05 to 1"),
         (["--measured", "F=1:2,I=1:2,W=1:2"], "F has 2 values per stage, but the plan has 128 stages"),
         (["--layers", "4"], "--layers describe a custom model: add --model custom"),
         (["--model", "custom", "--layers", "4"], "--model custom needs --hidden, --heads, --vocab"),

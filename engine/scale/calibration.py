@@ -89,4 +89,3 @@ def compare_with_paper(gpu: GpuSpec | None = None) -> list[Comparison]:
         result = plan(preset.model, gpu or preset.gpu, preset.layout)
         rows.append(Comparison(preset, result, planned_tflops(result, preset)))
     return rows
-

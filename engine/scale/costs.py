@@ -17,6 +17,7 @@ reduce-scatter (n − 1)/n × bytes/β.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -135,7 +136,9 @@ class Passes:
         input_gradient = pass_seconds(operations, gpu, "input_gradient")
         for category, seconds in pass_seconds(recomputed, gpu, "forward").items():
             input_gradient[category] = input_gradient.get(category, 0.0) + seconds
-        return cls(pass_seconds(operations, gpu, "forward"), input_gradient, pass_seconds(operations, gpu, "weight_gradient"))
+        return cls(
+            pass_seconds(operations, gpu, "forward"), input_gradient, pass_seconds(operations, gpu, "weight_gradient")
+        )
 
     def add_collectives(self, category: str, forward: float, backward: float, overlap: bool) -> float:
         """Add a collective's seconds to F and I (hidden behind the pass's GEMMs with ``overlap``); what shows."""
@@ -191,13 +194,17 @@ def stage_costs(
         if stage == len(layers_per_stage) - 1:
             parts.append((last, 1))
             comm += last_comm
-        seconds = [sum(passes.totals()[index] * times for passes, times in parts) for index in range(3)]
+        forward, input_gradient, weight_gradient = (
+            math.fsum(passes.totals()[index] * times for passes, times in parts) for index in range(3)
+        )
         breakdown = dict.fromkeys(CATEGORIES, 0.0)
         for passes, times in parts:
             for pass_ in (passes.forward, passes.input_gradient, passes.weight_gradient):
                 for category, value in pass_.items():
                     breakdown[category] += value * times
-        rows.append(StageCosts(stage, count, *seconds, communication=comm, breakdown=MappingProxyType(breakdown)))
+        rows.append(
+            StageCosts(stage, count, forward, input_gradient, weight_gradient, comm, MappingProxyType(breakdown))
+        )
     return tuple(rows)
 
 

@@ -36,7 +36,7 @@ copy and STREAM-triad kernels measure about 87–92 % of the datasheet figure on
 memcpy tests land lower, about 75 %, but training's element-wise work runs as kernels)."""
 
 # The one calibrated number per GPU: the share of peak a large GEMM's tiles reach, set so that the planner gives
-# one published run's throughput exactly (``engine.scale.published.calibrate``; tests/test_calibration.py
+# one published run's throughput exactly (``engine.scale.calibration.calibrate``; tests/test_calibration.py
 # recomputes both from the runs and checks these constants).
 A100_GEMM_SHARE = 0.692
 A100_CALIBRATION = "set so that the planner gives Narayanan et al. 2021's 1T run (Table 1) its 163 TFLOP/s per GPU"
@@ -70,7 +70,7 @@ class GpuSpec:
     """The one calibrated number: the share of peak a large GEMM's tiles reach (``roofline``). Everything else
     about time follows from the datasheet figures and each operation's FLOPs, bytes and shape."""
     gemm_share_source: str = "entered by hand"
-    """Which published run set ``gemm_share`` (``engine.scale.published.calibrate``)."""
+    """Which published run set ``gemm_share`` (``engine.scale.calibration.calibrate``)."""
     gpus_per_node: int = 8
     """GPUs joined by NVLink in one node."""
     source: str = ""
@@ -158,7 +158,8 @@ GPU_PRESETS: dict[str, GpuSpec] = {
             hbm_gb_s=4_800.0,
             sm_count=132,
             gemm_share=H100_GEMM_SHARE,
-            gemm_share_source=f"the H100's (the same GH100 chip; no published run on H200 calibrates it): {H100_CALIBRATION}",
+            gemm_share_source="the H100's (the same GH100 chip; no published run on H200 calibrates it): "
+            + H100_CALIBRATION,
             source="NVIDIA H200 datasheet (BF16 1,979 TFLOPS with sparsity, 989 dense; 141 GB HBM3e; NVLink 900 GB/s); "
             "DGX H200: 8 × 400 Gb/s ConnectX-7",
         ),

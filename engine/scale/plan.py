@@ -14,10 +14,9 @@ gradient all-reduce at the end of the step, drawn after each rank's last action.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-
-from collections.abc import Mapping, Sequence
 
 from ..costs import Costs, Durations, resolved
 from ..ir import Schedule
@@ -27,25 +26,24 @@ from ..timeline import Timeline
 from .costs import (
     StageCosts,
     Transfer,
-    data_parallel_seconds,
     pipeline_transfer,
     stage_costs,
     step_flops,
 )
+from .gradients import gradient_reductions
 from .hardware import GpuSpec, gpu_named
 from .layout import Layout
 from .memory import (
     ModelStateBytes,
     peak_activation_bytes,
     rank_parameters,
-    stage_gpu_parameters,
     stage_activation_bytes,
+    stage_gpu_parameters,
     stage_parameters,
 )
 from .models import ModelSpec, model_named, narayanan_flops, narayanan_parameters
-from .presets import layout_preset_named
-from .gradients import gradient_reductions
 from .operations import kept_tensors, layer_operations
+from .presets import layout_preset_named
 from .records import AllReduce, FamilyComparison, RankMemory, Shortfall
 from .summary import plan_summary
 from .torchtitan import torchtitan_toml
@@ -198,6 +196,7 @@ class Plan:
         """For a plan that does not fit: how far the fullest rank is over, in the layer's own terms (None: fits)."""
         worst = max(self.memory, key=lambda rank: rank.total)
         return None if worst.fits else Shortfall(worst, self.kept_per_layer)
+
 
 def plan(
     model: ModelSpec | str,

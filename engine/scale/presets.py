@@ -117,7 +117,9 @@ def _narayanan(key: str, gpus: int, tp: int, pp: int, batch: int, tflops: float,
             "microbatch_size": script,
             "family": Provenance(
                 LAB if not interleaved else PAPER,
-                "§5.1: the interleaved schedule" if interleaved else f"the script interleaves no stage of this run ({TABLE_1_SCRIPT})",
+                "§5.1: the interleaved schedule"
+                if interleaved
+                else f"the script interleaves no stage of this run ({TABLE_1_SCRIPT})",
             ),
             "chunks": script,
             "split": Provenance(LAB, "even: every stage the same layers (Megatron's default)"),
@@ -155,6 +157,7 @@ LLAMA3_ROW_3_NOTE = (
     "Table 4's third row prints DP 4, but 16,384 GPUs / (TP 8 × CP 16 × PP 16) = 8, and only DP 8 gives its 16M "
     "tokens per batch (8 × 16 sequences × 131,072 tokens); the lab takes DP 8."
 )
+
 
 def _llama3(name: str, title: str, gpus: int, cp: int, dp: int, seq: int, per_dp: int, tflops: float, table_row: str):
     pp, tp = 16, 8

@@ -144,7 +144,9 @@ class PlanRequest(Declared):
         choose("gradient_precision", tuple(GRADIENT_PRECISIONS), "Gradients", "fp32 (Megatron's main gradients) or "
                "bf16", widget="radio"),
     )  # fmt: skip
-    tp_overlap: bool = declared(False, toggle("tp_overlap", "Overlap TP with GEMMs", "hide TP collectives behind GEMMs"))
+    tp_overlap: bool = declared(
+        False, toggle("tp_overlap", "Overlap TP with GEMMs", "hide TP collectives behind GEMMs")
+    )
     dp_overlap: bool = declared(
         True, toggle("dp_overlap", "Overlap DP with the backward", "each stage's gradients leave when they are done")
     )

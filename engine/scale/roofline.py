@@ -6,7 +6,7 @@ The model, stated once:
   Waterman and Patterson, "Roofline", CACM 2009). A GEMM's bytes are its operands and its product, so a GEMM
   with a small dimension (attention's head size, a thin TP shard) falls on the memory side by itself.
 * Achievable FLOP/s of a tensor-core kernel = peak × ``gemm_share`` × its wave efficiency. ``gemm_share`` is the
-  GPU's one calibrated number (``engine.scale.published.calibrate``). The wave efficiency is NVIDIA's tile and
+  GPU's one calibrated number (``engine.scale.calibration.calibrate``). The wave efficiency is NVIDIA's tile and
   wave quantization ("Matrix Multiplication Background User's Guide", §2.3 and §2.4): the output is cut into
   thread-block tiles, the tiles run in waves of one per SM, and a part-filled edge tile or last wave does no
   useful work: efficiency = useful output ÷ (waves × SMs × tile). Of the guide's tile shapes the best for the
