@@ -60,34 +60,44 @@ def plan_summary(plan: Any) -> dict:
             "link": plan.transfer.link,
         },
         "measured_stage_seconds": None if plan.measured is None else [dict(row) for row in plan.measured],
-        "stage_seconds": [
-            {
-                "stage": row.stage,
-                "layers": row.layers,
-                "forward": row.forward,
-                "backward_input": row.backward_input,
-                "backward_weight": row.backward_weight,
-                "communication": row.communication,
-                "breakdown": dict(row.breakdown),
-            }
-            for row in plan.stage_costs
-        ],
-        "memory": [
-            {
-                "rank": rank.rank,
-                "stages": list(rank.stages),
-                "weights_bytes": rank.weights,
-                "gradients_bytes": rank.gradients,
-                "optimizer_bytes": rank.optimizer,
-                "activations_bytes": rank.activations,
-                "total_bytes": rank.total,
-                "peak_microbatches_in_flight": rank.peak_microbatches_in_flight,
-                "fits": rank.fits,
-            }
-            for rank in plan.memory
-        ],
+        "stage_seconds": _stages(plan),
+        "memory": _memory(plan),
         "capacity_bytes": plan.gpu.memory_bytes,
         "fits": plan.fits,
         "memory_message": plan.memory_message,
         "notes": list(plan.notes),
     }
+
+
+def _stages(plan: Any) -> list[dict]:
+    """Each stage's F, I, W and where its time goes, seconds."""
+    return [
+        {
+            "stage": row.stage,
+            "layers": row.layers,
+            "forward": row.forward,
+            "backward_input": row.backward_input,
+            "backward_weight": row.backward_weight,
+            "communication": row.communication,
+            "breakdown": dict(row.breakdown),
+        }
+        for row in plan.stage_costs
+    ]
+
+
+def _memory(plan: Any) -> list[dict]:
+    """Each pipeline rank's memory at its peak, bytes."""
+    return [
+        {
+            "rank": rank.rank,
+            "stages": list(rank.stages),
+            "weights_bytes": rank.weights,
+            "gradients_bytes": rank.gradients,
+            "optimizer_bytes": rank.optimizer,
+            "activations_bytes": rank.activations,
+            "total_bytes": rank.total,
+            "peak_microbatches_in_flight": rank.peak_microbatches_in_flight,
+            "fits": rank.fits,
+        }
+        for rank in plan.memory
+    ]
