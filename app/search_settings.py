@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 
 from engine import Costs
+from engine.costs import split_backward
 from engine.ir import PLACEMENTS
 from engine.options import Declared, Option, Text, choose, code_span, declared, real
 from engine.search import SearchProblem
@@ -118,9 +119,7 @@ class SearchSettings(Declared):
     def from_measured(cls, num_ranks: int, num_microbatches: int, placement: str, table) -> SearchSettings:
         """The Real run page's "search with these measured costs": the per-stage (F, B, I, W) a run measured, in
         ms (a full backward split in half between I and W), at a budget of 1F1B's p."""
-        forward, full, backward_input, backward_weight = ([row[key] for row in table] for key in ("F", "B", "I", "W"))
-        inputs = [i if i > 0 else b / 2 for i, b in zip(backward_input, full, strict=True)]
-        weights = [w if w > 0 else b / 2 for w, b in zip(backward_weight, full, strict=True)]
+        forward, inputs, weights = split_backward(table)
         # three significant digits of the largest cost, every cost on that grid: the exact method needs a factor
         # of at most 1000 that makes each cost whole (engine.search.exact.MAX_SCALE), which 4 significant digits
         # of each cost on its own almost never have

@@ -319,3 +319,13 @@ def _per_stage(text: str, num_stages: int, where: str) -> list[dict[str, float]]
 
 UNIT = Costs.of({"F": 1.0, "I": 1.0, "W": 1.0})
 """F = I = W = 1: the Zero Bubble paper's setting for its Table 2 comparison."""
+
+
+def split_backward(table: Iterable[Mapping[str, float]]) -> tuple[list[float], list[float], list[float]]:
+    """Measured F, I and W per stage from rows of F, B, I, W: a stage that ran a full backward (I = W = 0) has it
+    split in half between I and W — the one rule the Search and Plan links from a measured run both use."""
+    rows = list(table)
+    forward = [row["F"] for row in rows]
+    inputs = [row["I"] if row["I"] > 0 else row["B"] / 2 for row in rows]
+    weights = [row["W"] if row["W"] > 0 else row["B"] / 2 for row in rows]
+    return forward, inputs, weights

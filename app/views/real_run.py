@@ -26,6 +26,7 @@ from engine.runtime import GRADIENT_TOLERANCE
 from engine.runtime.budget import available_bytes, human_bytes
 from engine.runtime.host import cpu_count, visible_gpus
 from engine.runtime.result import measured_stage_costs
+from engine.scale.request import PlanRequest
 
 PAGE = "rr"
 RESULT, RUNS = f"{PAGE}_result", f"{PAGE}_runs"
@@ -171,7 +172,8 @@ def gradient_check(summary: dict) -> None:
 
 
 def search_with_measured_costs(result) -> None:
-    """A link to the Search page with this run's measured costs, for the placements the search takes."""
+    """Links to the Search page with this run's measured costs (for the placements the search takes), and to the
+    Plan page, which simulates the run's pipeline with them and sets the roofline's beside them."""
     schedule = result.schedule
     if schedule.num_chunks <= 2 and (schedule.num_chunks == 1 or schedule.placement == "v"):
         measured = SearchSettings.from_measured(
@@ -181,6 +183,15 @@ def search_with_measured_costs(result) -> None:
             measured_stage_costs(schedule, result.measured.frame["compute_ms"].to_numpy()),
         )
         link_to("sr", measured.to_query(), "Search for a better schedule with these measured costs ↗")
+    if result.config.family in FAMILIES:
+        request = PlanRequest.from_measured_run(
+            result.config.family,
+            schedule.num_ranks,
+            schedule.num_microbatches,
+            schedule.num_chunks,
+            measured_stage_costs(schedule, result.measured.frame["compute_ms"].to_numpy()),
+        )
+        link_to("pl", request.to_query(), "Check the planner's roofline against these measured costs ↗")
 
 
 def measured_chart(result, projector: bool) -> None:

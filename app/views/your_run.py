@@ -20,7 +20,8 @@ from app.navigation import link_to
 from app.search_settings import SearchSettings
 from app.widgets import draw
 from app.your_run_settings import MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, YOUR_RUN_KEYS, YourRunSettings
-from engine import simulate
+from engine import FAMILIES, simulate
+from engine.scale.request import PlanRequest
 from engine.traces import ImportedRun, ImportOptions, TraceError, import_traces
 from engine.traces.compare import family_table
 from engine.traces.examples import PROFILE_CODE, example_files, example_runs
@@ -146,6 +147,16 @@ def families(run: ImportedRun) -> None:
         )
         link_to(
             "sr", search.to_query(), "Search a schedule with these measured costs ↗", icon=":material/manage_search:"
+        )
+    if schedule.name in FAMILIES:
+        request = PlanRequest.from_measured_run(
+            schedule.name, schedule.num_ranks, schedule.num_microbatches, schedule.num_chunks, run.stage_costs
+        )
+        link_to(
+            "pl",
+            request.to_query(),
+            "Check the planner's roofline against these measured costs ↗",
+            icon=":material/dns:",
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..costs import Costs
+from ..costs import Costs, split_backward
 from ..limits import MAX_CHUNKS, MAX_RANKS
 from ..options import Declared, Option, Text, choose, code_span, declared, real, toggle, whole
 from ..schedules import DEFAULT_CHUNKS, FAMILIES
@@ -228,6 +228,20 @@ class PlanRequest(Declared):
             chunks=layout.chunks or DEFAULT_CHUNKS,
             split=split,
         )
+
+    @classmethod
+    def from_measured_run(cls, family: str, ranks: int, microbatches: int, chunks: int, table) -> PlanRequest:
+        """The planner checked against a run: the run's own pipeline (its family, ranks, micro-batches and v; TP,
+        DP and CP 1) simulated with the F, I, W it measured per stage (``table``: rows of F, B, I, W in ms, a full
+        backward split in half). The model and GPU stay to be set to what the run trained on."""
+        forward, inputs, weights = split_backward(table)
+        text = ",".join(
+            f"{key}=" + ":".join(f"{value:.6g}" for value in values)
+            for key, values in (("F", forward), ("I", inputs), ("W", weights))
+        )
+        takes = FAMILIES[family].takes_chunks
+        return cls(family=family, pp=ranks, tp=1, dp=1, cp=1, global_batch=microbatches, microbatch_size=1,
+                   chunks=chunks if takes else DEFAULT_CHUNKS, split="even", measured=text)  # fmt: skip
 
     # -- to the engine -------------------------------------------------------------------------------------
     def resolve(self) -> tuple[ModelSpec, GpuSpec, Layout, tuple[dict[str, float], ...] | None]:
