@@ -4,20 +4,28 @@ measured costs next to the roofline's."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from engine.scale import LAYOUT_PRESETS
 from engine.scale.calibration import Comparison, planned_tflops
 from engine.scale.presets import PAPER
+from engine.scale.records import layers_text
 from engine.scale.request import PlanRequest
 
 MB = 1e6
 
 
 def matching_preset(settings: PlanRequest):
-    """The published run these settings are, unchanged (None: changed, or none)."""
-    for name, preset in LAYOUT_PRESETS.items():
-        if PlanRequest.from_preset(name) == settings:
+    """The published run these settings plan, unchanged (None: changed, measured costs given, or none)."""
+    if settings.measured or settings.model == "custom" or settings.gpu == "custom":
+        return None
+    layout = dataclasses.replace(settings.layout(), num_gpus=None)
+    for preset in LAYOUT_PRESETS.values():
+        if (preset.model, preset.gpu) == (settings.model, settings.gpu) and layout == dataclasses.replace(
+            preset.layout, num_gpus=None
+        ):
             return preset
     return None
 
@@ -40,6 +48,8 @@ def paper(settings: PlanRequest, result) -> None:
     rows = []
     for name, where in preset.provenance.items():
         value = values.get(PlanRequest.widget_key(name), getattr(settings, name, ""))
+        if name == "split":  # the rule as the plan resolved it, and what it gives
+            value = f"{settings.layout().split}: {layers_text(result.layers_per_stage)}"
         rows.append(
             {"setting": PlanRequest.option(name).label, "value": str(value),
              "from": "the paper" if where.origin == PAPER else "the lab's choice", "where, or why": where.words}

@@ -311,7 +311,8 @@ def _plan_notes(model: ModelSpec, layout: Layout, transfer: Transfer) -> tuple[s
             "One pipeline rank: no transfers between ranks."
             if transfer.link == "none"
             else f"Pipeline transfers: {transfer.bytes / 1e6:.1f} MB per micro-batch over {transfer.link}, "
-            f"{min(transfer.hop_seconds) * 1e3:.3f}–{transfer.seconds * 1e3:.3f} ms a hop, each hop over its own link."
+            + " to ".join(sorted({f"{seconds * 1e3:.3f}" for seconds in transfer.hop_seconds}))
+            + " ms a hop, each hop over its own link."
         ),
         "Activations: what each operation of a layer keeps for its backward (its GEMMs' and norms' inputs, "
         + ("flash attention's Q, K, V, output and log-sum-exp" if layout.flash_attention else "the s × s scores")
