@@ -21,11 +21,14 @@ def matching_preset(settings: PlanRequest):
     """The published run these settings plan, unchanged (None: changed, measured costs given, or none)."""
     if settings.measured or settings.model == "custom" or settings.gpu == "custom":
         return None
-    layout = dataclasses.replace(settings.layout(), num_gpus=None)
+    model = settings.model_spec()
+
+    def resolved(layout):  # the same job however it is written: the sequence spelled out, the GPU count implied
+        return dataclasses.replace(layout, num_gpus=None, seq_length=layout.sequence(model))
+
+    layout = resolved(settings.layout())
     for preset in LAYOUT_PRESETS.values():
-        if (preset.model, preset.gpu) == (settings.model, settings.gpu) and layout == dataclasses.replace(
-            preset.layout, num_gpus=None
-        ):
+        if (preset.model, preset.gpu) == (settings.model, settings.gpu) and layout == resolved(preset.layout):
             return preset
     return None
 
