@@ -23,14 +23,15 @@ itself and only "schedule" is non-zero: the family's closed form (``tests/test_a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from .costs import PAIR_KEY, Costs, resolved
 from .ir import Schedule
-from .simulator import simulate
+from .simulator import simulate, slot_times
 from .timeline import Timeline
 
 CAUSES = ("schedule", "imbalance", "cost ratios", "transfers", "overhead")
@@ -60,8 +61,16 @@ class IdleAttribution:
     idle: np.ndarray
     """Each rank's idle time in the run attributed; ``per_rank.sum(axis=1)`` equals it."""
     makespan: float
-    levels: tuple[Timeline, ...]
-    """The simulations S0–S3 (``LEVELS``), for the page to show next to the run."""
+    level_makespans: tuple[float, ...]
+    """The makespan of each simulation S0–S3 (``LEVELS``)."""
+    schedule: Schedule = field(repr=False)
+    level_costs: tuple[Costs, ...] = field(repr=False)
+    """The costs of S0–S3: the levels are timed as arrays; their Timelines are built only if asked for."""
+
+    @cached_property
+    def levels(self) -> tuple[Timeline, ...]:
+        """The simulations S0–S3 as Timelines, for the page to show next to the run (built on first use)."""
+        return tuple(simulate(self.schedule, costs, check=False) for costs in self.level_costs)
 
     def total(self, cause: str) -> float:
         """``cause``'s idle time summed over the ranks."""
@@ -76,16 +85,17 @@ class IdleAttribution:
                 for row, total in zip(self.per_rank, self.idle, strict=True)
             ],
             "total": {cause: float(value) for cause, value in zip(self.causes, self.per_rank.sum(axis=0), strict=True)},
-            "levels_makespan": {name: level.makespan for name, level in zip(LEVELS, self.levels, strict=True)},
+            "levels_makespan": dict(zip(LEVELS, self.level_makespans, strict=True)),
         }
 
 
 def attribute(schedule: Schedule, levels: list[Costs], run: Timeline) -> IdleAttribution:
     """Simulate ``schedule`` under each of the four cost levels (S0–S3) and split ``run``'s idle time by cause."""
-    timelines = tuple(simulate(schedule, costs, check=False) for costs in levels)
-    idle = np.array([timeline.idle_per_rank() for timeline in timelines] + [run.idle_per_rank()])  # (5, ranks)
+    times = [slot_times(schedule, costs) for costs in levels]  # arrays only: no Timeline per level
+    idle = np.array([level.idle_per_rank(schedule) for level in times] + [run.idle_per_rank()])  # (5, ranks)
     parts = np.vstack([idle[0], np.diff(idle, axis=0)]).T  # telescoping: part k = idle(level k) − idle(level k−1)
-    return IdleAttribution(CAUSES, parts, idle[-1], run.makespan, timelines)
+    makespans = tuple(level.makespan for level in times)
+    return IdleAttribution(CAUSES, parts, idle[-1], run.makespan, makespans, schedule, tuple(levels))
 
 
 def attribute_simulated(schedule: Schedule, costs: Costs, timeline: Timeline) -> IdleAttribution:

@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .fast_walk import fast_walk
 from .ir import Action, Kind, Schedule, slot_actions
 
 
@@ -189,9 +190,23 @@ class CompiledSchedule:
         """Action ``i``'s text form, e.g. "2F5"."""
         return str(self.action(i))
 
-    def labels(self, indices: Iterable[int] | np.ndarray) -> list[str]:
-        """The text forms of many actions (a Timeline labels thousands)."""
-        return [str(self.actions[i]) for i in np.asarray(indices, dtype=np.int64).tolist()]
+    def labels(self, indices: Iterable[int] | np.ndarray) -> np.ndarray:
+        """The text forms of many actions (a Timeline labels thousands): looked up in ``all_labels``."""
+        return self.all_labels[np.asarray(indices, dtype=np.int64)]
+
+    @cached_property
+    def all_labels(self) -> np.ndarray:
+        """Every action's text form, in compiled order, built once per schedule (as ``Action.__str__`` writes it)."""
+        names = [kind.name for kind in Kind]
+        return np.array(
+            [
+                f"{stage}{names[kind]}{microbatch}"
+                for stage, kind, microbatch in zip(
+                    self.stage.tolist(), self.kind.tolist(), self.microbatch.tolist(), strict=True
+                )
+            ],
+            dtype=object,
+        )
 
     def slot_actions(self, slot: int) -> range:
         """The actions of one slot: one, or the two halves of an overlapped pair."""
@@ -279,10 +294,10 @@ def compiled(schedule: Schedule) -> CompiledSchedule:
 
 
 class Walk(NamedTuple):
-    starts: list[float]
+    starts: np.ndarray
     """Start of every slot, in flat slot order."""
-    ends: list[float]
-    order: list[int]
+    ends: np.ndarray
+    order: np.ndarray
     """The slots in the order they were visited: an order a single process can execute the schedule in."""
 
 
@@ -297,10 +312,15 @@ def walk(schedule: Schedule, slot_durations=None, comm: float | np.ndarray = 0.0
     """
     c = compiled(schedule)
     p = schedule.num_ranks
-    durations = [0.0] * c.num_slots if slot_durations is None else np.asarray(slot_durations, float).tolist()
+    slot_array = np.zeros(c.num_slots) if slot_durations is None else np.asarray(slot_durations, dtype=float)
+    delay_array = c.neighbour_is_remote * np.asarray(comm, dtype=float)
+    fast = fast_walk(c, slot_array, delay_array)
+    if fast is not None:
+        return Walk(*fast)
+    durations = slot_array.tolist()
     first_action = c.slot_first_action.tolist()
     makes, from_neighbour, from_own = c.makes.tolist(), c.from_neighbour.tolist(), c.from_own.tolist()
-    delay = (c.neighbour_is_remote * comm).tolist()
+    delay = delay_array.tolist()
     done: list = [None] * (2 * c.num_stages * c.num_microbatches)  # key -> when its product exists
     waiting: dict[int, list[int]] = {}  # key -> ranks blocked on it
     starts, ends = [0.0] * c.num_slots, [0.0] * c.num_slots
@@ -354,14 +374,14 @@ def walk(schedule: Schedule, slot_durations=None, comm: float | np.ndarray = 0.0
             f"deadlock: {len(stuck)} rank(s) wait for each other and can never continue\n"
             + schedule.grid(mark=stuck, notes=notes, max_rows=24)
         )
-    return Walk(starts, ends, order)
+    return Walk(np.asarray(starts), np.asarray(ends), np.asarray(order, dtype=np.int64))
 
 
-def execution_order(schedule: Schedule) -> list[int]:
+def execution_order(schedule: Schedule) -> np.ndarray:
     """The untimed walk's visiting order, computed once per schedule (validation computes it; see
     [Note: derived values] in ``engine.ir``)."""
     return schedule.derived(_untimed_order)
 
 
-def _untimed_order(schedule: Schedule) -> list[int]:
+def _untimed_order(schedule: Schedule) -> np.ndarray:
     return walk(schedule).order

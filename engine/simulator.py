@@ -11,6 +11,8 @@ first rebuilds the rest (held while it runs: ``memory_peak``), and I keeps the p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .costs import COST_OF_KIND, PAIR_KEY, Costs
@@ -84,39 +86,69 @@ def memory_model(schedule: Schedule, costs: Costs) -> tuple[np.ndarray, np.ndarr
     return after, np.maximum(after, before + rebuilt)
 
 
+@dataclass(frozen=True)
+class SlotTimes:
+    """When every slot of a schedule starts and ends under some costs (flat slot order), and when each action's
+    input left and arrived where that is not simply producer end + comm (hop times, shared links)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    transfer_times: tuple[np.ndarray, np.ndarray] | None
+
+    def idle_per_rank(self, schedule: Schedule) -> np.ndarray:
+        """Each rank's idle time: the makespan minus its busy time, as ``Timeline.idle_per_rank`` counts it (same
+        sums in the same order), without building a Timeline."""
+        c = compiled(schedule)
+        rank_of_slot = np.repeat(np.arange(schedule.num_ranks), np.diff(c.rank_first_slot))
+        busy = np.bincount(rank_of_slot, weights=self.ends - self.starts, minlength=schedule.num_ranks)
+        makespan = self.makespan
+        return np.array([0.0 if abs(makespan - b) <= 1e-9 * max(makespan, 1.0) else makespan - b for b in busy])
+
+    @property
+    def makespan(self) -> float:
+        return float(self.ends.max() - self.starts.min()) if len(self.ends) else 0.0
+
+
+def slot_times(schedule: Schedule, costs: Costs) -> SlotTimes:
+    """Time every slot of ``schedule`` under ``costs`` (no Timeline: what ``simulate`` and the idle attribution's
+    levels share)."""
+    durations = slot_durations(schedule, costs)
+    if costs.shared_links and costs.comm > 0:
+        linked = walk_on_links(schedule, durations, costs.comm)
+        return SlotTimes(np.asarray(linked.starts, dtype=float), np.asarray(linked.ends, dtype=float),
+                         (linked.depart, linked.arrive))  # fmt: skip
+    if costs.hop_comm is not None:
+        delays = hop_delays(schedule, costs.hop_comm)
+        starts, ends, _ = walk(schedule, durations, delays)
+        c = compiled(schedule)
+        depart = np.asarray(ends, dtype=float)[c.slot][np.maximum(c.producer_of_neighbour, 0)]
+        return SlotTimes(np.asarray(starts), np.asarray(ends), (depart, depart + delays))
+    starts, ends, _ = walk(schedule, durations, costs.comm)
+    return SlotTimes(np.asarray(starts, dtype=float), np.asarray(ends, dtype=float), None)
+
+
 def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = True) -> Timeline:
     """Time every action of ``schedule`` under ``costs``; return the Timeline (source "simulated")."""
     costs = costs or Costs()
     if check:
         check_structure(schedule)
-    transfer_times = None
-    if costs.shared_links and costs.comm > 0:
-        starts, ends, depart, arrive = walk_on_links(schedule, slot_durations(schedule, costs), costs.comm)
-        transfer_times = (depart, arrive)
-    elif costs.hop_comm is not None:
-        delays = hop_delays(schedule, costs.hop_comm)
-        starts, ends, _ = walk(schedule, slot_durations(schedule, costs), delays)
-        c = compiled(schedule)
-        depart = np.asarray(ends, dtype=float)[c.slot][np.maximum(c.producer_of_neighbour, 0)]
-        transfer_times = (depart, depart + delays)
-    else:
-        starts, ends, _ = walk(schedule, slot_durations(schedule, costs), costs.comm)
-    if ends and not np.isfinite(ends).all():
+    times = slot_times(schedule, costs)
+    if len(times.ends) and not np.isfinite(times.ends).all():
         raise ValueError(
-            f"the simulated times overflow (a step ends at {max(ends):g}): the costs are too large "
+            f"the simulated times overflow (a step ends at {times.ends.max():g}): the costs are too large "
             f"for {schedule.num_actions:,} actions; use smaller numbers"
         )
     after, peak = memory_model(schedule, costs)
     return Timeline.from_slots(
         schedule,
-        starts,
-        ends,
+        times.starts,
+        times.ends,
         after,
         source="simulated",
         comm=max(costs.hop_comm) if costs.hop_comm else costs.comm,
         recompute=recompute_time(schedule, costs),
         memory_peak=peak,
-        transfer_times=transfer_times,
+        transfer_times=times.transfer_times,
     )
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from ..dependencies import CompiledSchedule, compiled, execution_order
 from ..ir import Schedule, all_actions
 from ..limits import whole_number
@@ -36,7 +38,7 @@ class RunPlan:
         return compiled(self.schedule)
 
     @property
-    def order(self) -> list[int]:
+    def order(self) -> np.ndarray:
         """An order of the slots (flat indices) one process can run them in."""
         return execution_order(self.schedule)
 

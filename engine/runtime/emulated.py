@@ -160,8 +160,8 @@ class _Placed:
     median: np.ndarray
     low: np.ndarray
     high: np.ndarray
-    starts: list[float]
-    ends: list[float]
+    starts: np.ndarray
+    ends: np.ndarray
     makespan_spread: tuple[float, float]
 
 

@@ -168,7 +168,7 @@ class _TimedHint:
         c = compiled(schedule)
         duration = np.rint(problem.table.duration[c.stage, c.kind] * time_scale).astype(int).tolist()
         comm = round(problem.table.comm * time_scale)
-        hint_start = walk(schedule, duration, comm).starts  # the hint timed as the simulator would, in ticks
+        hint_start = walk(schedule, duration, comm).starts.tolist()  # the hint timed as the simulator would, in ticks
         horizon = round(max(s + d for s, d in zip(hint_start, duration, strict=True)))
         return cls(c, time_scale, duration, comm, hint_start, horizon)
 
