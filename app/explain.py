@@ -26,7 +26,7 @@ def card_rows(
     if cards is None:
         idle = CARDS["idle"].value(timeline)
         differs = abs(sum(timeline.span_idle_per_rank()) - idle) > 1e-9 * max(1.0, idle)
-        cards = tuple(c for c in PLAYGROUND_CARDS if c != "idle_inside_span" or differs)
+        cards = tuple(c for c in PLAYGROUND_CARDS if c not in ("idle_inside_span", "period_bubble_rate") or differs)
     return [
         (metric.card, metric.shown(timeline, time_unit=time_unit), metric.help)
         for name, metric in CARDS.items()

@@ -142,6 +142,13 @@ TERMS: tuple[Term, ...] = (
         ("span",),
     ),
     Term(
+        "period",
+        "The longest rank span, first action to last: what a repeated step costs when the next step's warm-up "
+        "starts while this one drains — the Zero Bubble paper's objective. Its bubble rate is (period − the "
+        "busiest rank's work) / period.",
+        ("bubble rate",),
+    ),
+    Term(
         "warm-up",
         "On one rank, the part of the step before its first backward, while the pipe fills with forwards.",
         ("fill",),

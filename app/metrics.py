@@ -121,6 +121,15 @@ TIMELINE_METRICS = (
         term="idle inside span",
     ),
     Metric(
+        "period_bubble_rate",
+        "timeline",
+        lambda t: t.period_bubble_rate,
+        card="Bubble rate, repeated",
+        format=".1%",
+        term="period",
+    ),
+    Metric("period", "timeline", lambda t: t.period),
+    Metric(
         "peak_memory",
         "timeline",
         lambda t: max(t.peak_memory_per_rank(), default=0.0),
@@ -245,8 +254,11 @@ MEASURED = read_from("real")
 
 CARDS: Mapping[str, Metric] = MappingProxyType({name: metric for name, metric in SIMULATED.items() if metric.card})
 """Every card of a simulated step, by name, in the order the cards are drawn (the ones lessons teach)."""
-PLAYGROUND_CARDS = ("makespan", "bubble_fraction", "bubble_ratio", "idle_inside_span", "peak_memory", "transfers")
-"""The Playground's cards (idle inside span only where it differs from the plain idle time: ``app.explain``)."""
+PLAYGROUND_CARDS = (
+    "makespan", "bubble_fraction", "bubble_ratio", "idle_inside_span", "period_bubble_rate", "peak_memory", "transfers"
+)  # fmt: skip
+"""The Playground's cards (idle inside span and the repeated step's bubble rate only where the span differs from
+the plain idle time: ``app.explain``)."""
 assert set(PLAYGROUND_CARDS) <= set(CARDS)
 PLAN_CARDS: Mapping[str, Metric] = MappingProxyType({name: metric for name, metric in PLANNED.items() if metric.card})
 """The Plan page's cards, by name, in the order they are drawn."""

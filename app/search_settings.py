@@ -16,6 +16,7 @@ from engine.ir import PLACEMENTS
 from engine.options import Declared, Option, Text, choose, code_span, declared, real
 from engine.search import SearchProblem
 from engine.search.frontier import default_budgets
+from engine.search.problem import OBJECTIVES
 
 from . import limits
 from .codec import plain
@@ -28,6 +29,10 @@ COSTS_HELP = (
     "One micro-batch through one stage: F=1,I=1,W=1 for every stage, or per stage F=1:2:1:1,I=…,W=… (a real "
     "run's measured costs arrive that way)."
 )
+
+
+OBJECTIVE_TITLES = {"makespan": "the step from time 0 (makespan)", "period": "a repeated step (period, Zero Bubble)"}
+OBJECTIVE_HELP = " · ".join(f"{name}: {words}" for name, words in OBJECTIVES.items())
 
 
 def _empty() -> str:
@@ -56,6 +61,11 @@ class SearchSettings(Declared):
         real("memory", 0.0, limits.MAX_MEMORY_BUDGET, "Memory budget per rank (micro-batches of its share)", step=0.5),
     )
     """Activation memory a rank may hold, in micro-batches of its share (1F1B peaks at p)."""
+    objective: str = declared(
+        "makespan",
+        choose("objective", tuple(OBJECTIVES), "Minimise", OBJECTIVE_HELP, titles=OBJECTIVE_TITLES, widget="radio"),
+    )
+    """What the search minimises (``engine.search.problem.OBJECTIVES``)."""
     time_limit_s: float = declared(
         5.0,
         real(
@@ -98,6 +108,7 @@ class SearchSettings(Declared):
             memory_budget=self.memory_budget,
             placement=self.placement,
             time_limit_s=self.time_limit_s,
+            objective=self.objective,
         )
 
     def frontier_budgets(self) -> tuple[float, ...]:

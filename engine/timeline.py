@@ -202,6 +202,23 @@ class Timeline:
         span = np.nan_to_num(per_rank["last"] - per_rank["first"])
         return [_snap(float(s - b), self.makespan) if s else 0.0 for s, b in zip(span, per_rank["busy"], strict=True)]
 
+    @property
+    def period(self) -> float:
+        """The longest rank span, first start to last end: what a repeated step costs when the next step's
+        warm-up may start while this one drains (the Zero Bubble paper's "largest execution time of any stage",
+        §3, with its post-validation of the optimizer step, §4)."""
+        per_rank = self._per_rank
+        spans = np.nan_to_num(per_rank["last"] - per_rank["first"])
+        return float(spans.max()) if len(spans) else 0.0
+
+    @property
+    def period_bubble_rate(self) -> float:
+        """The Zero Bubble paper's bubble rate, (cost − work) / cost with cost = ``period`` and work the busiest
+        rank's (m·(T_F + T_B + T_W) when the stages are equal, §5.3)."""
+        period = self.period
+        busiest = max(self.busy_per_rank(), default=0.0)
+        return 0.0 if period == 0 else _snap(period - busiest, period) / period
+
     @cached_property
     def _idle_intervals(self) -> pd.DataFrame:
         slots = self._slot_frame
@@ -293,6 +310,8 @@ class Timeline:
             "idle": self.idle_per_rank(),
             "span_idle": self.span_idle_per_rank(),
             "span_idle_fraction": self.span_idle_fraction,
+            "period": self.period,
+            "period_bubble_rate": self.period_bubble_rate,
             "peak_memory": self.peak_memory_per_rank(),
             "num_actions": int(len(self.frame)),
             "transfers": self.num_transfers,

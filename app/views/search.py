@@ -17,6 +17,7 @@ from app.simulation import simulated
 from app.widgets import draw
 from engine import FAMILIES, Costs
 from engine.search import OPTIMAL, family_points, frontier, search
+from engine.search.problem import OBJECTIVES
 
 PAGE = "sr"
 RESULTS = f"{PAGE}_results"
@@ -64,6 +65,16 @@ def run_search(settings: SearchSettings):
         st.session_state[BUSY] = False
 
 
+def step_columns(timeline) -> dict[str, str]:
+    """Both objectives and the three bubble conventions of one step, for the comparison table."""
+    return {
+        "makespan": f"{timeline.makespan:.4g}",
+        "bubble (idle / (p × makespan))": f"{timeline.bubble_fraction:.1%}",
+        "period": f"{timeline.period:.4g}",
+        "bubble rate (Zero Bubble)": f"{timeline.period_bubble_rate:.1%}",
+    }
+
+
 def show_result(settings: SearchSettings, result, projector: bool) -> None:
     costs = settings.engine_costs()
     status = (
@@ -72,8 +83,16 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
         else f"best found, not proven: within {result.gap:.1%} of the lower bound {result.lower_bound:g}"
     )
     cards = st.columns(4)
-    cards[0].metric("Makespan", f"{result.makespan:.4g}", help="first start to last end of the found step")
-    cards[1].metric("Bubble fraction", f"{result.bubble_fraction:.1%}")
+    if settings.objective == "period":
+        cards[0].metric("Period", f"{result.period:.4g}", help=f"the longest rank span: {OBJECTIVES['period']}")
+        cards[1].metric(
+            "Bubble rate (Zero Bubble)",
+            f"{result.period_bubble_rate:.1%}",
+            help="(period − busiest rank's work) / period, the Zero Bubble paper's bubble rate",
+        )
+    else:
+        cards[0].metric("Makespan", f"{result.makespan:.4g}", help="first start to last end of the found step")
+        cards[1].metric("Bubble fraction", f"{result.bubble_fraction:.1%}")
     cards[2].metric("Peak memory", f"{max(result.peak_memory):.3g}", help=f"budget {settings.memory_budget:g}")
     cards[3].metric("Status", "optimal" if result.status == OPTIMAL else f"gap {result.gap:.1%}", help=status)
     st.caption(f"{result.method}: {result.detail}; {result.wall_time_s:.2f} s. {status.capitalize()}.")
@@ -82,17 +101,18 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
         for point in hand_made(settings.num_ranks, settings.num_microbatches, costs)
         if point.peak_memory <= settings.memory_budget + 1e-9 and point.timeline is not None
     ]
-    rows = [{"schedule": "searched", "makespan": f"{result.makespan:.4g}", "bubble": f"{result.bubble_fraction:.1%}",
-             "peak memory": f"{max(result.peak_memory):.3g}", "against the bound": status}]  # fmt: skip
-    for point in sorted(fits, key=lambda p: p.makespan):
+    rows = [{"schedule": "searched", **step_columns(result.timeline), "peak memory": f"{max(result.peak_memory):.3g}",
+             "against the bound": status}]  # fmt: skip
+    score = (lambda t: t.period) if settings.objective == "period" else (lambda t: t.makespan)
+    fits.sort(key=lambda point: score(point.timeline))
+    for point in fits:
         rows.append(
             {
                 "schedule": point.title,
-                "makespan": f"{point.makespan:.4g}",
-                "bubble": f"{point.timeline.bubble_fraction:.1%}" if point.timeline else "—",
+                **step_columns(point.timeline),
                 "peak memory": f"{point.peak_memory:.3g}",
                 # the bound is for this page's placement; a family in the other one is not held to it
-                "against the bound": f"{point.makespan / result.lower_bound - 1:+.1%}"
+                "against the bound": f"{score(point.timeline) / result.lower_bound - 1:+.1%}"
                 if point.placement == settings.placement
                 else f"other placement ({PLACEMENT_TITLES[point.placement]})",
             }
@@ -101,7 +121,7 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
     if not fits:
         st.caption(f"No hand-made family holds at most {settings.memory_budget:g} micro-batches on these sizes.")
     timelines = {"Searched schedule": result.timeline} | {
-        point.title: point.timeline for point in sorted(fits, key=lambda p: p.makespan) if point.timeline
+        point.title: point.timeline for point in fits if point.timeline
     }
     figure = compare_figure(timelines, projector=projector)
     player("sr_gantt", figure, name="The searched schedule and the families that fit, on one time axis",

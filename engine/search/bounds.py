@@ -27,6 +27,9 @@ from ..ir import Kind
 from .problem import SearchProblem, StageTable
 
 BOUND_NAMES = ("busiest rank", "round trip", "memory × time")
+PERIOD_BOUND_NAMES = ("busiest rank's work",)
+"""The bound on the period (the longest rank span): no rank's span is shorter than its own work. (The Zero
+Bubble paper's memory argument, its Appendix B, bounds the makespan's staircase, which the period leaves out.)"""
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,22 @@ def _round_trip_idle(table: StageTable, chain: ChainTimes, stages: tuple[int, ..
 
 
 def lower_bounds(problem: SearchProblem) -> dict[str, float]:
-    """Each bound of the module docstring, by name."""
+    """Each bound on the problem's objective, by name: the module docstring's for the makespan,
+    ``PERIOD_BOUND_NAMES`` for the period."""
+    if problem.objective == "period":
+        return {PERIOD_BOUND_NAMES[0]: max(rank_work(problem, rank) for rank in range(problem.num_ranks))}
+    return makespan_bounds(problem)
+
+
+def rank_work(problem: SearchProblem, rank: int) -> float:
+    """All of one rank's F, I and W for the step."""
+    duration = problem.table.duration
+    stages = problem.table.stages_of(rank)
+    return float(problem.num_microbatches * sum(duration[s, k] for s in stages for k in (Kind.F, Kind.I, Kind.W)))
+
+
+def makespan_bounds(problem: SearchProblem) -> dict[str, float]:
+    """Each bound of the module docstring on the makespan, by name."""
     table, m, budget = problem.table, problem.num_microbatches, problem.memory_budget
     chain = chain_times(table)
     duration, change = table.duration, table.memory_change

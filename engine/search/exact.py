@@ -11,7 +11,9 @@ One interval per action (fixed length: the action's duration, scaled to whole nu
   start of its W. With one action at a time and every action taking some time, the level just after an
   action starts is exactly the simulator's ``memory_after`` of that action, so "never above the budget"
   here is "peak ≤ budget" in the simulator;
-* the objective: the end of the last action (the makespan);
+* the objective: the end of the last action (the makespan), or the longest rank span (the period: each rank's
+  last W's end minus its first forward's start, that first forward held to its earliest start, the arrival of
+  its input, so the model's span is the simulator's, which starts every action as early as it can);
 * redundant constraints that spell out what the budget implies for the order (``_memory_precedences``), and
   the lower bounds of ``engine.search.bounds`` on the makespan, which help the solver prove.
 
@@ -140,7 +142,10 @@ def solve_exact(
     _add_handoffs(model, timed, start, end, index)
     _memory_precedences(model, problem, start, end, index)
     _add_ranks(model, problem, timed, start, interval, index, memory_scale)
-    _minimise_makespan(model, problem, timed, end, index, lower_bound)
+    if problem.objective == "period":
+        _minimise_period(model, problem, timed, start, end, index, lower_bound)
+    else:
+        _minimise_makespan(model, problem, timed, end, index, lower_bound)
     return _solve(
         cp_model, model, problem, timed, start, began=began, deadline=deadline, clock=clock, num_workers=num_workers
     )
@@ -170,6 +175,8 @@ class _TimedHint:
         comm = round(problem.table.comm * time_scale)
         hint_start = walk(schedule, duration, comm).starts.tolist()  # the hint timed as the simulator would, in ticks
         horizon = round(max(s + d for s, d in zip(hint_start, duration, strict=True)))
+        if problem.objective == "period":  # a shorter period may end later than the hint: room for it
+            horizon *= 2
         return cls(c, time_scale, duration, comm, hint_start, horizon)
 
     def ticks(self, value: float) -> int:
@@ -254,6 +261,27 @@ def _minimise_makespan(model, problem: SearchProblem, timed: _TimedHint, end, in
         model.add(makespan >= end(index[s, Kind.W, problem.num_microbatches - 1]))
     model.minimize(makespan)
     model.add_hint(makespan, timed.horizon)
+
+
+def _minimise_period(model, problem: SearchProblem, timed: _TimedHint, start, end, index, lower_bound: float):
+    """The objective: the longest rank span. Each rank's first action is the forward of micro-batch 0 on its
+    shallowest stage; it starts when its input arrives (as the simulator starts it), so a span cannot shrink
+    by starting a rank late."""
+    table, m = problem.table, problem.num_microbatches
+    period = model.new_int_var(
+        min(timed.horizon, math.ceil(lower_bound * timed.time_scale - 1e-6)), timed.horizon, "period"
+    )
+    for rank in range(problem.num_ranks):
+        stages = table.stages_of(rank)
+        first = index[stages[0], Kind.F, 0]
+        if stages[0] == 0:
+            model.add(start[first] == 0)
+        else:
+            hop = round(table.hop(stages[0] - 1, stages[0]) * timed.time_scale)
+            model.add(start[first] == end(index[stages[0] - 1, Kind.F, 0]) + hop)
+        for s in stages:  # W's run in micro-batch order: the last of each stage ends last
+            model.add(period >= end(index[s, Kind.W, m - 1]) - start[first])
+    model.minimize(period)
 
 
 def _solve(

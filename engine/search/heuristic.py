@@ -25,7 +25,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..ir import Action, Kind
+from ..ir import Action, Kind, Schedule
+from ..simulator import simulate
 from .bounds import chain_times
 from .problem import MEMORY_TOLERANCE, SPLIT_KINDS, SearchProblem
 
@@ -109,7 +110,8 @@ def lead_caps(problem: SearchProblem) -> list[int]:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A schedule the search considers: what one greedy run produced, or a hand-made family's."""
+    """A schedule the search considers: what one greedy run produced, or a hand-made family's; ``score`` is the
+    problem's objective (its makespan, or its period)."""
 
     ranks: tuple[tuple[Action, ...], ...]
     """Each rank's list (F, I and W; per stage and kind in micro-batch order)."""
@@ -117,6 +119,8 @@ class Candidate:
     """Its step time (the simulator's)."""
     source: str
     """Where it came from, in words (the greedy's variant, or the family)."""
+    score: float
+    """The problem's objective of this order (the simulator's): its makespan, or its period."""
 
 
 def warmup_caps(problem: SearchProblem, warmup: str) -> list[float]:
@@ -154,7 +158,16 @@ def greedy(problem: SearchProblem, variant: Variant) -> Candidate:
     if any(state.left):  # the reservations in forward_fits make this unreachable; a failure here is a bug
         raise AssertionError(f"greedy search stalled with {sum(state.left)} actions left ({variant})")
     order = tuple(tuple(actions) for actions in state.order)
-    return Candidate(order, max(state.free), f"greedy list scheduler ({variant})")
+    return scored(problem, order, max(state.free), f"greedy list scheduler ({variant})")
+
+
+def scored(problem: SearchProblem, ranks, makespan: float, source: str) -> Candidate:
+    """A candidate with the problem's objective: the makespan as given, the period by simulating the order."""
+    if problem.objective == "makespan":
+        return Candidate(ranks, makespan, source, makespan)
+    p, m, v = problem.num_ranks, problem.num_microbatches, problem.num_chunks
+    timeline = simulate(Schedule("candidate", p, m, v, problem.placement, ranks), problem.costs, check=False)
+    return Candidate(ranks, timeline.makespan, source, problem.score(timeline))
 
 
 @dataclass(slots=True)

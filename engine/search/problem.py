@@ -22,13 +22,21 @@ from ..costs import Costs
 from ..ir import PLACEMENTS, Action, Kind, Schedule, all_actions, rank_of_stage
 from ..limits import MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
 from ..simulator import memory_model, slot_durations
-from ..timeline import before_on_rank
+from ..timeline import Timeline, before_on_rank
 
 SPLIT_KINDS = (Kind.F, Kind.I, Kind.W)
 """The kinds a searched schedule uses: the backward is always split (the Zero Bubble paper's B and W)."""
 
 MAX_TIME_LIMIT_S = 3600.0
 """The longest a single search may be given."""
+
+OBJECTIVES = {
+    "makespan": "one step measured from time 0 to its last action: the staircase of a step run alone",
+    "period": "the longest rank span, first action to last: what a repeated step costs when the next step's "
+    "warm-up starts while this one drains — the Zero Bubble paper's objective (Qi et al. 2024, §3), which "
+    "assumes its post-validation of the optimizer step (§4) so no step waits for a global synchronisation",
+}
+"""What a search minimises, in words."""
 
 MEMORY_TOLERANCE = 1e-9
 """Budgets and peaks are sums of fractions like 1/2 and 1/4: compare them with this much slack."""
@@ -142,9 +150,13 @@ class SearchProblem:
     """"loop" (stage r on rank r) or "v" (rank r holds stages r and 2p−1−r); see ``engine.ir``."""
     time_limit_s: float = 10.0
     """Seconds the search may take; it stops with the best found so far and says it is not proven."""
+    objective: str = "makespan"
+    """What to minimise: "makespan" or "period" (``OBJECTIVES``)."""
 
     def __post_init__(self) -> None:
         who = "search"
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"search: objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         whole_number("ranks", self.num_ranks, 1, MAX_RANKS, who)
         whole_number("microbatches", self.num_microbatches, 1, MAX_MICROBATCHES, who)
         if self.placement not in PLACEMENTS:
@@ -224,10 +236,15 @@ class SearchProblem:
             memory_budget,
             self.placement,
             self.time_limit_s if time_limit_s is None else time_limit_s,
+            self.objective,
         )
+
+    def score(self, timeline: Timeline) -> float:
+        """The objective of a simulated step: its makespan or its period (``Timeline.period``)."""
+        return timeline.makespan if self.objective == "makespan" else timeline.period
 
     def describe(self) -> str:
         return (
             f"{self.num_ranks} ranks, {self.num_microbatches} micro-batches, {self.placement} placement, "
-            f"memory budget {self.memory_budget:g} micro-batches"
+            f"memory budget {self.memory_budget:g} micro-batches, minimising the {self.objective}"
         )

@@ -35,6 +35,10 @@ class SearchResult:
     """``simulate(schedule, problem.costs)``: every figure below is read from it."""
     makespan: float
     """Step time."""
+    period: float
+    """The longest rank span (``Timeline.period``): a repeated step's cost."""
+    period_bubble_rate: float
+    """The Zero Bubble paper's bubble rate on the period (``Timeline.period_bubble_rate``)."""
     bubble_fraction: float
     """idle / (ranks × makespan)."""
     span_idle_fraction: float
@@ -42,12 +46,12 @@ class SearchResult:
     peak_memory: tuple[float, ...]
     """Most activation memory each rank holds (micro-batches of its share); never above the budget."""
     lower_bounds: Mapping[str, float]
-    """Each lower bound on the step time by name (``engine.search.bounds``, plus "cp-sat" when the exact
-    method ran: the solver's proven ``BestObjectiveBound``)."""
+    """Each lower bound on the objective (the problem's makespan or period) by name (``engine.search.bounds``,
+    plus "cp-sat" when the exact method ran: the solver's proven ``BestObjectiveBound``)."""
     lower_bound: float
     """The largest of them: no schedule under the budget is shorter."""
     gap: float
-    """(makespan − lower_bound) / lower_bound: how much shorter the best schedule could at most be."""
+    """(objective − lower_bound) / lower_bound: how much better the best schedule could at most be."""
     status: str
     """``OPTIMAL`` or ``NOT_PROVEN``."""
     method: str
@@ -67,8 +71,13 @@ class SearchResult:
             raise AssertionError(f"a searched schedule peaks at {max(self.peak_memory):g} > budget {budget:g}")
         if abs(self.makespan - self.timeline.makespan) > 1e-9 * max(1.0, self.makespan):
             raise AssertionError("the makespan must be the simulated one")
-        if self.lower_bound > self.makespan * (1 + 1e-9):
-            raise AssertionError(f"lower bound {self.lower_bound:g} above a found makespan {self.makespan:g}")
+        if self.lower_bound > self.objective_value * (1 + 1e-9):
+            raise AssertionError(f"lower bound {self.lower_bound:g} above a found {self.objective_value:g}")
+
+    @property
+    def objective_value(self) -> float:
+        """The problem's objective of the found schedule: its makespan or its period."""
+        return self.makespan if self.problem.objective == "makespan" else self.period
         if self.status not in (OPTIMAL, NOT_PROVEN) or self.method not in METHODS:
             raise ValueError(f"unknown status {self.status!r} or method {self.method!r}")
 
@@ -87,7 +96,10 @@ class SearchResult:
             "proof": self.proof,
             "method": self.method,
             "detail": self.detail,
+            "objective": problem.objective,
             "makespan": self.makespan,
+            "period": self.period,
+            "period_bubble_rate": self.period_bubble_rate,
             "lower_bound": self.lower_bound,
             "lower_bounds": dict(self.lower_bounds),
             "gap": self.gap,
@@ -118,11 +130,11 @@ def finish(
     timeline = simulate(schedule, problem.costs, check=False)
     makespan = timeline.makespan
     bound = max(lower_bounds.values())
-    gap = max(0.0, (makespan - bound) / bound)
+    gap = max(0.0, (problem.score(timeline) - bound) / bound)
     if optimal_by_solver:
         status, proof = OPTIMAL, "CP-SAT proved it optimal"
     elif gap <= 1e-9:
-        status, proof = OPTIMAL, "its makespan equals the lower bound"
+        status, proof = OPTIMAL, f"its {problem.objective} equals the lower bound"
     else:
         status, proof = NOT_PROVEN, f"within {gap:.2%} of the lower bound"
     return SearchResult(
@@ -130,6 +142,8 @@ def finish(
         schedule=schedule,
         timeline=timeline,
         makespan=makespan,
+        period=timeline.period,
+        period_bubble_rate=timeline.period_bubble_rate,
         bubble_fraction=timeline.bubble_fraction,
         span_idle_fraction=timeline.span_idle_fraction,
         peak_memory=tuple(timeline.peak_memory_per_rank()),

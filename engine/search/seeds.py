@@ -63,6 +63,6 @@ def family_candidates(problem: SearchProblem) -> Iterator[Callable[[], Candidate
             if max(timeline.peak_memory_per_rank()) > problem.memory_budget + MEMORY_TOLERANCE:
                 return None
             changed = "" if ranks == built.ranks else " (each B or overlapped pair run as its parts in turn)"
-            return Candidate(ranks, timeline.makespan, f"the hand-made {title}{changed}")
+            return Candidate(ranks, timeline.makespan, f"the hand-made {title}{changed}", problem.score(timeline))
 
         yield build

@@ -51,20 +51,20 @@ def search(problem: SearchProblem, method: str = "auto", *, num_workers: int = D
     began = clock()
     deadline = began + problem.time_limit_s
     bounds = lower_bounds(problem)
-    bound = max(bounds.values())
+    bound = max(bounds.values())  # on the problem's objective
 
     # the candidates, likely best first, while a next one still fits before the deadline
     best: Candidate | None = None
     for make in candidates(problem):
         started = clock()
         candidate = make()
-        if candidate is not None and (best is None or candidate.makespan < best.makespan - 1e-9):
+        if candidate is not None and (best is None or candidate.score < best.score - 1e-9):
             best = candidate
         spent = clock() - started
-        if best is not None and (best.makespan <= bound * (1 + 1e-9) or clock() + 2 * spent > deadline):
+        if best is not None and (best.score <= bound * (1 + 1e-9) or clock() + 2 * spent > deadline):
             break  # proven by the bound, or out of time (room kept for the final check)
     assert best is not None  # the first candidate, the greedy, always gives one
-    proven = best.makespan <= bound * (1 + 1e-9)
+    proven = best.score <= bound * (1 + 1e-9)
     ranks, by_solver, used, detail = best.ranks, False, "heuristic", best.source
     progress: tuple[Progress, ...] = ()
     if method == "exact" or (method == "auto" and pairs <= AUTO_EXACT_PAIRS and scalable and not proven):
