@@ -97,3 +97,19 @@ def test_simulate_json_splits_each_ranks_idle_by_cause(name, capsys):
         parts = sum(value for cause, value in row.items() if cause != "idle")
         assert abs(parts - idle) <= 0.01 * summary["makespan"]
     assert split["total"]["overhead"] == pytest.approx(0.0, abs=1e-9) and split["total"]["transfers"] > 0
+
+
+@pytest.mark.parametrize("family", ["1f1b", "zb-h1", "interleaved-1f1b", "zb-v", "dualpipev"])
+def test_levels_timed_as_arrays_are_the_timelines(family):
+    """The attribution times its levels without building Timelines; built when asked, they give the same idle."""
+    from engine.attribution import attribute_simulated
+    from engine.simulator import slot_times
+
+    chunks = 2 if FAMILIES[family].takes_chunks else None
+    schedule = build_schedule(family, 4, 8, chunks)
+    costs = Costs.of({"F": 1.0, "I": 1.3, "W": 0.6}, comm=0.25, stage_scale=(1.2, 1, 1, 0.9) * schedule.num_chunks)
+    split = attribute_simulated(schedule, costs, simulate(schedule, costs))
+    for level_costs, timeline in zip(split.level_costs, split.levels, strict=True):
+        times = slot_times(schedule, level_costs)
+        assert list(times.idle_per_rank(schedule)) == timeline.idle_per_rank()
+        assert times.makespan == timeline.makespan
