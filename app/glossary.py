@@ -144,7 +144,7 @@ TERMS: tuple[Term, ...] = (
     Term(
         "period",
         "The longest rank span, first action to last: what a repeated step costs when the next step's warm-up "
-        "starts while this one drains — the Zero Bubble paper's objective. Its bubble rate is (period − the "
+        "starts while this one drains (the Zero Bubble paper's objective), whose bubble rate is (period − the "
         "busiest rank's work) / period.",
         ("bubble rate",),
     ),

@@ -4,16 +4,19 @@ time against the best hand-made family whose peak memory stays within the same b
 Small sizes run CP-SAT (exact), large ones the greedy (heuristic). Times are wall-clock seconds on this
 machine (CP-SAT with 2 workers): to a 1 % gap, to a proven optimum ("—": not within the time limit), and in
 all (the search stops early when a lower bound proves its schedule optimal).
-Run: .venv/bin/python benchmarks/search.py [--time-limit S]
+--table-5: the Zero Bubble paper's Table 5 from its profiled timings (``engine.search.zero_bubble_paper``), the
+period objective: the lab's ZB-H1 and the search at memory p, the search at 2p, next to the paper's ZB-1p/ZB-2p.
+Run: .venv/bin/python benchmarks/search.py [--time-limit S] [--table-5] [--method auto|exact|heuristic]
 """
 
 from __future__ import annotations
 
 import argparse
 
-from engine import UNIT, Costs
+from engine import UNIT, Costs, build_schedule, simulate
 from engine.search import OPTIMAL, SearchProblem, SearchResult, search
 from engine.search.frontier import family_points
+from engine.search.zero_bubble_paper import TABLE_5
 
 UNEVEN = Costs.of({"F": 1, "I": 2, "W": 1}, comm=0.5)
 SLOW_W = Costs.of({"F": 2, "I": 2, "W": 1})
@@ -62,10 +65,32 @@ def versus(result: SearchResult, families: list, width: int) -> str:
     return f"{f'{family.name} {family.makespan:g}':{width}} {result.makespan / family.makespan:>5.3f}"
 
 
+def table_5(time_limit: float, method: str) -> None:
+    """Each row: the lab's ZB-H1 against the paper's ZB-H1 = ZB-1p, the search at p, the search at 2p against
+    ZB-2p (the paper's bubble rate on the period)."""
+    print(f"{'row':<24}{'ZB-H1 lab':>10}{'paper':>8}{'search p':>10}{'search 2p':>11}{'ZB-2p':>8}  method at 2p")
+    for row in TABLE_5:
+        p, m, costs = row.ranks, row.microbatches, row.costs
+        zb_h1 = simulate(build_schedule("zb-h1", p, m), costs).period_bubble_rate
+        at_p, at_2p = (
+            search(SearchProblem(p, m, costs, budget, objective="period", time_limit_s=time_limit), method)
+            for budget in (p, 2 * p)
+        )
+        print(
+            f"{row.label:<24}{zb_h1:>10.4f}{row.zb_h1:>8.4f}{at_p.period_bubble_rate:>10.4f}"
+            f"{at_2p.period_bubble_rate:>11.4f}{row.zb_2p:>8.4f}  {at_2p.method} ({at_2p.status})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--time-limit", type=float, default=20.0, help="seconds per search")
+    parser.add_argument("--table-5", action="store_true", help="the Zero Bubble paper's Table 5 instead")
+    parser.add_argument("--method", default="auto", help="the search method (auto, exact, heuristic)")
     args = parser.parse_args()
+    if args.table_5:
+        table_5(args.time_limit, args.method)
+        return
     header = (
         f"{'p':>3} {'m':>4} {'place':5} {'costs':22} {'B':>3}  {'method':9} {'status':8} {'makespan':>8} "
         f"{'bound':>7} {'gap':>6}  {'to 1%':>6} {'to opt':>6} {'wall':>6}  "
