@@ -44,3 +44,13 @@ def test_the_command_line_takes_the_objective(capsys):
                  "--objective", "period", "--method", "heuristic"])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0 and "minimising the period" in out and "period          24" in out
+
+
+def test_a_v_placement_is_searched_on_the_period_from_the_v_families():
+    """ZB-V is a starting point: the search on a V never does worse than it on the period, at its memory."""
+    costs = Costs.of({"F": 1, "I": 1.2, "W": 0.8}, comm=0.1)
+    zb_v = simulate(build_schedule("zb-v", 4, 8), costs)
+    budget = max(zb_v.peak_memory_per_rank())
+    found = search(SearchProblem(4, 8, costs, budget, "v", 2, "period"))
+    assert found.schedule.placement == "v" and found.period <= zb_v.period + 1e-9
+    assert max(found.peak_memory) <= budget
