@@ -39,6 +39,18 @@ def test_the_period_objective_never_does_worse_than_the_makespan_search_on_the_p
             assert by_period.period <= search(problem, "heuristic").period + 1e-9
 
 
+def test_auto_runs_the_exact_model_on_the_period_up_to_its_size_limit():
+    """On the period the greedy is weaker, so ``auto`` hands every instance CP-SAT can take to it."""
+    from engine.search.solve import AUTO_EXACT_PAIRS, MAX_EXACT_PAIRS
+
+    costs = Costs.of({"F": 1, "I": 1.5, "W": 0.5}, comm=0.25)
+    problem = SearchProblem(4, 24, costs, 8, objective="period", time_limit_s=2)
+    assert AUTO_EXACT_PAIRS < problem.num_pairs <= MAX_EXACT_PAIRS
+    assert search(problem).method == "exact"
+    makespan = SearchProblem(4, 24, costs, 8, time_limit_s=2)
+    assert search(makespan).method == "heuristic"
+
+
 def test_the_command_line_takes_the_objective(capsys):
     code = main(["search", "--ranks", "4", "--microbatches", "8", "--costs", "F=1,I=1,W=1", "--memory", "8",
                  "--objective", "period", "--method", "heuristic"])  # fmt: skip
