@@ -55,6 +55,7 @@ def test_a_thread_that_had_a_cpu_a_third_of_the_time_says_so_even_when_its_repea
     assert single.variation == 0 and not single.busy  # one repeat: nothing to compare
 
 
+@pytest.mark.timing  # its prediction error is wall-clock time on this host: run alone, not beside other tests
 def test_a_run_places_each_actions_fastest_repeat_and_keeps_the_median_and_spread():
     config = RunConfig(family="zb-h1", num_ranks=2, num_microbatches=4, model=TINY, repeats=3)
     result = run(config)
