@@ -235,6 +235,41 @@ TERMS: tuple[Term, ...] = (
         "Each layer's matrices split across devices, which must exchange partial results inside every layer "
         "(intra-layer model parallelism).",
     ),
+    Term(
+        "all-reduce",
+        "A collective in which every device ends with the sum of all devices' tensors — in a ring, each sends "
+        "about twice its tensor's size, whatever the number of devices.",
+        ("all-reduces", "reduce-scatter", "all-gather"),
+    ),
+    Term(
+        "optimizer states",
+        "What the optimizer keeps per parameter besides the weight: for mixed-precision Adam, an FP32 copy of the "
+        "weight and two moments, 12 bytes a parameter.",
+        ("optimizer state",),
+    ),
+    Term(
+        "ZeRO",
+        "Sharding over the data-parallel copies what each would otherwise hold whole: stage 1 the optimizer states "
+        "(Megatron-LM's distributed optimizer), stage 2 also the gradients, stage 3 also the weights.",
+        ("ZeRO-1", "ZeRO-2", "ZeRO-3", "distributed optimizer"),
+    ),
+    Term(
+        "FSDP",
+        "PyTorch's fully sharded data parallelism, ZeRO's stage 3 by default (or stage 2 when the weights are kept "
+        "whole after the forward, as Llama 3 did).",
+        ("fully sharded data parallelism",),
+    ),
+    Term(
+        "MFU",
+        "Model FLOPs utilisation: the FLOPs a step needs (a forward and a backward, without recomputation) over "
+        "what the GPUs' peak could do in the step's time.",
+        ("model FLOPs utilisation", "model FLOPs utilization"),
+    ),
+    Term(
+        "roofline",
+        "A kernel's time is the larger of its FLOPs over the achievable FLOP/s and its bytes over the memory "
+        "bandwidth, so a kernel with little work per byte is bound by memory, not compute.",
+    ),
 )
 BY_NAME = {term.name: term for term in TERMS}
 

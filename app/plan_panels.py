@@ -92,3 +92,23 @@ def measured_against_roofline(result) -> None:
         "ratio says how far this machine is from the model."
     )
     st.table(rows)
+
+
+def why_these_numbers(result) -> None:
+    """The family's closed forms with this plan's p, m and v beside the simulated values (and which of their
+    assumptions the layout breaks), then where the GPUs' time goes and how that makes the MFU."""
+    from app.explain import why_panel
+    from engine import FAMILIES
+
+    with st.expander("Why these numbers", expanded=False):
+        why_panel(FAMILIES[result.layout.family], result.schedule, result.costs, result.timeline)
+        if result.measured is not None:
+            return
+        shares = result.time_shares()
+        parts = ", ".join(f"{name} {share:.1%}" for name, share in shares.items() if share > 0.0005)
+        st.markdown(
+            f"**Where the GPUs' time goes** (GPUs × step time = 100 %): {parts}. GEMMs run at up to "
+            f"{result.gpu.gemm_share:.1%} of peak (less where their shape leaves part of a wave idle), attention "
+            f"below that, memory-bound work and communication at none of it, the bubble and the exposed DP "
+            f"reduction idle: together an **MFU of {result.mfu:.1%}** (model FLOPs / (GPUs × peak × step time))."
+        )

@@ -26,6 +26,8 @@ CURSOR = "#D62728"
 RANK_COLOURS = ("#222222", "#E45756", "#17BECF", "#9D755D", "#BCBD22", "#FF7F0E", "#7F7F7F", "#8C564B")
 """Memory lines, one per rank (each line is also named in its hover and legend): readable on light and dark
 backgrounds."""
+RANK_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+"""And a dash pattern per rank, with the rank's name at its peak, so the lines part in greyscale too."""
 
 
 def _rgb(hex_colour: str) -> tuple[int, int, int]:

@@ -329,3 +329,16 @@ def test_the_split_follows_the_models_paper_unless_asked():
     assert PlanRequest(model="custom").layout().split == "even"  # a GPT or any hand-made model: even
     assert PlanRequest(model="gpt3-175b").layout().split == "even"
     assert PlanRequest(model="custom", split="llama3").layout().split == "llama3"
+
+
+def test_where_the_time_goes_adds_up_and_the_bubble_is_the_timelines(llama_as_trained):
+    result = llama_as_trained
+    shares = result.time_shares()
+    assert sum(shares.values()) == pytest.approx(1.0)
+    p = result.layout.pipeline_parallel
+    assert shares["pipeline bubble"] == pytest.approx(
+        result.bubble_fraction * result.pipeline_seconds / result.step_seconds
+    )
+    assert shares["DP reduction (exposed)"] == pytest.approx(1 - result.pipeline_seconds / result.step_seconds)
+    busy = sum(shares[c] for c in ("GEMMs", "attention", "memory-bound", "TP communication", "CP communication"))
+    assert busy * p * result.step_seconds == pytest.approx(sum(result.timeline.busy_per_rank()))

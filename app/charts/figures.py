@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from engine import Timeline
 
-from ..style import RANK_COLOURS, sizes
+from ..style import RANK_COLOURS, RANK_DASHES, sizes
 from .gantt import gantt_traces
 from .lanes import time_format
 from .phases import bubble_annotation, emphasise, phase_labels, phase_traces
@@ -66,6 +66,9 @@ def memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
     traces = []
     for rank in ranks:
         x, y = _downsampled(*timeline.memory_curve(rank))
+        label = [""] * len(x)
+        if len(x):
+            label[int(np.argmax(y))] = f"r{rank}"  # named at its peak: the lines part without colour
         traces.append(
             dict(
                 type="scatter",
@@ -73,8 +76,16 @@ def memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
                 legendgroup="memory",
                 x=x.astype(np.float32),
                 y=y.astype(np.float32),
-                mode="lines",
-                line=dict(shape="hv", width=1.5, color=RANK_COLOURS[rank % len(RANK_COLOURS)]),
+                mode="lines+text",
+                text=label,
+                textposition="top center",
+                textfont=dict(size=11, color=RANK_COLOURS[rank % len(RANK_COLOURS)]),
+                line=dict(
+                    shape="hv",
+                    width=1.5,
+                    color=RANK_COLOURS[rank % len(RANK_COLOURS)],
+                    dash=RANK_DASHES[rank % len(RANK_DASHES)],
+                ),
                 hovertemplate=f"rank {rank} · t %{{x:.4g}} · %{{y:.3g}}<extra></extra>",
                 **axes,
             )

@@ -11,7 +11,7 @@ from app.codec import plain
 from app.controls import projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.explain import chart_summary
 from app.metrics import PLAN_CARDS
-from app.plan_panels import kept_per_layer, measured_against_roofline, paper
+from app.plan_panels import kept_per_layer, measured_against_roofline, paper, why_these_numbers
 from app.simulation import planned
 from app.widgets import draw
 from engine import FAMILIES
@@ -119,6 +119,7 @@ def plan_page() -> None:
     for note in result.notes:
         st.caption(note)
     paper(settings, result)
+    why_these_numbers(result)
     st.subheader("Where each stage's time goes")
     st.plotly_chart(time_figure(result, projector=projector), width="stretch", key="pl_time")
     measured_against_roofline(result)

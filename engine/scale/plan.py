@@ -42,7 +42,7 @@ from .memory import (
     stage_parameters,
 )
 from .models import ModelSpec, model_named, narayanan_flops, narayanan_parameters
-from .operations import kept_tensors, layer_operations
+from .operations import CATEGORIES, kept_tensors, layer_operations
 from .presets import layout_preset_named
 from .records import AllReduce, FamilyComparison, RankMemory, Shortfall
 from .summary import plan_summary
@@ -65,6 +65,8 @@ class Plan:
     """F, I, W per stage from the roofline, seconds (``roofline``)."""
     measured: tuple[Durations, ...] | None
     """F, I, W per stage measured on a real run, when given: the simulation then uses these, not the roofline."""
+    costs: Costs
+    """What was simulated: each stage's F, I, W in seconds and each hop's transfer time."""
     parameters: int
     """Exact parameter count (``ModelSpec.parameter_count``)."""
     parameters_closed_form: float | None
@@ -182,6 +184,22 @@ class Plan:
         """The figures the CLI's --json prints and the page shows, as plain numbers (bytes, seconds)."""
         return plan_summary(self)
 
+    def time_shares(self) -> dict[str, float]:
+        """Where the GPUs' time over the step goes, as shares of GPUs × step time: each kind of operation and the
+        TP/CP collectives (the roofline's, per stage × m micro-batches), the pipeline's bubble, and the DP
+        reduction that outlasts the pipeline. They add up to 1; MFU is the GEMMs' and attention's share times the
+        share of peak they reach."""
+        p, m = self.layout.pipeline_parallel, self.num_microbatches
+        total = p * self.step_seconds
+        shares = {category: 0.0 for category in CATEGORIES}
+        for row in self.stage_costs:
+            for category, seconds in row.breakdown.items():
+                shares[category] += m * seconds / total
+        busy = float(sum(self.timeline.busy_per_rank()))
+        shares["pipeline bubble"] = (p * self.pipeline_seconds - busy) / total
+        shares["DP reduction (exposed)"] = p * (self.step_seconds - self.pipeline_seconds) / total
+        return shares
+
     @cached_property
     def kept_per_layer(self) -> list[tuple[str, float]]:
         """What one layer keeps for one micro-batch on one GPU, by operation (``operations.kept_tensors``)."""
@@ -221,7 +239,8 @@ def plan(
     transfer = pipeline_transfer(model, gpu, layout, schedule.placement)
     rows = measured_rows or [row.row() for row in costs_per_stage]
     hops = transfer.hop_seconds or None
-    timeline = simulate(schedule, Costs.of(stage_costs=rows, comm=transfer.seconds, hop_comm=hops))
+    simulated = Costs.of(stage_costs=rows, comm=transfer.seconds, hop_comm=hops)
+    timeline = simulate(schedule, simulated)
 
     # memory: model states of each rank's stages, activations × the simulated in-flight count
     per_stage = stage_parameters(model, layers)
@@ -240,6 +259,7 @@ def plan(
         layers_per_stage=layers,
         stage_costs=costs_per_stage,
         measured=measured_rows,
+        costs=simulated,
         parameters=model.parameter_count(),
         parameters_closed_form=(
             narayanan_parameters(model.num_layers, model.hidden_size, model.vocab_size, s) if gpt_style else None
