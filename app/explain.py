@@ -237,21 +237,28 @@ def why_panel(family: Family, schedule: Schedule, costs: Costs, timeline: Timeli
             st.warning("The closed form's assumptions hold but the simulation differs: please report this.")
 
 
+def per_rank_frame(columns: dict[str, list]) -> pd.DataFrame:
+    """A per-rank table as the pages show it: a "rank" column first, and every number written to its own
+    precision (24, 4.5, 0.333 — not 24.0000)."""
+
+    def shown(value):
+        return f"{value:.4g}" if isinstance(value, float) else value
+
+    first = next(iter(columns.values()), [])
+    return pd.DataFrame({"rank": list(range(len(first)))} | {k: [shown(v) for v in vs] for k, vs in columns.items()})
+
+
 def rank_table(timeline: Timeline) -> None:
     summary = timeline.summary()
-    table = (
-        pd.DataFrame(
-            {
-                "busy": summary["busy"],
-                "idle": summary["idle"],
-                "idle inside span": summary["span_idle"],
-                "peak memory": summary["peak_memory"],
-            }
-        )
-        .round(3)
-        .rename_axis("rank")
+    table = per_rank_frame(
+        {
+            "busy": summary["busy"],
+            "idle": summary["idle"],
+            "idle inside span": summary["span_idle"],
+            "peak memory": summary["peak_memory"],
+        }
     )
-    st.table(table)
+    st.dataframe(table, hide_index=True)
 
 
 JUMP_AFTER_EVENTS = 60

@@ -231,8 +231,8 @@ def test_a_server_killed_by_sigkill_leaves_no_run_behind(tmp_path):
         "from engine.runtime import RunConfig\n"
         "from engine.runtime.isolated import run_isolated\n"
         "if __name__ == '__main__':\n"
-        "    run_isolated(RunConfig(num_ranks=2, num_microbatches=4, backend='distributed', repeats=100,\n"
-        "                           model=ModelConfig(kind='mlp', layers=4, hidden=256, batch=8)))\n"
+        "    run_isolated(RunConfig(num_ranks=2, num_microbatches=16, backend='distributed', repeats=100,\n"
+        "                           model=ModelConfig(kind='mlp', layers=8, hidden=512, batch=16)))\n"
     )
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "PPLAB_RUN_DIR": str(runs)}

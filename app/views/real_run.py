@@ -14,7 +14,7 @@ from app.charts.player import player
 from app.charts.run_figure import CROWDED_ACTIONS
 from app.codec import plain
 from app.controls import bind_real_run, projector_query, projector_toggle, warn_about
-from app.explain import chart_summary, idle_causes
+from app.explain import chart_summary, idle_causes, per_rank_frame
 from app.limits import REAL_RUN_MAX_RANKS
 from app.navigation import link_to
 from app.real_run_jobs import memory_check, run_one
@@ -103,7 +103,7 @@ def show_result(ran, result, config, projector: bool) -> None:
     st.subheader("Why the measured step is longer than the textbook's")
     idle_causes(result.idle_attribution(), key=f"{PAGE}_causes", time_unit="ms", projector=projector)
     measured_chart(result, projector)
-    st.table(per_rank_table(result, summary))
+    st.dataframe(per_rank_table(result, summary), hide_index=True)
     memory_model_note(result, summary)
 
 
@@ -213,17 +213,16 @@ def measured_chart(result, projector: bool) -> None:
 
 def per_rank_table(result, summary: dict) -> pd.DataFrame:
     """Each rank's measured and predicted end, and its peak memory measured and modelled, in one byte unit."""
-    per_rank = pd.DataFrame(
-        {
-            "measured end (ms)": result.measured.frame.groupby("rank")["end"].max().round(3),
-            "predicted end (ms)": result.predicted.frame.groupby("rank")["end"].max().round(3),
-            "error": [f"{e:+.1%}" for e in summary["prediction_error_per_rank"]],
-        }
-    ).rename_axis("rank")
     unit, divisor = memory_unit(summary["peak_memory_bytes"])
-    per_rank[f"peak memory, measured ({unit})"] = [round(b / divisor, 2) for b in summary["peak_memory_bytes"]]
-    per_rank[f"peak memory, modelled ({unit})"] = [round(b / divisor, 2) for b in result.modelled_peak_bytes()]
-    return per_rank
+    return per_rank_frame(
+        {
+            "measured end (ms)": [float(v) for v in result.measured.frame.groupby("rank")["end"].max()],
+            "predicted end (ms)": [float(v) for v in result.predicted.frame.groupby("rank")["end"].max()],
+            "error": [f"{e:+.1%}" for e in summary["prediction_error_per_rank"]],
+            f"peak memory, measured ({unit})": [float(b / divisor) for b in summary["peak_memory_bytes"]],
+            f"peak memory, modelled ({unit})": [float(b / divisor) for b in result.modelled_peak_bytes()],
+        }
+    )
 
 
 def memory_model_note(result, summary: dict) -> None:
