@@ -66,3 +66,18 @@ def test_a_v_placement_is_searched_on_the_period_from_the_v_families():
     found = search(SearchProblem(4, 8, costs, budget, "v", 2, "period"))
     assert found.schedule.placement == "v" and found.period <= zb_v.period + 1e-9
     assert max(found.peak_memory) <= budget
+
+
+def test_the_frontier_follows_the_objective_and_draws_the_other_placement_apart():
+    from app.charts.search import frontier_figure, label_positions
+    from engine.search import frontier
+
+    found = frontier(4, 8, Costs.of({"F": 1, "I": 1, "W": 1}), "loop", (4.0, 6.0, 8.0),
+                     time_limit_per_budget_s=1, method="heuristic", objective="period")  # fmt: skip
+    periods = [point.result.period for point in found.points]
+    assert periods == sorted(periods, reverse=True) and periods[0] == 27 and periods[-1] == 24
+    figure = frontier_figure(found)
+    names = [trace["name"] for trace in figure.data]
+    assert names[0].startswith("searched, loop placement") and any("other placement" in n for n in names)
+    assert figure.layout.yaxis.title.text == "period"
+    assert label_positions([4, 4, 8, 4.02]) == ["top center", "bottom center", "top center", "middle right"]

@@ -160,6 +160,7 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
                     settings.placement,
                     budgets,
                     time_limit_per_budget_s=seconds,
+                    objective=settings.objective,
                 )
             st.session_state[f"{PAGE}_frontier_for"] = (settings, found)
         finally:

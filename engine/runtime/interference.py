@@ -22,6 +22,7 @@ Two signs that the host was busy, either enough for the notice:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,7 +86,8 @@ def assess(samples, cpu_share: float | None = None) -> Interference:
     variation = typical / fastest - 1.0 if fastest > 0 and repeats > 1 else 0.0
     crowded = cpu_share is not None and cpu_share < BUSY_CPU_SHARE
     busy = variation >= BUSY_VARIATION or crowded
-    share = f"; the run had a CPU {cpu_share:.0%} of the time" if cpu_share is not None else ""
+    # the share written down, not rounded up: 74.6 % is "74 %", so the notice never says "75 %" (the rule is < 75 %)
+    share = f"; the run had a CPU {math.floor(cpu_share * 100)}% of the time" if cpu_share is not None else ""
     if busy:
         sentence = (
             f"warning: the host was busy: the timings vary by {variation:.0%} between the {repeats} measured "

@@ -106,19 +106,22 @@ def frontier(
     time_limit_per_budget_s: float = 5.0,
     method: str = "auto",
     num_workers: int = DEFAULT_WORKERS,
+    objective: str = "makespan",
 ) -> Frontier:
     """Search every budget (``default_budgets`` when None) and simulate the hand-made families.
 
     Budgets run from the smallest up; a smaller budget's schedule also fits a larger one, so each point
     keeps the better of its own search and the point before it: the frontier is monotone by construction.
     Budgets below the least any schedule needs raise ``ValueError`` with the arithmetic."""
-    first = SearchProblem(num_ranks, num_microbatches, costs, max(budgets or (2 * num_ranks,)), placement)
+    first = SearchProblem(
+        num_ranks, num_microbatches, costs, max(budgets or (2 * num_ranks,)), placement, objective=objective
+    )
     chosen = sorted(set(default_budgets(first) if budgets is None else budgets))
     points: list[FrontierPoint] = []
     for budget in chosen:
         problem = first.with_budget(budget, time_limit_per_budget_s)
         result = search(problem, method, num_workers=num_workers)
-        if points and points[-1].makespan < result.makespan:
+        if points and points[-1].result.objective_value < result.objective_value:
             carried = points[-1].result
             result = finish(
                 problem,
