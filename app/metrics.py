@@ -124,7 +124,7 @@ TIMELINE_METRICS = (
         "period_bubble_rate",
         "timeline",
         lambda t: t.period_bubble_rate,
-        card="Bubble rate, repeated",
+        card="Bubble, repeated",
         format=".1%",
         term="period",
     ),

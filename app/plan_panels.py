@@ -57,7 +57,7 @@ def paper(settings: PlanRequest, result) -> None:
             {"setting": PlanRequest.option(name).label, "value": str(value),
              "from": "the paper" if where.origin == PAPER else "the lab's choice", "where, or why": where.words}
         )  # fmt: skip
-    with st.expander("Where each value of this layout comes from", expanded=True):
+    with st.expander("Where each value of this layout comes from", expanded=False):
         st.table(rows)
         for note in preset.notes:
             st.caption(note)
