@@ -135,13 +135,13 @@ def idle_causes(split: IdleAttribution, *, key: str, time_unit: str, projector: 
     st.plotly_chart(attribution_figure(split, time_unit=time_unit, projector=projector), width="stretch", key=key)
     levels = pd.DataFrame(
         {
-            "adds": ["—"] + list(split.causes[1:4]),
-            f"makespan ({time_unit})": [round(level.makespan, 4) for level in split.levels],
-            f"idle, all ranks ({time_unit})": [round(sum(level.idle_per_rank()), 4) for level in split.levels],
-        },
-        index=pd.Index(LEVELS, name="simulation"),
+            "timing": [*LEVELS, "the run"],
+            "adds": ["—", *split.causes[1:]],
+            f"makespan ({time_unit})": [f"{value:.4g}" for value in (*split.level_makespans, split.makespan)],
+            f"idle, all ranks ({time_unit})": [f"{value:.4g}" for value in (*split.level_idle, idle)],
+        }
     )
-    st.table(levels)
+    st.dataframe(levels, hide_index=True)  # the last row's idle minus the one before it is the overhead
     st.caption(" ".join(f"{cause.capitalize()}: {words}." for cause, words in DEFINITIONS.items()))
 
 

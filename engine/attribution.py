@@ -63,6 +63,8 @@ class IdleAttribution:
     makespan: float
     level_makespans: tuple[float, ...]
     """The makespan of each simulation S0–S3 (``LEVELS``)."""
+    level_idle: tuple[float, ...]
+    """All ranks' idle time in each simulation S0–S3."""
     schedule: Schedule = field(repr=False)
     level_costs: tuple[Costs, ...] = field(repr=False)
     """The costs of S0–S3: the levels are timed as arrays; their Timelines are built only if asked for."""
@@ -95,7 +97,8 @@ def attribute(schedule: Schedule, levels: list[Costs], run: Timeline) -> IdleAtt
     idle = np.array([level.idle_per_rank(schedule) for level in times] + [run.idle_per_rank()])  # (5, ranks)
     parts = np.vstack([idle[0], np.diff(idle, axis=0)]).T  # telescoping: part k = idle(level k) − idle(level k−1)
     makespans = tuple(level.makespan for level in times)
-    return IdleAttribution(CAUSES, parts, idle[-1], run.makespan, makespans, schedule, tuple(levels))
+    level_idle = tuple(float(row.sum()) for row in idle[:-1])
+    return IdleAttribution(CAUSES, parts, idle[-1], run.makespan, makespans, level_idle, schedule, tuple(levels))
 
 
 def attribute_simulated(schedule: Schedule, costs: Costs, timeline: Timeline) -> IdleAttribution:

@@ -113,3 +113,13 @@ def test_levels_timed_as_arrays_are_the_timelines(family):
         times = slot_times(schedule, level_costs)
         assert list(times.idle_per_rank(schedule)) == timeline.idle_per_rank()
         assert times.makespan == timeline.makespan
+
+
+def test_the_levels_idle_is_stored_and_the_run_is_the_last_row():
+    """The page's table reads each level's makespan and idle from the split itself (no Timeline is built for it),
+    and the run's idle minus the last level's is the overhead."""
+    schedule = build_schedule("zb-h1", 4, 8)
+    costs = Costs.of({"F": 1.0, "I": 1.3, "W": 0.6}, comm=0.25)
+    split = attribute_simulated(schedule, costs, simulate(schedule, costs))
+    assert split.level_idle == pytest.approx(tuple(sum(t.idle_per_rank()) for t in split.levels))
+    assert float(split.idle.sum()) - split.level_idle[-1] == pytest.approx(split.total("overhead"), abs=1e-12)
