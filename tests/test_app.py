@@ -326,6 +326,8 @@ def test_real_run_runs_once_on_run_and_not_on_a_later_change():
     shown = metrics(at)
     assert float(shown["Gradient check"]) < 1e-5 and shown["Makespan, measured"].endswith(" ms")
     assert any("CPU time of the thread" in c.value for c in at.caption)  # the clock, named in the note
+    agreement = [c.value for c in at.caption if "one cost per stage describes" in c.value]  # what it shows
+    assert agreement and "Each rank's own end is off by" in agreement[0]
     charts = [figure(at, index) for index in range(len(at.get("plotly_chart")))]
     names = {t["name"] for chart in charts for t in chart["data"]}
     assert {"predicted (outline)", "spread over the repeats (min–max)"} <= names
