@@ -10,6 +10,7 @@ import streamlit as st
 
 from engine.scale import LAYOUT_PRESETS
 from engine.scale.calibration import Comparison, planned_tflops
+from engine.scale.costs import step_flops
 from engine.scale.presets import PAPER
 from engine.scale.records import layers_text
 from engine.scale.request import PlanRequest
@@ -42,6 +43,9 @@ def paper(settings: PlanRequest, result) -> None:
     row = Comparison(preset, result, planned_tflops(result, preset))
     counted = "recomputation counted (Eq. 3)" if preset.counts_recomputation else "model FLOPs, attention's causal half"
     calibrates = " — this run sets the GPU's GEMM share" if row.calibrates else ""
+    if preset.attention_counted < 1:  # what counting the whole s × s square instead would give, from the engine
+        whole = step_flops(result.model, result.layout, 1.0)[0] / step_flops(result.model, result.layout, 0.5)[0]
+        calibrates += f" (counted over the whole attention square, {whole - 1:.0%} more FLOPs for the same time)"
     st.info(
         f"**{preset.title}** — {preset.source}.  \n"
         f"Planned, counted as the paper counts ({counted}): **{row.planned:,.1f} TFLOP/s per GPU** against the "

@@ -258,9 +258,3 @@ def output_operations(model: ModelSpec, layout: Layout) -> tuple[Operation, ...]
         Operation("cross-entropy", "memory-bound", (stream((BF16 + FP32) * logits),),
                   (stream((FP32 + BF16) * logits),), saved=FP32 * logits),
     )  # fmt: skip
-
-
-def operation_flops(operations: tuple[Operation, ...]) -> float:
-    """FLOPs of one forward of these operations (what ``ModelSpec.layer_flops`` counts, attention causal-halved
-    when flash attention skips the masked blocks)."""
-    return math.fsum(kernel.flops for op in operations for kernel in op.forward)

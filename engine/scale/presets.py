@@ -144,8 +144,8 @@ LLAMA3_SLOTS_RULE = (
 
 LLAMA3_FLOPS_NOTE = (
     "The paper does not say how it counts attention's FLOPs. The lab counts the causal half of the s × s square "
-    "(the work a causal kernel does), so the 8K and 128K rows are counted alike; counted whole, the 128K row's "
-    "FLOPs would be 40 % larger for the same time."
+    "(the work a causal kernel does), so the 8K and 128K rows are counted alike; the panel above says how much "
+    "larger counting the whole square would make this run's figure."
 )
 LLAMA3_MEMORY_NOTE = (
     "Memory: the lab counts what a Megatron-LM layer with Transformer Engine keeps for its backward, checked against "
