@@ -236,6 +236,17 @@ TERMS: tuple[Term, ...] = (
         "(intra-layer model parallelism).",
     ),
     Term(
+        "sequence parallelism",
+        "Megatron-LM's split of the norms' and dropouts' activations along the sequence inside a tensor-parallel "
+        "group, so that the group no longer keeps whole copies of them (each all-reduce becomes a reduce-scatter "
+        "and an all-gather).",
+    ),
+    Term(
+        "context parallelism",
+        "Long sequences split across devices, which exchange keys and values so that attention still sees the "
+        "whole sequence.",
+    ),
+    Term(
         "all-reduce",
         "A collective in which every device ends with the sum of all devices' tensors — in a ring, each sends "
         "about twice its tensor's size, whatever the number of devices.",
@@ -264,6 +275,25 @@ TERMS: tuple[Term, ...] = (
         "Model FLOPs utilisation: the FLOPs a step needs (a forward and a backward, without recomputation) over "
         "what the GPUs' peak could do in the step's time.",
         ("model FLOPs utilisation", "model FLOPs utilization"),
+    ),
+    Term(
+        "TFLOP/s",
+        "Trillions of floating-point operations a second: a GPU's peak from its datasheet, or what a run "
+        "achieves per GPU.",
+    ),
+    Term(
+        "HBM",
+        "High-bandwidth memory, the GPU's own memory, read and written at a few terabytes a second.",
+    ),
+    Term(
+        "NVLink",
+        "NVIDIA's link between the GPUs of one server, about ten times as fast as the network between servers.",
+    ),
+    Term(
+        "flash attention",
+        "Attention computed tile by tile in fast on-chip memory, so the sequence-by-sequence score matrix is "
+        "never written to HBM or kept for the backward (Dao et al.).",
+        ("FlashAttention",),
     ),
     Term(
         "roofline",

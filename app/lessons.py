@@ -65,6 +65,7 @@ SIZE_NAMES = {
     "B": lambda s, c: c.backward,
     "I": lambda s, c: c.backward_input,
     "W": lambda s, c: c.backward_weight,
+    "FB": lambda s, c: c.overlapped,
     "comm": lambda s, c: c.comm,
 }
 """Sizes and costs a claim may use, e.g. ``[[3|p - 1]]/[[9|m + p - 1]]``: they follow the learner's values."""

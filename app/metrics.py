@@ -93,7 +93,15 @@ def _measured_total_of(cause: str) -> Callable[[Any], float]:
 
 # -- a simulated step -----------------------------------------------------------------------------------------
 # the cards come first, in the order they are drawn
+def _last_over_middle(busy: list[float]) -> float:
+    """The last rank's busy time over the mean of the ranks between the first and the last (lesson 8: how much
+    the output layer adds, simulated or measured)."""
+    middle = busy[1:-1] or busy[:1]
+    return busy[-1] / (sum(middle) / len(middle))
+
+
 TIMELINE_METRICS = (
+    Metric("last_stage_ratio", "timeline", lambda t: _last_over_middle(t.busy_per_rank())),
     Metric("makespan", "timeline", lambda t: t.makespan, card="Makespan", timed=True, term="makespan"),
     Metric("idle", "timeline", lambda t: sum(t.idle_per_rank()), card="Idle time", timed=True, term="idle time"),
     Metric(
@@ -204,6 +212,8 @@ PLAN_METRICS = (
     Metric("in_flight_rank0", "plan", lambda r: r.memory[0].peak_microbatches_in_flight),
     Metric("fits", "plan", lambda r: float(r.fits)),
     Metric("ranks_over_memory", "plan", lambda r: sum(not rank.fits for rank in r.memory)),
+    Metric("layers", "plan", lambda r: r.model.num_layers),
+    Metric("gpu_memory_gb", "plan", lambda r: r.gpu.memory_gb),
     Metric("layers_first_stage", "plan", lambda r: r.layers_per_stage[0]),
     Metric("layers_second_stage", "plan", lambda r: r.layers_per_stage[1]),
     Metric("rank0_busy_seconds", "plan", lambda r: r.timeline.busy_per_rank()[0]),
@@ -220,6 +230,13 @@ PLAN_METRICS = (
 )
 
 # -- a real run -----------------------------------------------------------------------------------------------
+def _last_over_middle(busy: list[float]) -> float:
+    """The last rank's busy time over the mean of the ranks between the first and the last (lesson 8: how much
+    the output layer adds, measured)."""
+    middle = busy[1:-1] or busy[:1]
+    return busy[-1] / (sum(middle) / len(middle))
+
+
 REAL_METRICS = (
     Metric("measured_makespan", "real", lambda r: r.measured.makespan),
     Metric("predicted_makespan", "real", lambda r: r.predicted.makespan),
@@ -228,6 +245,7 @@ REAL_METRICS = (
     Metric("loss", "real", lambda r: r.loss),
     Metric("reference_loss", "real", lambda r: r.reference_loss),
     Metric("peak_bytes", "real", lambda r: max(r.summary()["peak_memory_bytes"])),
+    Metric("last_stage_ratio", "real", lambda r: _last_over_middle(r.measured.busy_per_rank())),
     Metric("peak_kib", "real", lambda r: max(r.summary()["peak_memory_bytes"]) / 1024),
     Metric("idle_ms", "real", lambda r: float(r.idle_attribution().idle.sum())),
     *(Metric(f"{_idle_by_cause(cause)}_ms", "real", _measured_total_of(cause)) for cause in CAUSES),

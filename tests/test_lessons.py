@@ -27,6 +27,7 @@ from app.lesson_answers import (
     written_forms,
 )
 from app.lessons import (
+    CLAIM,
     EXPLORE,
     LIVE,
     MAIN,
@@ -114,6 +115,31 @@ def test_live_values_compute_from_real_runs():
             evaluate(expression, step, results)
         assert "… (press Run)" not in render(step.text, step, results)
         assert all(result.summary()["gradients_match"] for result in results.values())
+
+
+UNMARKED_FIGURE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?\s*(?:GB|GiB|MB|MiB|KiB|TB|layers?\b)")
+"""A memory figure or a count of layers: what a lesson states beside a card or a per-rank chart."""
+
+
+def unmarked_figures(text: str) -> list[str]:
+    return UNMARKED_FIGURE.findall(CLAIM.sub("", text))
+
+
+@pytest.mark.parametrize("lesson, step", STEPS, ids=[step_id(s) for s in STEPS])
+def test_every_memory_figure_and_layer_count_in_a_lesson_is_the_engines(lesson, step):
+    """A sentence that states a memory figure or how many layers a rank holds writes it as a claim, so the same
+    engine expression the cards read checks it (``test_every_step_is_consistent_with_the_engine``): no such
+    figure can differ from the card beside it."""
+    texts = [step.text, step.reveal]
+    if step.question is not None:
+        texts += [step.question.prompt, step.question.hint, step.question.explanation]
+        texts += [label for label, _ in step.question.options]
+    assert not [figure for text in texts for figure in unmarked_figures(text)]
+
+
+def test_the_unmarked_figure_check_catches_a_written_number():
+    assert unmarked_figures("rank 0 needs 96.8 GB and holds 8 layers") == ["96.8 GB", "8 layers"]
+    assert unmarked_figures("rank 0 needs [[96.8|rule.first_stage_memory_gb]] GB") == []
 
 
 def test_the_checker_catches_a_wrong_number_and_a_bad_expression():
@@ -224,7 +250,7 @@ def test_the_lessons_state_the_corrected_facts():
         "up to 31 % (30 % in the ICLR version)" in six and "23 % of the arXiv version's abstract belongs to ZB-V" in six
     )
     seven = lesson_text(7)
-    assert "takes 1.25 instead of 1.5: it saves a quarter unit" in seven  # not half a unit
+    assert "A pair saves **0.25** time units" in seven and "**1.25** instead of **1.5**" in seven  # not half a unit
     assert "arXiv version (§6)" in seven and "(its §3)" in seven
     assert "its docstring calls it ZB1P, while the paper's ZB-1p is a different" in seven
     four = lesson_text(4)
@@ -268,12 +294,20 @@ def bold(text: str) -> set[str]:
 
 BUTTONS = {"▶ Play", "▶ ½×", "Next event ▶", "Run it for real", "Retry", "Show me"}
 """Bold text that names a button, not a term."""
+GLOSSARY_WORTHY = (
+    "mfu", "fsdp", "all-reduce", "reduce-scatter", "all-gather", "optimizer states", "zero", "tensor parallelism",
+    "data parallelism", "sequence parallelism", "context parallelism", "activation checkpointing", "roofline",
+    "hbm", "nvlink", "flash attention", "distributed optimizer", "tflop/s",
+)  # fmt: skip
+"""Words of real-scale training that a learner may not know: every lesson that uses one defines it (in bold, at
+or before the step that first uses it) or the glossary has it — checked even where no lesson writes it in bold."""
 
 
 def test_every_term_a_lesson_uses_is_defined_in_it_or_in_the_glossary():
     """A term is what some lesson writes in bold where it introduces it, or a glossary entry. A lesson that uses
     a term must define it (in bold, at or before the step that first uses it) unless the glossary has it."""
     defined_somewhere = {m for lesson, step in STEPS for m in bold(step.text)} - {b.lower() for b in BUTTONS}
+    defined_somewhere |= set(GLOSSARY_WORTHY)
     in_glossary = {t.name.lower() for t in glossary.TERMS} | {a.lower() for t in glossary.TERMS for a in t.aliases}
     missing = []
     for lesson in LESSONS:
