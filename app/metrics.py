@@ -229,6 +229,7 @@ PLAN_METRICS = (
     Metric("largest_kept_mb", "plan", lambda r: max(size for _, size in r.kept_per_layer) / 1e6),
 )
 
+
 # -- a real run -----------------------------------------------------------------------------------------------
 def _last_over_middle(busy: list[float]) -> float:
     """The last rank's busy time over the mean of the ranks between the first and the last (lesson 8: how much
