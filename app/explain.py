@@ -167,7 +167,9 @@ def shared_links_effect(shared: Timeline, delayed: Timeline) -> str:
 def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> None:
     binned = len(timeline.frame) > BAR_LIMIT
     notes = [
-        "Grey columns are slices of time a rank was mostly idle — the bubble."
+        "Each rank's row has a lane per kind of action (F above B, or F, I, W), coloured where that kind ran for "
+        "at least a quarter of the column's time; where every lane is grey the rank was idle — the bubble. Zoom "
+        "in to see the actions one by one."
         if binned
         else "Hatched grey blocks are idle time — the bubble."
     ]

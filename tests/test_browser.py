@@ -135,6 +135,17 @@ def test_every_page_in_a_real_browser(tmp_path):
                 ".filter(t => t.meta === 'pplab-zoom-bars').reduce((n, t) => n + t._length, 0)"
             )
             assert 0 < drawn <= 600
+            # zoomed out to more than that, the browser re-bins into the same lanes as the server (F, I, W per rank)
+            page.evaluate(
+                "() => window.Plotly.relayout(document.querySelector('.js-plotly-plot'), {'xaxis.range': [0, 500]})"
+            )
+            lanes = page.wait_for_function(
+                "() => { const h = document.querySelector('.js-plotly-plot').data.find(t => t.type === 'heatmap');"
+                " return h.visible !== false && h.x[h.x.length - 1] < 501 ?"
+                " [h.z.length, new Set(h.z[1]).size > 1, new Set(h.z[3]).size > 1] : null; }",
+                timeout=20_000,
+            ).json_value()
+            assert lanes == [32 * 4 + 1, True, True], lanes
 
             # projector size
             page.set_viewport_size({"width": 1920, "height": 1080})

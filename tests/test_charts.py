@@ -9,9 +9,10 @@ import plotly.io as pio
 import pytest
 
 from app.charts import BAR_LIMIT, compare_figure, timeline_figure, tradeoff_figure
-from app.charts.bins import busy_by_bin
+from app.charts.bins import BINS, GAP_CODE, IDLE_CODE, LANE_BAND, LANE_SHARE, busy_by_bin
 from app.style import KIND_COLOURS, chunk_shade, contrast, text_colour
 from engine import FAMILIES, UNIT, Costs, build_schedule, simulate
+from engine.ir import Kind
 
 
 def as_json(figure) -> dict:
@@ -22,7 +23,9 @@ def decoded(array) -> np.ndarray:
     if isinstance(array, dict):
         import base64
 
-        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+        flat = np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+        shape = array.get("shape")
+        return flat.reshape([int(n) for n in str(shape).split(",")]) if shape else flat
     return np.asarray(array)
 
 
@@ -57,6 +60,27 @@ def test_large_timelines_are_binned_and_the_bins_keep_the_busy_time():
     assert [t["type"] for t in data].count("heatmap") == 1 and not any(t.get("base") is not None for t in data)
     edges = np.linspace(0, timeline.makespan, 101)
     assert busy_by_bin(timeline, edges).sum(axis=(1, 2)) == pytest.approx(timeline.busy_per_rank())
+
+
+def test_a_binned_chart_keeps_forwards_and_backwards_visible_in_lanes():
+    """Issue 27: at 256 micro-batches, colouring a column by the kind that ran most drew one orange block; each
+    kind's own lane keeps the forwards visible, and a lane is coloured exactly where its kind ran for a quarter
+    of the column or more."""
+    timeline = simulate(build_schedule("1f1b", 16, 256), UNIT)
+    [heatmap] = [t for t in as_json(timeline_figure(timeline))["data"] if t["type"] == "heatmap"]
+    z = decoded(heatmap["z"])
+    assert z.shape == (16 * 3 + 1, BINS) and (z[::3] == GAP_CODE).all()  # a gap row, then the F and B lanes
+    edges = np.linspace(0, timeline.makespan, BINS + 1)
+    busy = busy_by_bin(timeline, edges)
+    for rank in range(16):
+        forward, backward = z[3 * rank + 1], z[3 * rank + 2]
+        assert set(forward) == {Kind.F, IDLE_CODE} and set(backward) == {Kind.B, IDLE_CODE}
+        expected = busy[rank, Kind.F] >= LANE_SHARE * (edges[1] - edges[0])
+        assert ((forward == Kind.F) == expected).all()
+        steady = slice(BINS // 3, 2 * BINS // 3)  # both kinds run through the steady state
+        assert (forward[steady] == Kind.F).mean() > 0.3 and (backward[steady] == Kind.B).mean() > 0.6
+    y = decoded(heatmap["y"])
+    assert y[1] == pytest.approx(-LANE_BAND / 4) and y[2] == pytest.approx(LANE_BAND / 4)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,8 @@
-"""Past ``gantt.BAR_LIMIT`` actions the Gantt is one heatmap: each column a slice of time, coloured by the kind that
-ran most in it (FIELD-NOTES: bin time per pixel column), with every action packed for the browser's zoom
-script, which draws the bars again once few are visible."""
+"""Past ``gantt.BAR_LIMIT`` actions the Gantt is one heatmap: each column a slice of time (FIELD-NOTES: bin time per
+pixel column) and each rank's row split into one lane per kind of action, so that forwards and backwards both stay
+visible at any scale (a lane is coloured where its kind ran for at least ``LANE_SHARE`` of the column; coloured by
+the kind that ran most, 256 micro-batches of 1F1B were one orange block). Every action travels packed for the
+browser's zoom script, which re-bins the same way and draws the bars again once few are visible."""
 
 from __future__ import annotations
 
@@ -19,8 +21,39 @@ from ..style import (
 )
 
 BINS = 480
-CODES = ("F", "B", "I", "W", "-")
-BIN_COLOURS = [KIND_COLOURS[k] for k in "FBIW"] + [IDLE_FILL]
+BIN_COLOURS = [KIND_COLOURS[k] for k in "FBIW"] + [IDLE_FILL, "rgba(0,0,0,0)"]
+IDLE_CODE, GAP_CODE = len(Kind), len(Kind) + 1
+"""A lane's column where its kind ran too little; the empty row between two ranks."""
+LANE_SHARE = 0.25
+"""A kind's lane is coloured in a column where that kind ran for at least this share of the column's time."""
+LANE_BAND = 0.7
+"""The height of a rank's lanes together, in rank rows (the rest is the gap between ranks)."""
+
+
+def lane_kinds(timeline: Timeline) -> list[int]:
+    """The kinds the timeline runs, in the legend's order (F, B, I, W): one lane each."""
+    present = set(timeline.frame["kind"].unique())
+    return [int(kind) for kind in Kind if kind.name in present]
+
+
+def lane_rows(num_ranks: int, num_lanes: int) -> np.ndarray:
+    """The heatmap's row positions: for each rank a gap row at rank − 0.5, then its lanes spread over
+    ``LANE_BAND`` around the rank; a last gap row. Gap rows are left empty, so the ranks stay apart."""
+    offsets = -LANE_BAND / 2 + (np.arange(num_lanes) + 0.5) * LANE_BAND / num_lanes
+    rows = [[rank - 0.5, *(rank + offsets)] for rank in range(num_ranks)]
+    return np.array([*np.concatenate(rows), num_ranks - 0.5], dtype=np.float32)
+
+
+def lane_codes(busy: np.ndarray, kinds: list[int], width: float) -> np.ndarray:
+    """The heatmap's z for ``busy`` (ranks, kinds, bins): per rank a gap row, then one row per lane, its kind's
+    code where the kind ran for ``LANE_SHARE`` of the column or more, idle elsewhere; a last gap row."""
+    num_ranks, _, num_bins = busy.shape
+    gap = np.full((1, num_bins), GAP_CODE, dtype=np.int8)
+    rows = []
+    for rank in range(num_ranks):
+        lanes = [np.where(busy[rank, kind] >= LANE_SHARE * width, kind, IDLE_CODE) for kind in kinds]
+        rows += [gap, np.array(lanes, dtype=np.int8)]
+    return np.vstack([*rows, gap])
 
 
 def busy_by_bin(timeline: Timeline, edges: np.ndarray) -> np.ndarray:
@@ -77,27 +110,36 @@ def add_bins(traces: list, timeline: Timeline, show_legend: bool) -> None:
     edges = np.linspace(start, end, BINS + 1)
     width = edges[1] - edges[0]
     busy = busy_by_bin(timeline, edges)
-    total = busy.sum(axis=1)
-    code = np.where(total >= 0.5 * width, busy.argmax(axis=1), len(Kind))  # idle when under half busy
+    kinds = lane_kinds(timeline)
+    code = lane_codes(busy, kinds, width)
+    rows = lane_rows(timeline.num_ranks, len(kinds))
+    # the hover's rank and lane's busy share of its column (packed small: the chart travels to the browser)
+    small = np.uint8 if timeline.num_ranks < 256 else np.int16
+    share = np.zeros(code.shape, dtype=small)
+    for rank in range(timeline.num_ranks):
+        for lane, kind in enumerate(kinds):
+            share[rank * (len(kinds) + 1) + 1 + lane] = np.round(100 * np.clip(busy[rank, kind] / width, 0, 1))
+    rank_of_row = np.floor(rows + 0.5).astype(small).clip(0, timeline.num_ranks - 1)
     scale = []
     for index, colour in enumerate(BIN_COLOURS):  # discrete colour scale: one band per code
         low, high = index / len(BIN_COLOURS), (index + 1) / len(BIN_COLOURS)
         scale += [[low, colour], [high, colour]]
+    zoom = zoom_payload(timeline) | dict(lanes=kinds, rows=rows.tolist(), share=LANE_SHARE)
     traces.append(
         dict(
             type="heatmap",
-            z=code.astype(np.int8),
+            z=code,
             x=((edges[:-1] + edges[1:]) / 2).astype(np.float32),
-            y=np.arange(timeline.num_ranks, dtype=np.int16),
+            y=rows,
             zmin=-0.5,
             zmax=len(BIN_COLOURS) - 0.5,
             colorscale=scale,
             showscale=False,
             name="binned",
-            text=np.array(CODES)[code],
-            customdata=np.round(100 * np.clip(total / width, 0, 1)).astype(np.uint8),
-            hovertemplate="rank %{y} · t ≈ %{x:.4g} · mostly %{text} · busy %{customdata}%<extra></extra>",
-            meta=dict(pplab_zoom=zoom_payload(timeline)),
+            customdata=np.stack([share, np.repeat(rank_of_row[:, None], BINS, 1)], -1),
+            hovertemplate="rank %{customdata[1]} · t ≈ %{x:.4g} · this lane's kind ran %{customdata[0]}% of the "
+            "column<extra></extra>",
+            meta=dict(pplab_zoom=zoom),
         )
     )
     for letter in "FBIW":  # the heatmap has no legend of its own: one entry per colour

@@ -111,7 +111,8 @@ _SCRIPT = """
         if (bars.length) window.Plotly.addTraces(gd, bars);
         return;
       }
-      // re-bin [x0, x1] into the same number of columns: each the kind that ran most, idle when under half busy
+      // re-bin [x0, x1] into the same number of columns and lanes as bins.add_bins: per rank a gap row (code 5),
+      // then one lane per kind, coloured where that kind ran for zoom.share of the column or more (idle: code 4)
       const bins = zoom.bins, width = (x1 - x0) / bins;
       const rows = Math.max(...Array.from(a.rank)) + 1, busy = new Float64Array(rows * 4 * bins);
       for (const i of visible) {
@@ -122,22 +123,19 @@ _SCRIPT = """
           if (overlap > 0) busy[(a.rank[i] * 4 + a.kind[i]) * bins + bin] += overlap;
         }
       }
-      const z = [], centres = [];
+      const z = [], names = [], centres = [], gap = new Array(bins).fill(5);
       for (let bin = 0; bin < bins; bin++) centres.push(x0 + (bin + 0.5) * width);
       for (let r = 0; r < rows; r++) {
-        const row = [];
-        for (let bin = 0; bin < bins; bin++) {
-          let best = 0, total = 0;
-          for (let k = 0; k < 4; k++) {
-            const v = busy[(r * 4 + k) * bins + bin]; total += v;
-            if (v > busy[(r * 4 + best) * bins + bin]) best = k;
-          }
-          row.push(total >= 0.5 * width ? best : 4);
+        z.push(gap); names.push(new Array(bins).fill(''));
+        for (const k of zoom.lanes) {
+          const row = [];
+          for (let bin = 0; bin < bins; bin++) row.push(busy[(r * 4 + k) * bins + bin] >= zoom.share * width ? k : 4);
+          z.push(row); names.push(new Array(bins).fill('rank ' + r + ' · ' + zoom.kinds[k] + ' lane'));
         }
-        z.push(row);
       }
-      window.Plotly.restyle(gd, {z: [z], x: [centres], visible: true, text: [null], customdata: [null],
-        hovertemplate: 'rank %{y} · t ≈ %{x:.4g}' + EXTRA}, [index]);
+      z.push(gap); names.push(new Array(bins).fill(''));
+      window.Plotly.restyle(gd, {z: [z], x: [centres], visible: true, text: [names], customdata: [null],
+        hovertemplate: '%{text} · t ≈ %{x:.4g}' + EXTRA}, [index]);
     });
   };
   const watchZoom = gd => {
