@@ -119,6 +119,16 @@ def test_every_page_in_a_real_browser(tmp_path):
             assert area["width"] >= 300 and area["legendTop"] >= area["plotBottom"], area
             assert area["chartTop"] < 844, area  # the chart starts on the first screen
             _save(page, "playground-phone", tmp_path)
+            # transfer arrows only where they can be seen: 16 ranks × 32 on a phone hides them, 4 × 8 keeps them
+            arrows = (
+                "() => { const gd = document.querySelector('.js-plotly-plot');"
+                " return gd.data.filter(t => t.meta === 'pplab-arrows').map(t => t.visible !== false); }"
+            )
+            page, _ = open_page(browser, f"{url}/?schedule=1f1b&ranks=16&microbatches=32&comm=0.5", 390, 844)
+            page.wait_for_function(f"() => ({arrows})().length === 1 && ({arrows})()[0] === false", timeout=20_000)
+            page, _ = open_page(browser, f"{url}/?schedule=1f1b&ranks=4&microbatches=8&comm=0.5", 1440, 900)
+            time.sleep(1)
+            assert page.evaluate(arrows) == [True]
 
             # 32 × 256 is drawn binned; zoomed in to a few hundred actions, they are drawn one by one
             page, _ = open_page(browser, f"{url}/?schedule=zb-v&ranks=32&microbatches=256&costs=F=1,I=1,W=1")

@@ -105,6 +105,7 @@ def add_transfers(traces: list, timeline: Timeline, show_legend: bool, lanes: La
             name="transfer: from producer to consumer",
             legendgroup="transfer",
             showlegend=False,
+            meta="pplab-arrows",  # the browser hides them where they would be too dense to see (player.py)
             x=x.astype(np.float32),
             y=y.astype(np.float32),
             mode="lines+markers",

@@ -110,7 +110,9 @@ def time_figure(result: Plan, *, projector: bool = False) -> go.Figure:
 
 
 def allreduce_traces(result: Plan) -> list[dict]:
-    """Each rank's DP gradient all-reduce after its last action, as a bar on its Gantt row."""
+    """Each rank's DP gradient reduction as a thin strip under its Gantt row, from when its first chunk's reduction
+    starts to when its last one ends: with ``dp_overlap`` it runs beside the backwards still to come, which stay
+    visible above it."""
     if not result.allreduce:
         return []
     rows = result.allreduce
@@ -123,9 +125,9 @@ def allreduce_traces(result: Plan) -> list[dict]:
             y=[row.rank for row in rows],
             base=[row.start for row in rows],
             x=[row.end - row.start for row in rows],
-            width=0.6,
-            offset=-0.3,
-            marker=dict(color="#5E5E5E", pattern=dict(shape="+", fgcolor="#FFFFFF", fillmode="overlay", solidity=0.3)),
+            width=0.14,
+            offset=0.35,
+            marker=dict(color="#3F3F3F"),
             customdata=[[row.gradient_bytes / GB, row.end - row.start] for row in rows],
             hovertemplate="rank %{y} · DP all-reduce of %{customdata[0]:.2f} GB · %{customdata[1]:.3f} s"
             "<extra></extra>",

@@ -138,6 +138,31 @@ _SCRIPT = """
         hovertemplate: '%{text} · t ≈ %{x:.4g}' + EXTRA}, [index]);
     });
   };
+  // transfer arrows only where they can be seen: hidden while the visible ones would average fewer than
+  // ARROW_PX pixels of plot width per arrow on a rank's row (a phone, or a long run zoomed out)
+  const ARROW_PX = 14;
+  const thinArrows = gd => {
+    (gd.data || []).forEach((trace, index) => {
+      if (trace.meta !== 'pplab-arrows') return;
+      const cache = gd.__pplabArrowX || (gd.__pplabArrowX = {}), drawn = gd._fullData[index] || {};
+      const xs = cache[index] || (cache[index] = drawn.x);  // a hidden trace's x is not kept: read it while drawn
+      if (!xs) return;
+      const axis = gd._fullLayout[(trace.xaxis || 'x').replace('x', 'xaxis')], [x0, x1] = axis.range;
+      const yaxis = gd._fullLayout[(trace.yaxis || 'y').replace('y', 'yaxis')];
+      const rows = Math.max(1, Math.abs(yaxis.range[1] - yaxis.range[0]));
+      let shown = 0;
+      for (let i = 0; i < xs.length; i += 3) if (xs[i + 1] > x0 && xs[i] < x1) shown++;
+      const visible = shown === 0 || axis._length / (shown / rows) >= ARROW_PX;
+      if ((gd.data[index].visible !== false) !== visible) window.Plotly.restyle(gd, {visible: visible}, [index]);
+    });
+  };
+  const watchArrows = gd => {
+    if (gd.__pplabArrows || !gd.data || !gd.data.some(t => t.meta === 'pplab-arrows')) return;
+    gd.__pplabArrows = true;
+    thinArrows(gd);
+    gd.on('plotly_relayout', () => thinArrows(gd));
+  };
+  P.thinArrows = thinArrows;
   const watchZoom = gd => {
     if (gd.__pplabZoom || !gd.data || !gd.data.some(t => t.meta && t.meta.pplab_zoom)) return;
     gd.__pplabZoom = true;
@@ -156,7 +181,7 @@ _SCRIPT = """
       holder.setAttribute('aria-label', box.dataset.name);
       holder.setAttribute('aria-describedby', box.querySelector('.pplab-summary').id);
       const gd = holder.querySelector('.js-plotly-plot');
-      if (gd && gd.on) watchZoom(gd); else if (tries++ < 50) setTimeout(label, 200);
+      if (gd && gd.on) { watchZoom(gd); watchArrows(gd); } else if (tries++ < 50) setTimeout(label, 200);
     };
     label();
   });
