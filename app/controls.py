@@ -17,6 +17,7 @@ from engine.schedules import Family
 from . import state
 from .real_run_settings import RealRunSettings
 from .settings import COST_BOXES, FULL_KEYS, SPLIT_KEYS, LabSettings
+from .style import PROJECTOR_CSS
 from .widgets import draw, draw_option
 
 LINK_PROBLEM = re.compile(r"[a-z_]+=`")
@@ -34,7 +35,7 @@ def projector_toggle(link: dict[str, str] | None) -> bool:
     value = st.sidebar.toggle("Projector mode", key=PROJECTOR, help="Fonts of 18 px and more, taller rows.")
     state.remember([PROJECTOR])
     if value:  # Streamlit sizes its text in rem: a larger root font enlarges the whole page
-        st.html(f"<style>html {{ font-size: {PROJECTOR_ROOT_PX}px; }}</style>")
+        st.html(f"<style>html {{ font-size: {PROJECTOR_ROOT_PX}px; }}{PROJECTOR_CSS}</style>")
     return value
 
 

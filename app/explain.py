@@ -269,8 +269,9 @@ JUMP_AFTER_EVENTS = 60
 
 def lecture_controls(
     prefix: str, schedule: Schedule, timeline: Timeline, comm: float, fingerprint, *, start_on: bool = False
-) -> float | None:
-    """The lecturer's "next": step event by event, each told in words. Returns the time to draw, or None."""
+):
+    """The lecturer's "next": the switch, then (when on) the buttons and the event's headline. Returns the event
+    to draw and tell (``narrate``), or None when lecture mode is off."""
     if start_on and st.session_state.get(f"{prefix}_lecture_for") != fingerprint:
         st.session_state[f"{prefix}_lecture_for"] = fingerprint
         st.session_state[f"{prefix}_lecture"] = True
@@ -312,8 +313,32 @@ def lecture_controls(
     index = min(st.session_state[index_key], count - 1)
     event = narration.event(index)
     columns[3].markdown(f"**Event {index + 1} of {count}** · {event.headline()}")
+    return event
+
+
+NARRATED_RANKS = 16
+"""Lecture mode tells this many ranks' states; the rest are counted."""
+
+
+def narrate(event) -> None:
+    """What every rank is doing at the event, and why the idle ones wait."""
     st.markdown(
-        "\n".join(f"- **rank {state.rank}** {state.text}" for state in event.ranks[:16])
-        + (f"\n- … and {len(event.ranks) - 16} more ranks" if len(event.ranks) > 16 else "")
+        "\n".join(f"- **rank {state.rank}** {state.text}" for state in event.ranks[:NARRATED_RANKS])
+        + (f"\n- … and {len(event.ranks) - NARRATED_RANKS} more ranks" if len(event.ranks) > NARRATED_RANKS else "")
     )
-    return event.time
+
+
+def chart_with_lecture(event, draw_chart, draw_cards) -> None:
+    """The chart and, in lecture mode, the narration beside it (stacked under it on a phone), with the cards
+    after them, so that a lecturer at a projector has the chart and the words on one screen; without lecture
+    mode, the cards then the chart."""
+    if event is None:
+        draw_cards()
+        draw_chart()
+        return
+    chart, words = st.columns([5, 2], gap="medium")
+    with chart:
+        draw_chart()
+    with words:
+        narrate(event)
+    draw_cards()

@@ -113,6 +113,11 @@ PAGE_CSS = """
 /* captions carry explanations: 4.5:1 against the page at least (Streamlit's default grey is about 3.8:1) */
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { color: #4f535e; }
 [data-testid="stMetricLabel"] p { color: #3d4049; }
+/* chart text and grid at 4.5:1 or more in every mode (Streamlit's Plotly theme draws ticks at about 3.7:1) */
+.js-plotly-plot g[class$="tick"] > text, .js-plotly-plot g[class^="g-x"][class$="title"] text,
+.js-plotly-plot g[class^="g-y"][class$="title"] text, .js-plotly-plot .legendtext, .js-plotly-plot .legendtitletext,
+.js-plotly-plot .gtitle { fill: #3d4049 !important; }
+.js-plotly-plot .gridlayer path { stroke: #767676 !important; stroke-width: 1px !important; }
 /* a phone (below ~700 px): metric cards as a compact two-column block, so the chart starts on the first screen */
 @media (max-width: 700px) {
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; padding-top: 2.5rem; }
@@ -121,6 +126,22 @@ PAGE_CSS = """
     flex: 1 1 40%; min-width: 40%; width: auto; }
   [data-testid="stMetricValue"] { font-size: 1.45rem; }
   h1 { font-size: 1.8rem; }
+  /* Plotly's toolbar, shown on a tap, covered the charts' titles: a phone zooms with its fingers instead */
+  .js-plotly-plot .modebar-container { display: none; }
 }
 """
 """Page-wide styles the router adds once per run: readable captions and the phone layout."""
+
+
+PROJECTOR_CSS = """
+/* a lecture hall: the sidebar wide enough for every choice's whole name, chosen schedules never cut short */
+section[data-testid="stSidebar"] { width: 25rem !important; min-width: 25rem !important; }
+[data-testid="stSidebar"] [data-tag], [data-testid="stSidebar"] [data-tag] > span[title] {
+  max-width: none !important; white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; }
+[data-testid="stSidebar"] [data-baseweb="select"] [value], [data-testid="stSidebar"] [data-baseweb="select"] div {
+  white-space: normal !important; text-overflow: clip !important; }
+/* less blank space above the title, so the chart comes up on the first screen */
+[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; }
+"""
+"""Added in projector mode only (with the larger root font: ``app.controls.projector_toggle``)."""

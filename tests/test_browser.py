@@ -80,8 +80,10 @@ def test_every_page_in_a_real_browser(tmp_path):
             page, _ = open_page(
                 browser, f"{url}/compare?schedules=zb-v,dualpipev&ranks=4&microbatches=8&costs=F=1,I=1,W=1"
             )
-            row = page.locator('[data-testid="stTable"] tr', has_text="dualpipev").first.inner_text()
-            assert f"{expected:.4g}" in row.split()
+            table = page.locator('[data-testid="stTable"]').first
+            header = table.locator("tr").first.inner_text().split()
+            row = table.locator("tr", has_text="makespan").first.inner_text().split()
+            assert row[header.index("dualpipev")] == f"{expected:.4g}"  # one column per schedule
 
             # with recomputation the peak card and the memory chart's highest point are one number
             page, _ = open_page(browser, f"{url}/?schedule=1f1b&ranks=4&microbatches=8&recompute=1")
@@ -185,5 +187,60 @@ def test_every_page_in_a_real_browser(tmp_path):
             page, _ = open_page(browser, f"{url}/editor")
             assert "Valid:" in page.inner_text('[data-testid="stAlert"] >> nth=0')
             _save(page, "editor", tmp_path)
+        finally:
+            browser.close()
+
+
+FIRST_SCREEN = (
+    "() => { const gd = document.querySelector('.js-plotly-plot'), box = gd.getBoundingClientRect();"
+    " const axes = Object.keys(gd._fullLayout).filter(k => /^yaxis\\d*$/.test(k)).map(k => gd._fullLayout[k]);"
+    " const ranks = axes.filter(a => (a.ticktext || []).some(t => String(t).startsWith('rank')));"
+    " const bottoms = ranks.map(a => box.top + a._offset + a._length);"
+    " const ticks = [...gd.querySelectorAll('g[class$=\"tick\"] > text')].filter(t => t.textContent.trim()"
+    "   && /^[0-9.]+$/.test(t.textContent.trim())).map(t => t.getBoundingClientRect().bottom);"
+    " const words = document.querySelector('[data-testid=stColumn] ul');"
+    " return {top: box.top, gantts: ranks.length, ganttBottom: Math.max(...bottoms), axisBottom: Math.max(...ticks),"
+    "   narration: words ? words.getBoundingClientRect().bottom : null, height: innerHeight}; }"
+)
+"""Where the chart, its Gantt rows, its time axis and lecture mode's narration sit in the viewport."""
+
+
+def test_projector_mode_fits_a_1080p_screen(tmp_path):
+    """Issue 27: at 1920 × 1080 with ``projector=1``, lecture mode's narration sits beside the Gantt and both are
+    on the first screen; Compare's three default schedules and their one time axis are too; the sidebar writes
+    every chosen schedule's whole name."""
+    sync_api = require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page, _ = open_page(browser, f"{url}/?projector=1", 1920, 1080)
+            page.get_by_text("Step through events (lecture mode)").click()
+            page.wait_for_selector("text=Event 1 of", timeout=60_000)
+            page.wait_for_selector(IDLE, timeout=60_000)
+            page.wait_for_function(f"() => ({DRAWN_MARKS})() > 0", timeout=60_000)
+            where = page.evaluate(FIRST_SCREEN)
+            assert where["gantts"] == 1 and 0 <= where["top"] and where["ganttBottom"] <= 1080, where
+            assert where["narration"] is not None and where["narration"] <= 1080, where
+            assert "rank 0" in page.locator("[data-testid=stColumn] ul").first.inner_text()
+            _save(page, "lecture-projector", tmp_path)
+
+            page, _ = open_page(browser, f"{url}/compare?projector=1", 1920, 1080)
+            where = page.evaluate(FIRST_SCREEN)
+            assert where["gantts"] == 3 and where["ganttBottom"] <= 1080 and where["axisBottom"] <= 1080, where
+            cut = page.evaluate(
+                "() => [...document.querySelectorAll('[data-testid=stSidebar] [data-tag] > span[title]')]"
+                ".filter(s => s.scrollWidth > s.clientWidth + 1).map(s => s.title)"
+            )
+            names = page.evaluate(
+                "() => [...document.querySelectorAll('[data-testid=stSidebar] [data-tag] > span[title]')]"
+                ".map(s => s.textContent)"
+            )
+            assert len(names) == 3 and cut == [], (names, cut)
+            ticks = page.evaluate(
+                "() => [...document.querySelectorAll('.js-plotly-plot g[class$=\"tick\"] > text')]"
+                ".map(t => getComputedStyle(t).fill)"
+            )
+            assert ticks and set(ticks) == {"rgb(61, 64, 73)"}  # #3d4049: 10:1 on white
+            _save(page, "compare-projector", tmp_path)
         finally:
             browser.close()

@@ -147,7 +147,7 @@ def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, 
                     yref="paper",
                     yanchor="bottom",
                     showarrow=False,
-                    font=dict(size=size.font),
+                    font=dict(size=size.font, color=CHART_INK),
                 )
             )
         top = low - GAP_PX / total
@@ -254,12 +254,20 @@ def timeline_figure(
     return assembled(traces, layout, frames)
 
 
+CHART_INK = "#3d4049"
+"""Text a chart writes itself (subplot titles): 10:1 on white, where Streamlit's theme grey is about 3.7:1."""
+PROJECTOR_COMPARE_PX = 540
+"""In projector mode the stacked schedules share this many pixels, so that three of them and their time axis fit
+a 1080-pixel screen under the page's title and controls (the browser test measures it)."""
+
+
 def compare_figure(
     timelines: dict[str, Timeline], *, time_unit: str = "time units", projector: bool = False
 ) -> go.Figure:
     """One Gantt per schedule, stacked on one shared time axis (the longer makespan is visibly longer), played
     by one set of controls."""
     size = sizes(projector)
+    share = PROJECTOR_COMPARE_PX // len(timelines) if projector else None
     traces, rows, slots, all_bars, seen = [], [], [], True, set()
     for index, (name, timeline) in enumerate(timelines.items(), start=1):
         suffix = "" if index == 1 else str(index)
@@ -273,7 +281,11 @@ def compare_figure(
         traces += mine
         all_bars = all_bars and drawn == "bars"
         rows.append(
-            dict(height=size.gantt_height(timeline.num_ranks) - 40, title=name, yaxis=rank_axis(timeline.num_ranks))
+            dict(
+                height=min(size.gantt_height(timeline.num_ranks) - 40, share or 10**6),
+                title=name,
+                yaxis=rank_axis(timeline.num_ranks),
+            )
         )
         slots.append(slot_rows(timeline.frame, f"y{suffix}"))
     end = max(float(t.frame["end"].max()) for t in timelines.values())
@@ -306,11 +318,11 @@ def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
         )
     )
     figure.update_layout(
-        height=320 if projector else 280,
+        height=340 if projector else 300,
         margin=dict(l=10, r=10, t=30, b=10),
         font=dict(size=size.font),
         xaxis=dict(
-            title="peak memory, busiest rank (micro-batches of a rank's share)",
+            title="peak memory, busiest rank<br>(micro-batches of a rank's share)",  # two lines: a phone keeps it
             range=[0, 1.15 * max(row["peak_memory"] for row in rows) or 1],
             tickfont=dict(size=size.font),
         ),

@@ -76,7 +76,7 @@ def frontier_figure(found: Frontier, *, projector: bool = False) -> go.Figure:
         margin=dict(l=4, r=6, t=20, b=40),
         font=dict(size=size.font),
         legend=dict(orientation="h", x=0, y=0, yref="container", yanchor="bottom"),
-        xaxis=dict(title="peak memory, busiest rank (micro-batches of its share)", rangemode="tozero"),
+        xaxis=dict(title="peak memory, busiest rank<br>(micro-batches of its share)", rangemode="tozero"),
         yaxis=dict(title=objective, rangemode="tozero"),
     )
     return figure

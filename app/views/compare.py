@@ -97,7 +97,6 @@ def compare() -> None:
             "transfers": table["transfers"],
         }
     )
-    st.table(shown)
     timelines = {FAMILIES[name].title: timeline for name, (_, _, timeline) in results.items()}
     figure = compare_figure(timelines, projector=projector)
     spoken = " ".join(chart_summary(timeline, title) for title, timeline in timelines.items())
@@ -107,6 +106,9 @@ def compare() -> None:
         "One ▶ Play drives every schedule: the cursor shows where each one is at the same moment. "
         "Hatched grey is idle time."
     )
+    # under the chart (three schedules and their time axis come first, on a projector too), one column per
+    # schedule: four schedules fit a phone's width, where nine metric columns hid in a sideways scroller
+    st.table(shown.T.rename_axis("metric"))
     st.subheader("Time against memory")
     st.plotly_chart(tradeoff_figure(rows, projector=projector), width="stretch", key="cp_tradeoff")
     st.caption("Lower is less bubble, left is less memory. " + " ".join(tradeoff_sentences(rows)))

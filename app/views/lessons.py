@@ -16,7 +16,7 @@ from app.charts.plan import memory_figure
 from app.charts.player import player
 from app.codec import shown
 from app.controls import projector_query, projector_toggle
-from app.explain import chart_summary, lecture_controls, legend_notes, metric_cards
+from app.explain import chart_summary, chart_with_lecture, lecture_controls, legend_notes, metric_cards
 from app.lesson_answers import (
     check_answer,
     evaluate,
@@ -116,10 +116,9 @@ def chart_block(
     costs = settings.costs()
     for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
         st.info(note)
-    metric_cards(timeline, cards=cards, projector=projector)
-    cursor = None
+    event = None
     if lecture_for is not None:
-        cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, lecture_for, start_on=step.mode == "steps")
+        event = lecture_controls(PAGE, schedule, timeline, costs.comm, lecture_for, start_on=step.mode == "steps")
     label = None
     if step.bubble_label:
         idle = max(timeline.idle_per_rank(), default=0.0)
@@ -127,17 +126,21 @@ def chart_block(
         if abs(formula - idle) <= 1e-9 * max(1.0, idle):  # the term names the bubble only where it is its size
             label = (pretty(step.bubble_label), idle)
     title = settings.title()
-    figure = timeline_figure(
-        timeline,
-        title=title,
-        projector=projector,
-        cursor_at=cursor,
-        phases=step.phases,
-        highlight=highlight or None,
-        bubble_label=label,
-    )
-    player(key, figure, name=title, summary=chart_summary(timeline, title))
-    st.plotly_chart(figure, width="stretch", key=key)
+
+    def chart() -> None:
+        figure = timeline_figure(
+            timeline,
+            title=title,
+            projector=projector,
+            cursor_at=None if event is None else event.time,
+            phases=step.phases,
+            highlight=highlight or None,
+            bubble_label=label,
+        )
+        player(key, figure, name=title, summary=chart_summary(timeline, title))
+        st.plotly_chart(figure, width="stretch", key=key)
+
+    chart_with_lecture(event, chart, lambda: metric_cards(timeline, cards=cards, projector=projector))
     legend_notes(timeline, costs, schedule.num_chunks)
 
 

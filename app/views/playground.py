@@ -12,6 +12,7 @@ from app.codec import plain
 from app.controls import bind_lab, projector_query, projector_toggle, warn_about
 from app.explain import (
     chart_summary,
+    chart_with_lecture,
     idle_causes,
     lecture_controls,
     legend_notes,
@@ -79,11 +80,15 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
     """The cards, the chart (with the lecture's cursor and the generator's code), and what changes the step."""
     for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
         st.info(note)
-    metric_cards(timeline, projector=projector)
-    cursor = lecture_controls(PAGE, schedule, timeline, costs.comm, (settings, projector))
-    figure = timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor)
-    player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
-    st.plotly_chart(figure, width="stretch", key="pg_gantt")
+    event = lecture_controls(PAGE, schedule, timeline, costs.comm, (settings, projector))
+
+    def chart() -> None:
+        cursor = None if event is None else event.time
+        figure = timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor)
+        player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
+        st.plotly_chart(figure, width="stretch", key="pg_gantt")
+
+    chart_with_lecture(event, chart, lambda: metric_cards(timeline, projector=projector))
     show_generator_code(settings.family_spec, key=f"{PAGE}_show_code")
     legend_notes(timeline, costs, schedule.num_chunks)
     if costs.shared_links and costs.comm > 0:  # where occupying the links changes the step, against pure delays
