@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from engine import Costs
 from engine.costs import split_backward
 from engine.ir import PLACEMENTS
-from engine.options import Declared, Option, Text, choose, code_span, declared, real
+from engine.options import Declared, Option, Text, choose, code_span, declared
 from engine.search import SearchProblem
+from engine.search import options as searched
 from engine.search.frontier import default_budgets
 from engine.search.problem import OBJECTIVES
 
@@ -43,8 +44,10 @@ def _empty() -> str:
 class SearchSettings(Declared):
     PREFIX = "sr"
 
-    num_ranks: int = declared(4, limits.RANKS)
-    num_microbatches: int = declared(8, limits.MICROBATCHES)
+    # the search's own declarations (engine.search.options, which the command line reads), narrowed for the
+    # public server: the same keys, labels and kinds of bound
+    num_ranks: int = declared(4, searched.RANKS.narrowed(high=limits.MAX_RANKS))
+    num_microbatches: int = declared(8, searched.MICROBATCHES.narrowed(high=limits.MAX_MICROBATCHES))
     placement: str = declared(
         "loop",
         choose(
@@ -53,31 +56,17 @@ class SearchSettings(Declared):
     )
     """"loop" (one stage per rank) or "v" (two chunks in a V)."""
     costs: str = declared("F=1,I=1,W=1", Option("costs", COSTS, "Costs F, I, W", COSTS_HELP, widget="text"))
-    comm: float = declared(0.0, limits.COMM)
+    comm: float = declared(0.0, searched.COMM.narrowed(high=limits.MAX_COST))
     # a number box with fixed bounds: a slider whose maximum followed p would be a new widget at each p, and
     # Streamlit would reset the budget to its minimum (a change of p must not overwrite it)
-    memory_budget: float = declared(
-        4.0,
-        real("memory", 0.0, limits.MAX_MEMORY_BUDGET, "Memory budget per rank (micro-batches of its share)", step=0.5),
-    )
+    memory_budget: float = declared(4.0, searched.MEMORY.narrowed(high=limits.MAX_MEMORY_BUDGET))
     """Activation memory a rank may hold, in micro-batches of its share (1F1B peaks at p)."""
     objective: str = declared(
         "makespan",
         choose("objective", tuple(OBJECTIVES), "Minimise", OBJECTIVE_HELP, titles=OBJECTIVE_TITLES, widget="radio"),
     )
     """What the search minimises (``engine.search.problem.OBJECTIVES``)."""
-    time_limit_s: float = declared(
-        5.0,
-        real(
-            "time",
-            1.0,
-            limits.MAX_SEARCH_SECONDS,
-            "Time limit (s)",
-            "how long the search may take",
-            widget="slider",
-            step=1.0,
-        ),
-    )
+    time_limit_s: float = declared(5.0, searched.TIME_LIMIT.narrowed(low=1.0, high=limits.MAX_SEARCH_SECONDS))
 
     @classmethod
     def _after_query(cls, settings, query, problems):

@@ -41,8 +41,8 @@ WIDGETS = ("slider", "number", "select", "radio", "select_slider", "toggle", "te
 
 __all__ = [
     "Choice", "Codec", "Declared", "Flag", "Number", "Option", "Text", "Whole", "add_flags", "choose", "code_span",
-    "declared", "given_flags", "number_flag", "plain", "read_number", "read_whole", "real", "toggle", "whole",
-    "whole_flag", "written",
+    "declared", "given_flags", "number_flag", "option_type", "plain", "read_number", "read_whole", "real", "toggle",
+    "whole", "whole_flag", "written",
 ]  # fmt: skip
 
 
@@ -213,6 +213,11 @@ def add_flags(parser: argparse.ArgumentParser | Any, settings: type[Declared], n
         else:
             kwargs["type"] = _argparse_type(option)
         parser.add_argument(option.cli_flag, **kwargs)
+
+
+def option_type(option: Option) -> Callable[[str], Any]:
+    """An argparse type that reads and bounds a flag's text by ``option``'s declaration."""
+    return _argparse_type(option)
 
 
 def _argparse_type(option: Option) -> Callable[[str], Any]:

@@ -385,7 +385,12 @@ def test_cli_v_placement_per_stage_costs_and_text(capsys, tmp_path):
         (["--memory", "4", "--costs", "F=1,X=2"], "cannot read cost"),
         (["--memory", "4", "--method", "exact", "--microbatches", "200"], "at most 512"),
         (["--memory", "4", "--out", "/nonexistent/folder/x.csv"], "cannot write the schedule"),
-        (["--memory", "4", "--time-limit", "0"], "time limit"),
+        (["--memory", "4", "--time-limit", "0"], "--time-limit: expected a number from 0.1 to 3600, got 0"),
+        (["--memory", "0.999999999"], "a memory budget of 0.999999999 micro-batches is below the 1 micro-batch"),
+        (["--memory", "4", "--comm", "1e308"], "--comm: expected a number from 0 to 1e+06"),
+        (["--memory", "4", "--costs", "F=1e308,I=1,W=1"], "an action or transfer of 1e+308 is longer than the 1e+06"),
+        (["--memory", "4", "--microbatches", "16384"], "4 stages × 16384 micro-batches = 65,536 (stage, micro-b"),
+        (["--memory", "4", "--ranks", "\u0663"], "--ranks: expected a whole number from 1 to 256"),
         ([], "the following arguments are required: --memory"),
     ],
 )

@@ -73,6 +73,18 @@ def _handler(signum: int, frame) -> None:
         raise Stopped(signum)
 
 
+def process_age_s() -> float:
+    """Seconds since this process started (Linux: ``/proc/self/stat`` against ``/proc/uptime``; 0 elsewhere), so
+    that a command's time limit can count its own imports."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            fields = stat.read().rsplit(")", 1)[1].split()
+            started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in clock ticks
+            return max(0.0, float(uptime.read().split()[0]) - started)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 

@@ -13,8 +13,12 @@ from ..costs import Costs
 from ..files import check_output, write_text
 from ..ir import PLACEMENTS
 from ..limits import MAX_RANKS, whole_number
+from ..options import option_type
+from ..runtime.lifetime import process_age_s
+from ..terminal import say
+from .options import COMM, MEMORY, MICROBATCHES, MIN_TIME_LIMIT_S, RANKS, TIME_LIMIT
 from .problem import OBJECTIVES, SearchProblem
-from .result import SearchResult
+from .result import SearchInterrupted, SearchResult
 from .solve import SEARCH_METHODS, search
 
 DEFAULT_TIME_LIMIT_S = 10.0
@@ -31,22 +35,19 @@ def add_search_command(commands) -> None:
             "greedy for large ones. The result is checked by the validator and timed by the simulator."
         ),
     )
-    parser.add_argument("--ranks", type=int, required=True, help="pipeline ranks (devices), p")
-    parser.add_argument("--microbatches", type=int, required=True, help="micro-batches per step, m")
+    parser.add_argument("--ranks", type=option_type(RANKS), required=True, help=RANKS.help)
+    parser.add_argument("--microbatches", type=option_type(MICROBATCHES), required=True, help=MICROBATCHES.help)
     parser.add_argument("--placement", choices=PLACEMENTS, default="loop", help="stage r on rank r, or a V")
     parser.add_argument(
         "--costs",
         default="F=1,I=1,W=1",
         help='durations per rank share: "F=1,I=1,W=1", or per stage "F=1:1:2:1,I=1:1:2:1,W=1:1:1:1"',
     )
-    parser.add_argument("--comm", type=float, default=0.0, help="transfer time between ranks")
+    parser.add_argument("--comm", type=option_type(COMM), default=0.0, help="transfer time between ranks")
+    parser.add_argument("--memory", type=option_type(MEMORY), required=True, help=MEMORY.help)
     parser.add_argument(
-        "--memory",
-        type=float,
-        required=True,
-        help="budget: activation memory a rank may hold, in micro-batches of its share (1F1B peaks at p)",
+        "--time-limit", type=option_type(TIME_LIMIT), default=DEFAULT_TIME_LIMIT_S, help=TIME_LIMIT.help
     )
-    parser.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, help="seconds the search may take")
     parser.add_argument("--method", choices=SEARCH_METHODS, default="auto", help="exact (CP-SAT), heuristic, or auto")
     parser.add_argument(
         "--objective",
@@ -57,6 +58,12 @@ def add_search_command(commands) -> None:
     parser.add_argument("--grid", action="store_true", help="print the rank × step grid")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--out", metavar="FILE.csv", help="write the schedule as PyTorch's per-rank CSV")
+    parser.add_argument(
+        "--keep-best-on-interrupt",
+        action="store_true",
+        help="on Ctrl-C, SIGTERM or SIGHUP, still write the best schedule found so far to --out (not proven); "
+        "without it an interrupted search writes nothing",
+    )
 
 
 def _clean(value: float) -> float:
@@ -78,10 +85,22 @@ def search_command(args) -> int:
         check_output(args.out, what="schedule")
     num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * PLACEMENTS[args.placement].chunks()
     costs = Costs.parse(args.costs, num_stages=num_stages, where="the search", comm=args.comm)
-    problem = SearchProblem(
-        args.ranks, args.microbatches, costs, args.memory, args.placement, args.time_limit, args.objective
-    )
-    result = search(problem, args.method)
+    # the limit is the visitor's: counted from the command's start (its imports take about half a second)
+    left = max(MIN_TIME_LIMIT_S, args.time_limit - process_age_s())
+    problem = SearchProblem(args.ranks, args.microbatches, costs, args.memory, args.placement, left, args.objective)
+    try:
+        result = search(problem, args.method)
+    except SearchInterrupted as interrupted:
+        keep = args.keep_best_on_interrupt and args.out is not None
+        if keep and interrupted.best is not None:  # atomically: a temporary file renamed into place
+            write_text(args.out, interrupted.best.schedule.to_csv(), what="schedule")
+            say(
+                f"the best schedule found before the interrupt (makespan {interrupted.best.makespan:g}, not "
+                f"proven optimal) written to {args.out}"
+            )
+        elif keep:
+            say(f"nothing found before the interrupt: {args.out} left as it was")
+        raise interrupted.stop from None
     if args.out is not None:
         write_text(args.out, result.schedule.to_csv(), what="schedule")
     summary = _summary(result)

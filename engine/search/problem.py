@@ -23,12 +23,11 @@ from ..ir import PLACEMENTS, Action, Kind, Schedule, all_actions, rank_of_stage
 from ..limits import MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
 from ..simulator import memory_model, slot_durations
 from ..timeline import Timeline, before_on_rank
+from .options import MAX_SEARCH_COST, MAX_SEARCH_PAIRS, MAX_TIME_LIMIT_S
 
 SPLIT_KINDS = (Kind.F, Kind.I, Kind.W)
 """The kinds a searched schedule uses: the backward is always split (the Zero Bubble paper's B and W)."""
 
-MAX_TIME_LIMIT_S = 3600.0
-"""The longest a single search may be given."""
 
 OBJECTIVES = {
     "makespan": "one step measured from time 0 to its last action: the staircase of a step run alone",
@@ -38,8 +37,9 @@ OBJECTIVES = {
 }
 """What a search minimises, in words."""
 
-MEMORY_TOLERANCE = 1e-9
-"""Budgets and peaks are sums of fractions like 1/2 and 1/4: compare them with this much slack."""
+MEMORY_TOLERANCE = 1e-12
+"""Budgets and peaks are sums of fractions like 1/2 and 1/3: compare them with this much slack (float rounding of
+such sums is about 1e-15; a budget of 0.999999999 is below 1 and refused)."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,11 @@ class SearchProblem:
         if self.placement not in PLACEMENTS:
             raise ValueError(f"search: placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
         check_pairs(self.num_ranks, self.num_microbatches, self.num_chunks, who)
+        if self.num_pairs > MAX_SEARCH_PAIRS:
+            raise ValueError(
+                f"search: {self.num_stages} stages × {self.num_microbatches} micro-batches = {self.num_pairs:,} "
+                f"(stage, micro-batch) pairs; the search takes at most {MAX_SEARCH_PAIRS:,}"
+            )
         if not isinstance(self.costs, Costs):
             raise ValueError(f"search: costs must be engine.Costs, got {type(self.costs).__name__}")
         if self.costs.recompute:
@@ -173,6 +178,12 @@ class SearchProblem:
         if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit <= MAX_TIME_LIMIT_S:
             raise ValueError(f"search: the time limit must be from 0 to {MAX_TIME_LIMIT_S:g} seconds, got {limit!r}")
         table = self.table  # checks the stage costs' length against the stages
+        longest = max(float(table.duration.max()), table.comm)
+        if longest > MAX_SEARCH_COST:
+            raise ValueError(
+                f"search: an action or transfer of {longest:g} is longer than the {MAX_SEARCH_COST:g} the search "
+                f"takes (costs are relative: divide them all by the same number)"
+            )
         zero = [
             f"{kind.name} of stage {stage}"
             for stage in range(self.num_stages)
@@ -190,7 +201,7 @@ class SearchProblem:
         needed, rank = minimum_budget(self.table, self.num_ranks)
         if self.memory_budget >= needed - MEMORY_TOLERANCE:
             return
-        budget = f"a memory budget of {self.memory_budget:g} micro-batches"
+        budget = f"a memory budget of {self.memory_budget:.12g} micro-batches"
         if self.memory_budget < 1 - MEMORY_TOLERANCE and self.num_chunks == 1:
             raise ValueError(
                 f"{budget} is below the 1 micro-batch the first forward needs: stage 0 keeps its activations "

@@ -112,6 +112,17 @@ class SearchResult:
         }
 
 
+class SearchInterrupted(KeyboardInterrupt):
+    """A search stopped by Ctrl-C or a stop signal (it unwinds as one): the interrupt itself, and the best
+    schedule found before it, validated and timed (None when nothing was found yet). The command line writes
+    that schedule only when asked (``--keep-best-on-interrupt``), and says it is not proven."""
+
+    def __init__(self, stop: KeyboardInterrupt, best: SearchResult | None):
+        super().__init__(str(stop))
+        self.stop = stop
+        self.best = best
+
+
 def finish(
     problem: SearchProblem,
     ranks,

@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 from functools import partial
 
 from .bounds import lower_bounds
-from .exact import Progress, model_scales, solve_exact
+from .exact import Progress, SolverInterrupted, model_scales, solve_exact
 from .heuristic import Candidate, greedy, variants
 from .problem import SearchProblem
-from .result import SearchResult, finish
+from .result import SearchInterrupted, SearchResult, finish
 from .seeds import family_candidates
 
 SEARCH_METHODS = ("auto", "exact", "heuristic")
@@ -51,6 +51,24 @@ def search(problem: SearchProblem, method: str = "auto", *, num_workers: int = D
         )
     clock = time.perf_counter
     began = clock()
+    found: list[tuple] = []  # (orders, how found, method) as they improve: what an interrupt keeps
+    try:
+        return _search(problem, method, pairs, scalable, began, clock, num_workers, found)
+    except KeyboardInterrupt as stop:  # Ctrl-C or a stop signal: the best so far goes with the interrupt
+        if isinstance(stop, SolverInterrupted):
+            if stop.ranks is not None:
+                found.append((stop.ranks, "CP-SAT's last solution before the interrupt", "exact"))
+            stop = stop.stop
+        best = None
+        if found:
+            ranks, detail, used = found[-1]
+            best = finish(problem, ranks, lower_bounds=lower_bounds(problem), optimal_by_solver=False,
+                          method=used, detail=f"{detail}; interrupted", began=began, clock=clock)  # fmt: skip
+        raise SearchInterrupted(stop, best) from None
+
+
+def _search(problem, method, pairs, scalable, began, clock, num_workers, found: list) -> SearchResult:
+    """``search``'s body; each better order it finds is appended to ``found``."""
     deadline = began + problem.time_limit_s
     bounds = lower_bounds(problem)
     bound = max(bounds.values())  # on the problem's objective
@@ -62,6 +80,7 @@ def search(problem: SearchProblem, method: str = "auto", *, num_workers: int = D
         candidate = make()
         if candidate is not None and (best is None or candidate.score < best.score - 1e-9):
             best = candidate
+            found.append((best.ranks, best.source, "heuristic"))
         spent = clock() - started
         if best is not None and (best.score <= bound * (1 + 1e-9) or clock() + 2 * spent > deadline):
             break  # proven by the bound, or out of time (room kept for the final check)
