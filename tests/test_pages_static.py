@@ -18,3 +18,16 @@ def test_a_page_module_has_no_bare_string_but_its_docstring(page):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
     ]
     assert strays == [], f"{page.name}: bare strings on lines {strays} would be drawn on the page"
+
+
+def test_visitors_see_no_error_details_and_no_developer_menu():
+    """Issue 28: an unforeseen exception must not show a traceback with the server's paths to a visitor."""
+    import tomllib
+
+    from streamlit import config
+
+    settings = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
+    client = settings["client"]
+    assert client["showErrorDetails"] == "type" and client["toolbarMode"] == "viewer"
+    described = config._config_options_template["client.showErrorDetails"].description
+    assert '"type"' in described and "exception types" in described  # a value this Streamlit knows

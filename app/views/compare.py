@@ -94,7 +94,7 @@ def compare() -> None:
             "idle inside span": table["idle_inside_span"].map("{:.1%}".format),
             "peak memory (busiest rank)": table["peak_memory"].map("{:.3g}".format),
             "Δ memory": (table["peak_memory"] - first["peak_memory"]).map("{:+.3g}".format),
-            "transfers": table["transfers"],
+            "transfers": table["transfers"].map("{:,}".format),  # text like every cell: one column per schedule
         }
     )
     timelines = {FAMILIES[name].title: timeline for name, (_, _, timeline) in results.items()}
