@@ -191,7 +191,7 @@ def simulate_command(args) -> int:
     )
     if reading is not None:
         summary.update(read=reading.describe(), set_aside=reading.set_aside)
-    if args.trace:
+    if args.trace is not None:
         write_trace(timeline, args.trace, _inputs(args))
     if args.json:
         if args.grid:
@@ -219,7 +219,7 @@ def simulate_command(args) -> int:
             f"{r:>4}  {summary['busy'][r]:<8g}  {summary['idle'][r]:<8g}  {summary['span_idle'][r]:<12g}  "
             f"{summary['peak_memory'][r]:g}"
         )
-    if args.trace:
+    if args.trace is not None:
         print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev or chrome://tracing)")
     return 0
 

@@ -111,6 +111,8 @@ def _target(path: str, inputs: Iterable[str], what: str) -> tuple[str, os.stat_r
     """Where to write ``path`` (symbolic links followed) and its status (None: a new file), or ValueError
     under the rules of [Note: output rules]."""
     cannot = f"cannot write the {what} to {shown(path)}"
+    if not path.strip():  # '' would otherwise mean "no file" to some callers and the current folder to others
+        raise ValueError(f"cannot write the {what}: its file name is empty")
     same = _same_file(path, inputs)
     if same is not None:
         raise ValueError(f"{cannot}: it is the same file as the input {shown(same)}, which would be lost")

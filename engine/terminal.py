@@ -97,7 +97,7 @@ def say(line: str) -> None:
 
 def check_trace_output(path: str | None, inputs: tuple[str, ...] = ()) -> None:
     """Fail before the work, not after it, when the trace asked for (``--trace``) cannot be written."""
-    if path:
+    if path is not None:  # given, even as '': an empty name is refused, not taken as "no trace"
         check_output(path, inputs=inputs, what="trace")
 
 

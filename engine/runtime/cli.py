@@ -116,14 +116,14 @@ def run_command(args) -> int:
         close()
     if result is None:  # a torchrun rank other than 0
         return 0
-    if args.trace:
+    if args.trace is not None:
         write_trace(result.measured, args.trace)
     summary = result.summary()
     if args.json:
         print_json(summary)
         return 0
     _print_run(summary, config)
-    if args.trace:
+    if args.trace is not None:
         print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev)")
     return 0
 

@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable
 
-from ..files import write_text
+from ..files import check_output, write_text
 from ..options import add_flags, given_flags, whole_flag
 from ..schedules import DEFAULT_CHUNKS
 from .plan import Plan, plan
@@ -111,11 +111,14 @@ def request_from_flags(args: argparse.Namespace) -> PlanRequest:
 
 def plan_command(args, print_json: Callable[[dict], None]) -> int:
     """Run ``plan``; ``print_json`` is the CLI's printer (floats cut to 12 digits, never NaN)."""
+    for path, what in ((args.csv, "schedule CSV"), (args.torchtitan, "torchtitan config")):
+        if path is not None and path != "-":  # before the work; an empty name refused, not skipped
+            check_output(path, what=what)
     result = plan(*request_from_flags(args).resolve())
-    if args.csv:
+    if args.csv is not None:
         write_text(args.csv, result.schedule_csv(), what="schedule CSV")
     toml = result.torchtitan_toml(args.csv or "schedule.csv")
-    if args.torchtitan and args.torchtitan != "-":
+    if args.torchtitan is not None and args.torchtitan != "-":
         write_text(args.torchtitan, toml, inputs=[args.csv] if args.csv else [], what="torchtitan config")
     if args.json:
         summary = result.summary()

@@ -58,12 +58,25 @@ def _split_parse(text: str) -> str:
 SPLIT = Text(_split_parse, str, f"{AUTO_SPLIT}, {', '.join(SPLIT_RULES)} or layers per stage like 3,4,4,3")
 
 
+MEASURED_MS = (1e-3, 1e6)
+"""A measured action's time, in milliseconds: from a microsecond (a kernel launch) to about 17 minutes. Outside it
+the plan's arithmetic goes astray (1e308 printed a 300-digit step time), and no real stage takes it."""
+
+
 def _measured_parse(text: str) -> str:
-    """Measured milliseconds per stage, "F=a:b:…,I=…,W=…" (``Costs.parse``'s per-stage form); checked against the
-    plan's stages when it is resolved."""
+    """Measured milliseconds per stage, "F=a:b:…,I=…,W=…" (``Costs.parse``'s per-stage form), each within
+    ``MEASURED_MS``; checked against the plan's stages when it is resolved."""
     text = text.strip()
     if text:
-        Costs.parse(text, num_stages=text.split(",")[0].count(":") + 1, where="the measured costs")
+        costs = Costs.parse(text, num_stages=text.split(",")[0].count(":") + 1, where="the measured costs")
+        low, high = MEASURED_MS
+        for stage, row in enumerate(costs.stage_costs or ()):
+            for kind in ("F", "I", "W", "B"):
+                value = row.get(kind) if hasattr(row, "get") else None
+                if value is not None and not low <= value <= high:
+                    raise ValueError(
+                        f"{kind} of stage {stage} is {value:g} ms; a measured action takes from {low:g} to {high:g} ms"
+                    )
     return text
 
 

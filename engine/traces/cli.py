@@ -111,7 +111,7 @@ def _bytes_progress(enabled: bool):
 def _trace(args, progress) -> int:
     check_trace_output(args.trace, tuple(args.files))
     run = import_traces(args.files, options_from(args), progress=progress)
-    if args.trace:
+    if args.trace is not None:
         write_trace(run.timeline, args.trace, tuple(args.files))
     summary = run.summary()
     if args.compare:
@@ -158,7 +158,7 @@ def _print(run: ImportedRun, summary: dict, args) -> None:
         print(f"{rank:>4}  {summary['busy'][rank]:>9.3f}  {summary['idle'][rank]:>9.3f}  {waited:>12.3f}")
     if "families" in summary:
         _print_families(summary["families"])
-    if args.trace:
+    if args.trace is not None:
         print(f"trace written to {args.trace} (open it in ui.perfetto.dev)")
 
 
