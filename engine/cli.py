@@ -18,11 +18,21 @@ from typing import NoReturn
 from .attribution import attribute_simulated
 from .costs import Costs
 from .files import quoted, shown
-from .limits import MAX_CHUNKS, MAX_CSV_BYTES, MAX_MICROBATCHES, MAX_PAIRS, MAX_RANKS
+from .fast_walk import FIRST_USE_SLOTS
+from .limits import (
+    MAX_CHUNKS,
+    MAX_CSV_BYTES,
+    MAX_MICROBATCHES,
+    MAX_PAIRS,
+    MAX_RANKS,
+    SIMULATE_BYTES_PER_ACTION,
+    simulate_bytes,
+)
 from .options import number_flag as _number
 from .options import read_number
 from .options import whole_flag as _whole
 from .pytorch_csv import read_csv_file
+from .runtime.budget import allowance, human_bytes
 from .runtime.cli import add_run_parser, run_command
 from .runtime.lifetime import Stopped, stop_signals
 from .scale.cli import add_plan_parser, plan_command
@@ -159,7 +169,27 @@ def _schedule_from(args) -> tuple:
     ]
     if missing:
         raise UsageError(f"missing {', '.join(missing)} (or give --from-csv FILE)")
+    family = FAMILIES.get(args.schedule)
+    chunks = args.chunks or (family.fixed_chunks if family is not None else None) or 2  # interleaved: 2 by default
+    check_simulate_memory(args.ranks * args.microbatches * chunks)  # before building anything
     return build_schedule(args.schedule, args.ranks, args.microbatches, args.chunks), None
+
+
+def check_simulate_memory(num_pairs: int, available: int | None = None) -> None:
+    """Refuse, with the arithmetic, a simulation whose memory estimate (``limits.simulate_bytes``) exceeds what
+    this process may use here (the run command's ``allowance``: half the least of free memory, the container's
+    room and ``ulimit -v``'s)."""
+    if num_pairs > MAX_PAIRS:
+        return  # the builder refuses it with its own arithmetic
+    needed = simulate_bytes(num_pairs, compiled=3 * num_pairs >= FIRST_USE_SLOTS)
+    room = allowance(available)
+    if needed > room.allowed:
+        raise ValueError(
+            f"out of memory ahead: simulating {num_pairs:,} (stage, micro-batch) pairs needs about "
+            f"{human_bytes(needed)} ({3 * num_pairs:,} actions × {SIMULATE_BYTES_PER_ACTION} B, plus the "
+            f"compiler); this process may use {human_bytes(room.allowed)} here ({room.reason}): try fewer "
+            f"ranks or micro-batches"
+        )
 
 
 def _numbers(text: str, flag: str) -> tuple[float, ...]:
@@ -257,6 +287,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("interrupted")
         return 130
+    except MemoryError:  # anywhere in a command: one line, as a refusal (numpy's _ArrayMemoryError included)
+        try:
+            room = allowance()
+            may = f"; this process may use {human_bytes(room.allowed)} here ({room.reason})"
+        except Exception:  # noqa: BLE001 - still out of memory: the line without the figure
+            may = ""
+        print(f"error: out of memory: try fewer ranks or micro-batches{may}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # the reader went away (… | head): stop quietly, as a SIGPIPE'd tool would
         silence_stdout()
         return 141

@@ -41,3 +41,19 @@ def check_pairs(num_ranks: int, num_microbatches: int, num_chunks: int, who: str
             f"{prefix}{num_ranks} ranks × {num_microbatches} micro-batches × {num_chunks} chunk(s) = "
             f"{pairs:,} (stage, micro-batch) pairs; the lab simulates up to {MAX_PAIRS:,}"
         )
+
+
+SIMULATE_BYTES_PER_ACTION = 640
+"""Memory one action costs while a schedule is built, checked and simulated (its slots, the walk's arrays, the
+timeline's rows): measured as the slope between ZB-H2 at 128 and 256 ranks × 512 micro-batches (230 and 343 MB
+above the imports: 0.57 KB an action), rounded up."""
+SIMULATE_COMPILER_BYTES = 128 * 1024 * 1024
+"""Numba's compiler, loaded for the fast walk once a schedule has ``fast_walk.FIRST_USE_SLOTS`` slots or more
+(the same fit's intercept, about 118 MB, rounded up)."""
+
+
+def simulate_bytes(num_pairs: int, *, compiled: bool) -> int:
+    """An upper estimate of the memory simulating ``num_pairs`` (stage, micro-batch) pairs takes above the
+    imports: three actions a pair (a split backward), and the compiler when the fast walk loads it
+    (``tests/test_cli.py`` checks it against a measured run)."""
+    return 3 * num_pairs * SIMULATE_BYTES_PER_ACTION + (SIMULATE_COMPILER_BYTES if compiled else 0)

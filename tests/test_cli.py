@@ -524,3 +524,48 @@ def test_a_closed_pipe_is_a_quiet_exit():
 def test_run_arguments_say_what_is_accepted(capsys, args, message):
     code, _, err = run_cli(capsys, "run", *args)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+# -- memory: estimated before, and a MemoryError anywhere is one line ------------------------------------------
+def test_simulate_refuses_ahead_what_would_not_fit_with_the_arithmetic():
+    from engine.cli import check_simulate_memory
+
+    check_simulate_memory(131_072, available=8 * 2**30)  # 368 MiB of 4 GiB: fine
+    with pytest.raises(ValueError) as refused:
+        check_simulate_memory(131_072, available=512 * 2**20)
+    said = str(refused.value)
+    assert "131,072 (stage, micro-batch) pairs needs about 368.0 MiB (393,216 actions × 640 B" in said
+    assert "may use 256.0 MiB here (50% of the 512.0 MiB this machine has free)" in said and "fewer ranks" in said
+
+
+def test_a_memory_error_anywhere_is_one_line_and_exit_2(capsys, monkeypatch):
+    import engine.cli
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError("Allocation failed (probably too large).")
+
+    monkeypatch.setattr(engine.cli, "simulate", exhausted)
+    code, out, err = run_cli(capsys, "simulate", "--schedule", "1f1b", "--ranks", "4", "--microbatches", "8")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: out of memory: try fewer ranks or micro-batches; this process may use ")
+
+
+@pytest.mark.slow
+def test_the_simulate_memory_estimate_bounds_a_measured_run():
+    """``limits.simulate_bytes`` against the peak a real simulate adds above its imports (ZB-H2, 128 × 512)."""
+    from engine.fast_walk import FIRST_USE_SLOTS
+    from engine.limits import simulate_bytes
+
+    measure = (
+        "import resource, sys, io, contextlib\n"
+        "from engine.cli import main\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['simulate', '--schedule', 'zb-h2', '--ranks', '128', '--microbatches', '512', '--json'])\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    measured = int(subprocess.run([sys.executable, "-c", measure], cwd=root, capture_output=True, text=True,
+                                  check=True).stdout)  # fmt: skip
+    estimate = simulate_bytes(128 * 512, compiled=3 * 128 * 512 >= FIRST_USE_SLOTS)
+    assert measured <= estimate <= 1.6 * measured, (measured, estimate)
