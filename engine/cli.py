@@ -17,8 +17,8 @@ from typing import NoReturn
 
 from .attribution import attribute_simulated
 from .costs import Costs
-from .files import quoted, shown
 from .fast_walk import FIRST_USE_SLOTS
+from .files import quoted, shown
 from .limits import (
     MAX_CHUNKS,
     MAX_CSV_BYTES,
