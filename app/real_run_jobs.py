@@ -7,28 +7,14 @@ A real measurement is neither pure nor deterministic, so it never goes into ``st
 
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import dataclass
-
 from engine.runtime import RunConfig, budget
 from engine.runtime.budget import estimate, human_bytes
 from engine.runtime.isolated import run_isolated
 
-ONE_AT_A_TIME = threading.Lock()
-"""Shared by every session of this server process (module state outlives reruns)."""
-WAIT_LIMIT_S = 600.0
+from .admission import REAL_RUNS
+
 TIME_LIMIT_S = 300.0
 """A real run started from the page is ended after this long."""
-
-
-@dataclass
-class Busy:
-    since: float = 0.0
-    what: str = ""
-
-
-BUSY = Busy()
 
 
 def memory_check(config: RunConfig) -> tuple[str, str | None]:
@@ -49,21 +35,7 @@ def memory_check(config: RunConfig) -> tuple[str, str | None]:
 
 
 def run_one(config: RunConfig, *, progress, waiting) -> object:
-    """Run ``config`` once no other run of this server is in progress; ``waiting(text)`` is told meanwhile."""
-    started = time.monotonic()
-    while not ONE_AT_A_TIME.acquire(timeout=0.5):
-        waited = time.monotonic() - started
-        if waited > WAIT_LIMIT_S:
-            raise TimeoutError(
-                f"another visitor's run has taken the machine for over {WAIT_LIMIT_S:.0f} s; try again later"
-            )
-        waiting(
-            f"Waiting for the run in progress ({BUSY.what}, running for "
-            f"{time.monotonic() - BUSY.since:.0f} s): this server measures one real run at a time, so "
-            f"timings are not disturbed."
-        )
-    try:
-        BUSY.since, BUSY.what = time.monotonic(), f"{config.family} on {config.num_ranks} ranks"
+    """Run ``config`` once no other run of this server is in progress (``app.admission.REAL_RUNS``: the others
+    wait in arrival order, told their place through ``waiting(text)``, or are refused when the queue is full)."""
+    with REAL_RUNS.admitted(f"{config.family} on {config.num_ranks} ranks", tell=waiting):
         return run_isolated(config, progress=progress, time_limit_s=TIME_LIMIT_S)
-    finally:
-        ONE_AT_A_TIME.release()

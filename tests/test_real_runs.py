@@ -57,7 +57,7 @@ def test_one_real_run_at_a_time_and_the_second_visitor_is_told_to_wait(monkeypat
     results.append(real_run_jobs.run_one(SMALL, progress=None, waiting=told.append))
     first.join()
     assert results == ["done", "done"]
-    assert told and told[0].startswith("Waiting for the run in progress (1f1b on 2 ranks")
+    assert told and told[0].startswith("Waiting for another visitor's real run (1f1b on 2 ranks for ")
 
 
 @pytest.mark.parametrize(

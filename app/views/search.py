@@ -4,6 +4,7 @@ every hand-made family that fits the same budget, and the frontier of step time 
 import streamlit as st
 
 from app import state
+from app.admission import SEARCHES, Refused
 from app.charts import compare_figure
 from app.charts.player import player
 from app.charts.search import frontier_figure
@@ -24,6 +25,8 @@ RESULTS = f"{PAGE}_results"
 BUSY = f"{PAGE}_busy"
 # at most this per budget when drawing the frontier, and the time limit shared out between the budgets
 FRONTIER_SECONDS = 1.0
+KEPT_RESULTS = 4
+"""Searches a visitor's session keeps (by settings), the oldest dropped first."""
 
 
 def bind() -> tuple[SearchSettings, bool, bool]:
@@ -51,18 +54,34 @@ def hand_made(num_ranks: int, num_microbatches: int, costs: Costs):
 
 
 def run_search(settings: SearchSettings):
-    """One search at a time per visitor; the result kept in this visitor's session, by settings."""
+    """One search at a time per visitor and per server (``app.admission``: the others wait with their place
+    shown); the result kept in this visitor's session, the last few only."""
     if st.session_state.get(BUSY):
         st.warning("Your previous search is still running; this page answers when it ends.")
         return None
     st.session_state[BUSY] = True
+    notice = st.empty()
     try:
-        with st.spinner(f"Searching (at most {settings.time_limit_s:g} s)…"):
-            result = search(settings.to_problem())
-        st.session_state.setdefault(RESULTS, {})[settings] = result
-        return result
+        with SEARCHES.admitted(f"{settings.num_ranks} × {settings.num_microbatches}", tell=notice.info) as waited:
+            notice.empty()
+            with st.spinner(f"Searching (at most {settings.time_limit_s:g} s)…"):
+                result = search(settings.to_problem())
+    except Refused as refusal:
+        notice.empty()
+        st.warning(f"The search did not start: {refusal}.")
+        return None
     finally:
         st.session_state[BUSY] = False
+    if waited >= 1:
+        st.caption(
+            f"Waited {waited:.0f} s for another visitor's search; this one then took {result.wall_time_s:.1f} s of "
+            f"its {settings.time_limit_s:g} s."
+        )
+    kept = st.session_state.setdefault(RESULTS, {})
+    kept[settings] = result
+    while len(kept) > KEPT_RESULTS:  # the oldest goes: a visitor's session holds a few searches, not all
+        kept.pop(next(iter(kept)))
+    return result
 
 
 def step_columns(timeline) -> dict[str, str]:
@@ -151,8 +170,10 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
             st.warning("A search of yours is still running.")
             return
         st.session_state[BUSY] = True
+        notice = st.empty()
         try:
-            with st.spinner("Searching each budget…"):
+            with SEARCHES.admitted("frontier", tell=notice.info), st.spinner("Searching each budget…"):
+                notice.empty()
                 found = frontier(
                     settings.num_ranks,
                     settings.num_microbatches,
@@ -163,6 +184,9 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
                     objective=settings.objective,
                 )
             st.session_state[f"{PAGE}_frontier_for"] = (settings, found)
+        except Refused as refusal:
+            notice.empty()
+            st.warning(f"The frontier was not drawn: {refusal}.")
         finally:
             st.session_state[BUSY] = False
     kept = st.session_state.get(f"{PAGE}_frontier_for")
