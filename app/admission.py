@@ -46,7 +46,7 @@ class Admission:
             return len(self._queue)
 
     @contextlib.contextmanager
-    def admitted(self, what: str, tell: Callable[[str], None] = lambda text: None) -> Iterator[float]:
+    def admitted(self, what: str, tell: Callable[[str], object] = lambda text: None) -> Iterator[float]:
         """Wait for a slot (``tell`` is told the visitor's place every half second), then hold it for the block;
         yields the seconds waited. ``Refused`` when the queue is full or the wait passes ``wait_limit_s``."""
         started = time.monotonic()

@@ -91,8 +91,6 @@ def _measured_total_of(cause: str) -> Callable[[Any], float]:
     return lambda result: result.idle_attribution().total(cause)
 
 
-# -- a simulated step -----------------------------------------------------------------------------------------
-# the cards come first, in the order they are drawn
 def _last_over_middle(busy: list[float]) -> float:
     """The last rank's busy time over the mean of the ranks between the first and the last (lesson 8: how much
     the output layer adds, simulated or measured)."""
@@ -100,6 +98,8 @@ def _last_over_middle(busy: list[float]) -> float:
     return busy[-1] / (sum(middle) / len(middle))
 
 
+# -- a simulated step -----------------------------------------------------------------------------------------
+# the cards come first, in the order they are drawn
 TIMELINE_METRICS = (
     Metric("last_stage_ratio", "timeline", lambda t: _last_over_middle(t.busy_per_rank())),
     Metric("makespan", "timeline", lambda t: t.makespan, card="Makespan", timed=True, term="makespan"),
@@ -231,13 +231,6 @@ PLAN_METRICS = (
 
 
 # -- a real run -----------------------------------------------------------------------------------------------
-def _last_over_middle(busy: list[float]) -> float:
-    """The last rank's busy time over the mean of the ranks between the first and the last (lesson 8: how much
-    the output layer adds, measured)."""
-    middle = busy[1:-1] or busy[:1]
-    return busy[-1] / (sum(middle) / len(middle))
-
-
 REAL_METRICS = (
     Metric("measured_makespan", "real", lambda r: r.measured.makespan),
     Metric("predicted_makespan", "real", lambda r: r.predicted.makespan),
