@@ -15,6 +15,7 @@ from engine.options import Declared
 from engine.schedules import Family
 
 from . import state
+from .codec import shown
 from .real_run_settings import RealRunSettings
 from .settings import COST_BOXES, FULL_KEYS, SPLIT_KEYS, LabSettings
 from .style import PROJECTOR_CSS
@@ -27,10 +28,18 @@ PROJECTOR_ROOT_PX = 21
 """Root font size in projector mode; Streamlit's smallest text (captions, 0.875 rem) is then 18 px."""
 
 
+PROJECTOR_VALUES = ("1", "0", "true", "false")
+"""What a link's ``projector`` may say."""
+
+
 def projector_toggle(link: dict[str, str] | None) -> bool:
     """Larger fonts and rows for a lecture hall; ``&projector=1`` in a link turns it on."""
     if link and state.PROJECTOR_KEY in link:
-        state.seed({PROJECTOR: link[state.PROJECTOR_KEY] in ("1", "true")})
+        asked = link[state.PROJECTOR_KEY]
+        if asked not in PROJECTOR_VALUES:
+            st.warning(f"{state.PROJECTOR_KEY}={shown(asked)} in the link is none of 1, 0, true, false: projector "
+                       "mode stays off.")  # fmt: skip
+        state.seed({PROJECTOR: asked in ("1", "true")})
     state.restore({PROJECTOR: False})
     value = st.sidebar.toggle("Projector mode", key=PROJECTOR, help="Fonts of 18 px and more, taller rows.")
     state.remember([PROJECTOR])

@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -39,8 +40,10 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serve_app(timeout_s: float = 60.0):
-    """Start Streamlit on a free port; yield its URL; stop it."""
+    """Start Streamlit on a free port; yield its URL; stop it. Its output goes to a temporary file, not a pipe
+    nobody reads: a full pipe would block the server, and every child process writing to the same stream."""
     port = free_port()
+    log = tempfile.TemporaryFile()
     process = subprocess.Popen(
         [
             sys.executable,
@@ -58,7 +61,7 @@ def serve_app(timeout_s: float = 60.0):
             "false",
         ],
         cwd=ROOT,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
@@ -72,7 +75,8 @@ def serve_app(timeout_s: float = 60.0):
             except OSError:
                 pass
             if process.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"Streamlit did not start: {process.stdout.read().decode()[-2000:]}")
+                log.seek(0)
+                raise RuntimeError(f"Streamlit did not start: {log.read().decode(errors='replace')[-2000:]}")
             time.sleep(0.3)
         yield url
     finally:
@@ -81,6 +85,7 @@ def serve_app(timeout_s: float = 60.0):
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+        log.close()
 
 
 def launch(playwright):

@@ -62,14 +62,17 @@ def test_a_child_ignores_ctrl_c_and_sighup_and_starts_with_nothing_blocked(capfd
 
 
 @pytest.mark.slow
-def test_a_child_dies_with_its_parent_even_by_sigkill(tmp_path):
-    """The parent (a stand-in for the app's server) starts a child that would sleep a minute, then is killed."""
+@pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
+def test_a_child_dies_with_its_parent_even_by_sigkill(tmp_path, start_method):
+    """The parent (a stand-in for the app's server) starts a child that would sleep a minute, then is killed. A
+    fork server's child (the app's searches) is the fork server's, which outlives the parent while the child
+    lives: the child watches the parent itself."""
     script = tmp_path / "parent.py"
     script.write_text(
         "import multiprocessing, signal, time\n"
         "from engine.runtime import lifetime\n"
         "if __name__ == '__main__':\n"
-        "    child = lifetime.start_child(multiprocessing.get_context('spawn'), time.sleep, (60,),\n"
+        f"    child = lifetime.start_child(multiprocessing.get_context({start_method!r}), time.sleep, (60,),\n"
         "                                 death_signal=signal.SIGKILL, name='sleeper')\n"
         "    print(child.pid, flush=True)\n"
         "    time.sleep(60)\n"
@@ -79,6 +82,7 @@ def test_a_child_dies_with_its_parent_even_by_sigkill(tmp_path):
     )
     child = int(parent.stdout.readline())
     time.sleep(1)  # bound to the parent by now (it printed after start)
+    assert not gone(child)  # still sleeping: it ends because the parent does, not on its own
     parent.kill()
     parent.wait()
     deadline = time.monotonic() + 10

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from app.real_run_settings import RealRunSettings
 from app.search_settings import SearchSettings
 from app.settings import LabSettings
+from app.state import PROJECTOR_KEY
 from app.your_run_settings import YourRunSettings
 from engine.codecs import Choice, Flag, Number, Whole
 from engine.scale.request import PlanRequest
@@ -26,6 +27,8 @@ PAGES = {
 }
 ARABIC_THREE = "\u0663"
 MARKUP = "**bold**[x](http://e.example)"
+BAD_PROJECTOR = {"below": "-1", "above": "2", "digit": "\u0661", "markup": MARKUP}
+"""The projector switch takes 1, 0, true or false; Arabic-Indic one is not 1."""
 
 
 def bad_value(codec, kind: str) -> str | None:
@@ -70,12 +73,32 @@ def test_every_key_of_every_page_out_of_bounds_is_a_warning_never_an_exception(p
         value = bad_value(option.codec, kind)
         if value is not None:
             query[option.key] = value
-    assert query
+    query[PROJECTOR_KEY] = BAD_PROJECTOR[kind]  # every page reads it
     at = opened(page, query)
     assert not at.exception, [e.value for e in at.exception]
     warned = " ".join(w.value for w in at.warning)
     quiet = [key for key in query if f"{key}=`" not in warned and f"{key}=" not in warned]
     assert not quiet, f"no warning names {quiet}: {warned[:600]}"
+    assert_no_markup(at)
+
+
+def assert_no_markup(at: AppTest) -> None:
     for element in [*at.markdown, *at.warning, *at.error, *at.caption, *at.info]:
         outside_code = re.sub(r"`[^`]*`", "", str(element.value))
         assert "[x](http" not in outside_code and "**bold**" not in outside_code, element.value  # never markup
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["below", "above", "digit", "markup"])
+def test_the_lessons_and_the_editors_keys_out_of_bounds_are_warnings(kind):
+    lesson = {"below": "0", "above": "99", "digit": ARABIC_THREE, "markup": MARKUP}[kind]
+    at = opened("views/lessons.py", {"lesson": lesson, "step": lesson, PROJECTOR_KEY: BAD_PROJECTOR[kind]})
+    assert not at.exception, [e.value for e in at.exception]
+    warned = " ".join(w.value for w in at.warning)
+    assert "does not exist; showing the first lesson" in warned and f"{PROJECTOR_KEY}=" in warned, warned
+    assert at.sidebar.radio[0].value == 1  # lesson 1, not lesson 3 read from an Arabic-Indic digit
+    assert_no_markup(at)
+    at = opened("views/editor.py", {PROJECTOR_KEY: BAD_PROJECTOR[kind]})
+    assert not at.exception, [e.value for e in at.exception]
+    assert f"{PROJECTOR_KEY}=" in " ".join(w.value for w in at.warning)
+    assert_no_markup(at)

@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from process_checks import group_members
@@ -44,6 +45,27 @@ def test_an_isolated_run_that_fails_says_where_and_one_past_its_limit_is_ended()
     with pytest.raises(RunFailed, match="took longer than its limit of 1 s"):
         run_isolated(replace(SMALL, repeats=100, model=ModelConfig(kind="gpt")), time_limit_s=1)
     assert time.monotonic() - started < 30
+
+
+class _EndedChild:
+    """A child that was already gone when first polled, ended by SIGTERM (as a run at its limit is)."""
+
+    exitcode = -signal.SIGTERM
+
+    def is_alive(self) -> bool:
+        return False
+
+    def join(self, timeout=None) -> None:
+        pass
+
+
+def test_a_run_whose_child_ends_as_its_limit_passes_is_reported_over_its_limit(monkeypatch):
+    # the clock: started at 0, polled once at 0.5 s (the child is gone: its pipe says so), checked at 2 s
+    readings = iter([0.0, 0.5, 2.0, 2.0, 2.0])
+    monkeypatch.setattr(isolated, "time", SimpleNamespace(monotonic=lambda: next(readings)))
+    monkeypatch.setattr(isolated, "start_child", lambda *args, **kwargs: _EndedChild())
+    with pytest.raises(RunFailed, match="took longer than its limit of 1 s"):
+        run_isolated(SMALL, time_limit_s=1)
 
 
 def test_one_real_run_at_a_time_and_the_second_visitor_is_told_to_wait(monkeypatch):
@@ -140,7 +162,7 @@ def test_the_servers_memory_does_not_keep_what_a_run_allocated():
 )
 def test_a_missing_result_is_explained_from_the_evidence(exitcode, output, before, after, says, not_says):
     message = explain(Ending(exitcode, output, before, after))
-    assert message.startswith("the run's process ended without a result (") and says in message, message
+    assert message.startswith("the real run's process ended without a result (") and says in message, message
     assert not_says is None or not_says not in message
     for line in output.splitlines():
         assert f"\n  {line}" in message  # its last output, quoted
@@ -187,7 +209,9 @@ def test_a_run_process_killed_mid_run_is_named_and_not_blamed_on_memory(monkeypa
     os.kill(children_named("pplab-real-run")[0].pid, signal.SIGKILL)
     thread.join(timeout=60)
     (message,) = errors
-    assert message.startswith("the run's process ended without a result (killed by signal SIGKILL): another program")
+    assert message.startswith(
+        "the real run's process ended without a result (killed by signal SIGKILL): another program"
+    ), message
     assert "ran out of memory" not in message and "most often" not in message
 
 

@@ -59,13 +59,20 @@ def start_of_lesson() -> None:
     st.session_state[STEP] = 0
 
 
+def ascii_whole(text: str) -> int:
+    """A lesson or step number from a link: ASCII digits only (Python's ``int`` would read "٣" as 3)."""
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(text)
+    return int(text)
+
+
 def bind(by_number: dict[int, Lesson]) -> tuple[Lesson, int, bool]:
     """The address bar (when the visitor opened a link) and the sidebar → the lesson and step shown."""
     link = state.opened_link(PAGE, LESSON_KEYS + (state.PROJECTOR_KEY,))
     if link and set(link) & set(LESSON_KEYS):  # a deep link: /lessons?lesson=2&step=3
         try:
-            number = int(link.get("lesson", 1))
-            index = int(link.get("step", 1)) - 1
+            number = ascii_whole(link.get("lesson", "1"))
+            index = ascii_whole(link.get("step", "1")) - 1
             if number not in by_number or not 0 <= index < len(by_number[number].steps):
                 raise ValueError
         except ValueError:

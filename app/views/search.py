@@ -1,6 +1,8 @@
 """Search: the shortest step under a memory budget, found rather than hand-made (``engine.search``) — next to
 every hand-made family that fits the same budget, and the frontier of step time against memory."""
 
+import time
+
 import streamlit as st
 
 from app import state
@@ -17,7 +19,9 @@ from app.settings import LabSettings
 from app.simulation import simulated
 from app.widgets import draw
 from engine import FAMILIES, Costs
-from engine.search import OPTIMAL, family_points, frontier, search
+from engine.runtime.errors import RunFailed
+from engine.search import OPTIMAL, family_points
+from engine.search.isolated import frontier_isolated, search_isolated
 from engine.search.problem import OBJECTIVES
 
 PAGE = "sr"
@@ -65,17 +69,23 @@ def run_search(settings: SearchSettings):
         with SEARCHES.admitted(f"{settings.num_ranks} × {settings.num_microbatches}", tell=notice.info) as waited:
             notice.empty()
             with st.spinner(f"Searching (at most {settings.time_limit_s:g} s)…"):
-                result = search(settings.to_problem())
+                began = time.perf_counter()
+                result = search_isolated(settings.to_problem())
+                took = time.perf_counter() - began
     except Refused as refusal:
         notice.empty()
         st.warning(f"The search did not start: {refusal}.")
+        return None
+    except (ValueError, RunFailed) as failure:
+        st.warning(f"The search gave no result: {failure}.")
         return None
     finally:
         st.session_state[BUSY] = False
     if waited >= 1:
         st.caption(
-            f"Waited {waited:.0f} s for another visitor's search; this one then took {result.wall_time_s:.1f} s of "
-            f"its {settings.time_limit_s:g} s."
+            f"Waited {waited:.0f} s for another visitor's search; this one then took {took:.1f} s of its "
+            f"{settings.time_limit_s:g} s: {result.wall_time_s:.1f} s searching, the rest starting its process "
+            "on this busy server (engine.search.isolated)."
         )
     kept = st.session_state.setdefault(RESULTS, {})
     kept[settings] = result
@@ -174,7 +184,7 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
         try:
             with SEARCHES.admitted("frontier", tell=notice.info), st.spinner("Searching each budget…"):
                 notice.empty()
-                found = frontier(
+                found = frontier_isolated(
                     settings.num_ranks,
                     settings.num_microbatches,
                     settings.engine_costs(),
@@ -187,6 +197,8 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
         except Refused as refusal:
             notice.empty()
             st.warning(f"The frontier was not drawn: {refusal}.")
+        except (ValueError, RunFailed) as failure:
+            st.warning(f"The frontier was not drawn: {failure}.")
         finally:
             st.session_state[BUSY] = False
     kept = st.session_state.get(f"{PAGE}_frontier_for")

@@ -26,7 +26,10 @@ import threading
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
+from typing import TypeVar
 
 from .config import RunConfig
 from .errors import RunFailed
@@ -34,15 +37,25 @@ from .lifetime import Stopped, start_child, stop_signals
 from .progress import Progress, no_progress
 from .result import RunResult
 
+T = TypeVar("T")
+
 REPORT_EVERY_S = 0.1
 TAIL_LINES = 10
 TAIL_CHARS = 1000
 """How much of the child's last output an error quotes."""
 
 
-def _child(config: RunConfig, channel, stderr_pipe) -> None:
+def _real_run(config: RunConfig, progress: Progress) -> RunResult | None:
+    from . import run  # in the child: the parent need not import torch to start one
+
+    return run(config, progress=progress)
+
+
+def _child(function: Callable[..., object], args: tuple, niceness: int, channel, stderr_pipe) -> None:
     os.dup2(stderr_pipe.fileno(), 2)  # the parent keeps the last lines and copies them to its own stderr
     stderr_pipe.close()
+    if niceness:
+        os.nice(niceness)  # below the server's own threads: its pages and health check answer first
     last = [0.0]
 
     def progress(done: int, total: int, note: str) -> None:
@@ -56,9 +69,7 @@ def _child(config: RunConfig, channel, stderr_pipe) -> None:
     # distributed launcher ends its rank processes and removes its folder; Ctrl-C and SIGHUP are the parent's
     with stop_signals(ignore=tuple(s for s in (signal.SIGINT, getattr(signal, "SIGHUP", None)) if s is not None)):
         try:
-            from . import run
-
-            outcome = {"result": run(config, progress=progress)}
+            outcome = {"result": function(*args, progress)}
         except Stopped:
             sys.exit(143)
         except ValueError as error:
@@ -154,7 +165,7 @@ class Ending:
     oom_after: dict[str, int]
 
 
-def explain(ending: Ending) -> str:
+def explain(ending: Ending, what: str = "real run") -> str:
     """[Note: a run that left no result] One message from the evidence: how the process ended, why when the
     evidence says (the out-of-memory killer only when the kernel counted a kill meanwhile, or the child
     printed a MemoryError), and its last lines."""
@@ -184,7 +195,7 @@ def explain(ending: Ending) -> str:
         cause = "a signal ended it"
     else:
         cause = "it ended before sending its result"
-    message = f"the run's process ended without a result ({how}): {cause}"
+    message = f"the {what}'s process ended without a result ({how}): {cause}"
     if ending.output:
         message += "; its last output:\n" + "\n".join(f"  {line}" for line in ending.output.splitlines())
     else:
@@ -192,10 +203,45 @@ def explain(ending: Ending) -> str:
     return message
 
 
-def run_isolated(config: RunConfig, *, progress: Progress = no_progress, time_limit_s: float = 600.0) -> RunResult:
+def _reap(child) -> None:
+    """Wait for the child to end (killed after 10 s), so it leaves no zombie."""
+    child.join(timeout=10)
+    if child.is_alive():
+        child.kill()
+        child.join(timeout=10)
+
+
+def over_limit(what: str, time_limit_s: float) -> str:
+    advice = {"real run": ": try fewer micro-batches, repeats or a smaller model"}.get(what, "")
+    return f"the {what} took longer than its limit of {time_limit_s:g} s on this server and was ended{advice}"
+
+
+def run_isolated(
+    config: RunConfig, *, progress: Progress = no_progress, time_limit_s: float = 600.0
+) -> RunResult | None:
     """``run(config)`` in a child process. ValueError when the run is refused (bad input, over the memory
     budget), RunFailed when it fails or runs past ``time_limit_s``."""
-    context = mp.get_context("spawn")
+    return call_isolated(_real_run, (config,), progress=progress, time_limit_s=time_limit_s, what="real run")
+
+
+def call_isolated(
+    function: Callable[..., T],
+    args: tuple,
+    *,
+    progress: Progress = no_progress,
+    time_limit_s: float,
+    what: str,
+    niceness: int = 0,
+    context: BaseContext | None = None,
+    answer_grace_s: float = 0.0,
+) -> T:
+    """``function(*args, progress)`` (module-level, its arguments and result picklable) in a fresh child process
+    at ``niceness``, ended past ``time_limit_s``. ValueError when it refuses its input, RunFailed when it fails
+    (the message names ``what``: "run", "search"). ``context``: multiprocessing's, "spawn" when None.
+
+    With ``answer_grace_s``, a child still working at its limit is asked to stop (SIGTERM, which a search turns
+    into its best order so far) and what it sends within that grace is its answer."""
+    context = context or mp.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     stderr_reader, stderr_writer = context.Pipe(duplex=False)
     oom_before = oom_kills()
@@ -203,16 +249,25 @@ def run_isolated(config: RunConfig, *, progress: Progress = no_progress, time_li
     child = start_child(
         context,
         _child,
-        (config, sender, stderr_writer),
+        (function, args, niceness, sender, stderr_writer),
         death_signal=signal.SIGTERM,
-        name="pplab-real-run",
+        name=f"pplab-{what.replace(' ', '-')}",
     )
     sender.close()  # the child holds the writing ends now: they close, and reads see the end, when it ends
     stderr_writer.close()
     tail = _Tail(stderr_reader)
     outcome: dict | None = None
     try:
+        # one rule for the limit: a result that arrived counts, however late its clean-up; without one, a run
+        # that reached its limit is reported as over its limit even when the child ended during the last poll
+        asked_to_stop = False
         while outcome is None:
+            elapsed = time.monotonic() - started
+            if elapsed > time_limit_s and answer_grace_s > 0 and not asked_to_stop and child.is_alive():
+                child.terminate()
+                asked_to_stop = True
+            if elapsed > time_limit_s + (answer_grace_s if asked_to_stop else 0.0):
+                break
             if receiver.poll(0.1):
                 try:
                     kind, payload = receiver.recv()
@@ -224,21 +279,18 @@ def run_isolated(config: RunConfig, *, progress: Progress = no_progress, time_li
                     outcome = payload
             elif not child.is_alive() and not receiver.poll(0):
                 break
-            if time.monotonic() - started > time_limit_s:
-                raise RunFailed(
-                    f"the run took longer than its limit of {time_limit_s:.0f} s on this server and was "
-                    f"ended: try fewer micro-batches, repeats or a smaller model"
-                )
     finally:
-        if child.is_alive() and outcome is None:
-            child.terminate()  # SIGTERM unwinds the child, whose launcher ends its rank processes
-        child.join(timeout=10)
-        if child.is_alive():
-            child.kill()
-            child.join(timeout=10)
+        if outcome is None:
+            if child.is_alive():
+                child.terminate()  # SIGTERM unwinds the child, whose launcher ends its rank processes
+            _reap(child)
+        else:  # the result is in hand: the child's exit (freeing its memory) is not the visitor's wait
+            threading.Thread(target=_reap, args=(child,), daemon=True, name="pplab-reap").start()
         receiver.close()
+    if outcome is None and time.monotonic() - started > time_limit_s:
+        raise RunFailed(over_limit(what, time_limit_s))
     if outcome is None:
-        raise RunFailed(explain(Ending(child.exitcode, tail.text(), oom_before, oom_kills())))
+        raise RunFailed(explain(Ending(child.exitcode, tail.text(), oom_before, oom_kills()), what))
     if "result" in outcome:
         return outcome["result"]
     if outcome["kind"] == "refused":

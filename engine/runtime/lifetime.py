@@ -16,7 +16,8 @@ Child processes (the ranks; the app's run process) are started by ``start_child`
   ignored and the signals unblocked: the parent decides when its children stop, and stops them with SIGTERM;
 * bound to the parent: Linux's ``prctl(PR_SET_PDEATHSIG)`` sends the child ``death_signal`` when the parent
   dies, even by SIGKILL (elsewhere a watchdog thread polls ``getppid``); a parent that died before the
-  child could ask is noticed at once.
+  child could ask is noticed at once. A fork server's child (the app's searches) is bound to the fork server,
+  and watches the process that asked for it (``_watch_owner``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import signal
 import sys
 import threading
 import time
+import types
 from collections.abc import Iterator
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -139,9 +141,10 @@ def shielded() -> Iterator[None]:
 def start_child(context, target, args: tuple, *, death_signal: int, name: str, daemon: bool = False):
     """Start ``target(*args)`` (a module-level function) in a new process of the multiprocessing ``context``,
     bound to this one (see [Note: stop signals]); returns the started process."""
+    forked_by_server = getattr(context, "get_start_method", lambda: "")() == "forkserver"
     process = context.Process(
         target=_child_main,
-        args=(os.getpid(), death_signal, target.__module__, target.__qualname__, args),
+        args=(os.getpid(), death_signal, target.__module__, target.__qualname__, args, forked_by_server),
         name=name,
         daemon=daemon,
     )
@@ -153,11 +156,33 @@ def start_child(context, target, args: tuple, *, death_signal: int, name: str, d
         resource_tracker.ensure_running()
     before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if blocks else None
     try:
-        process.start()
+        with _main_script_left_out(target):
+            process.start()
     finally:
         if before is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, before)
     return process
+
+
+@contextlib.contextmanager
+def _main_script_left_out(target) -> Iterator[None]:
+    """While a child starts, a bare ``__main__`` in place of a script's: multiprocessing has every spawned child
+    (and a fork server, once) run the parent's main script again, and Streamlit installs each page it runs as
+    ``__main__`` — so each child would run the app's script in bare mode before its target (seconds, and
+    warnings in the log). The target's own module is all a child needs; a target defined in the script keeps
+    it."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None) and getattr(main, "__spec__", None) is None
+    if not script or getattr(target, "__module__", "__main__") == "__main__":
+        yield
+        return
+    bare = types.ModuleType("__main__")
+    sys.modules["__main__"] = bare
+    try:
+        yield
+    finally:
+        if sys.modules.get("__main__") is bare:  # another thread may have installed its own meanwhile
+            sys.modules["__main__"] = main  # type: ignore[assignment]
 
 
 def bind_to_parent(parent: int, death_signal: int) -> None:
@@ -183,14 +208,40 @@ def _watch_parent(parent: int, death_signal: int) -> None:
     os._exit(128 + death_signal)
 
 
-def _child_main(parent: int, death_signal: int, module: str, name: str, args: tuple) -> None:
+def _watch_owner(owner: int, death_signal: int) -> None:
+    """In a fork server's child: die by ``death_signal`` when ``owner`` (the process that asked for the child)
+    does. The fork server, its parent, outlives the owner while any child holds the pipe it watches, so the
+    parent's death would come only when the child's work ends."""
+    try:
+        import select
+
+        with open(os.pidfd_open(owner), closefd=True) as handle:  # Linux ≥ 5.3: readable once it has ended
+            select.select([handle], [], [])
+    except (AttributeError, OSError):  # no pidfd here: poll
+        while True:
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                pass
+            time.sleep(WATCHDOG_S)
+    os.kill(os.getpid(), death_signal)
+    os._exit(128 + death_signal)
+
+
+def _child_main(parent: int, death_signal: int, module: str, name: str, args: tuple, forked_by_server: bool) -> None:
     """What ``start_child`` runs in the child, before importing the target (which may import PyTorch)."""
     for number in STOP_SIGNALS:
         if number != getattr(signal, "SIGTERM", None):
             signal.signal(number, signal.SIG_IGN)  # also drops one that came while blocked
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    bind_to_parent(parent, death_signal)
+    if forked_by_server:  # its parent is the fork server: bound to it, and to the process that asked
+        bind_to_parent(os.getppid(), death_signal)
+        threading.Thread(target=_watch_owner, args=(parent, death_signal), daemon=True, name="owner-watch").start()
+    else:
+        bind_to_parent(parent, death_signal)
     target = importlib.import_module(module)
     for part in name.split("."):
         target = getattr(target, part)

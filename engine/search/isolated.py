@@ -1,0 +1,106 @@
+"""A search in a fresh child process, for a long-lived server (the app): CP-SAT's threads and every byte the
+solver allocated go when the child ends, the child runs below the server's priority so the pages and the
+health check keep answering while it works, and a child past its limit is ended (issue 28: six visitors
+searching at once kept 282 MB and 37 threads in the server afterwards, and its health check took up to 4 s).
+
+Children are forked by a fork server that imported the search once (``FORK_SERVER``, started by the first
+search): a fresh interpreter importing the engine for each would take 0.7 s on an idle machine and up to 4.7 s
+with six visitors' pages loading, out of a 5 s limit. What the start still takes is counted in the visitor's
+limit, as the command line counts its own imports.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from dataclasses import replace
+
+from ..costs import Costs
+from ..runtime.isolated import call_isolated
+from ..runtime.progress import Progress
+from .frontier import Frontier, frontier
+from .options import MIN_TIME_LIMIT_S
+from .problem import SearchProblem
+from .result import SearchInterrupted, SearchResult
+from .solve import search
+
+NICENESS = 5
+"""The child's priority below the server's (Linux ``nice``: about a third of its share of a busy core), so the
+event loop answers first without starving the search."""
+ANSWER_GRACE_S = 2.0
+"""How long a search stopped at its limit may take to send its best order (validated and timed) back."""
+GRACE_S = 30.0
+"""How long past its budgets' limits a frontier may take before it is ended (a safety net: each budget's search
+stops itself at its limit)."""
+RETURN_RESERVE_S = 0.2
+"""Kept from the search's limit for sending its result back (pickled, a few MB at 32 × 256) on a busy host."""
+FORK_SERVER = mp.get_context("forkserver")
+FORK_SERVER.set_forkserver_preload([__name__])
+
+
+def search_isolated(problem: SearchProblem) -> SearchResult:
+    """``search(problem)`` in a child process, its start counted in ``problem.time_limit_s``; a child still
+    searching at that limit (a busy host gives it less than its share) is stopped and answers with its best order
+    so far. ValueError when the problem is refused, ``RunFailed`` when the child fails or sends nothing."""
+    return call_isolated(
+        _search_counting_start,
+        (problem, time.time()),
+        time_limit_s=problem.time_limit_s,
+        what="search",
+        niceness=NICENESS,
+        context=FORK_SERVER,
+        answer_grace_s=ANSWER_GRACE_S,
+    )
+
+
+def frontier_isolated(
+    num_ranks: int,
+    num_microbatches: int,
+    costs: Costs,
+    placement: str,
+    budgets: tuple[float, ...],
+    *,
+    time_limit_per_budget_s: float,
+    objective: str,
+) -> Frontier:
+    """``frontier(...)`` in a child process, ended past the budgets' time limits and the grace."""
+    return call_isolated(
+        _frontier,
+        (num_ranks, num_microbatches, costs, placement, budgets, time_limit_per_budget_s, objective),
+        time_limit_s=len(budgets) * time_limit_per_budget_s + GRACE_S,
+        what="search",
+        niceness=NICENESS,
+        context=FORK_SERVER,
+    )
+
+
+def _search_counting_start(problem: SearchProblem, asked_at: float, progress: Progress) -> SearchResult:
+    """In the child: what is left of the limit once the child has started (the wall clock: the parent's
+    monotonic clock means nothing here), then the search."""
+    started = max(0.0, time.time() - asked_at)  # a forked child's process age is its fork server's
+    left = problem.time_limit_s - started - RETURN_RESERVE_S
+    try:
+        return search(replace(problem, time_limit_s=max(MIN_TIME_LIMIT_S, left)))
+    except SearchInterrupted as stop:  # asked to stop at the visitor's limit: the best so far, validated and timed
+        if stop.best is None:
+            raise stop.stop from None
+        return replace(stop.best, detail=stop.best.detail.replace("; interrupted", "; stopped at the time limit"))
+
+
+def _frontier(num_ranks, num_microbatches, costs, placement, budgets, seconds, objective, progress) -> Frontier:
+    try:
+        return _frontier_of(num_ranks, num_microbatches, costs, placement, budgets, seconds, objective)
+    except SearchInterrupted as stop:  # ended past its limit: no frontier (the parent says so)
+        raise stop.stop from None
+
+
+def _frontier_of(num_ranks, num_microbatches, costs, placement, budgets, seconds, objective) -> Frontier:
+    return frontier(
+        num_ranks,
+        num_microbatches,
+        costs,
+        placement,
+        budgets,
+        time_limit_per_budget_s=seconds,
+        objective=objective,
+    )
