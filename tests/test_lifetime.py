@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -121,3 +122,18 @@ def test_the_lazy_package_keeps_its_names():
     assert set(engine.__all__) <= set(dir(engine))
     with pytest.raises(AttributeError):
         engine.no_such_name  # noqa: B018
+
+
+def test_a_child_does_not_run_the_parents_page_script_again(tmp_path, monkeypatch):
+    """Streamlit installs the page it runs as ``__main__``; multiprocessing would run it again in every child."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "page.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('the page ran in the child')\n")
+    page = types.ModuleType("__main__")
+    page.__file__, page.__spec__ = str(script), None
+    monkeypatch.setitem(sys.modules, "__main__", page)
+    context = multiprocessing.get_context("spawn")
+    child = lifetime.start_child(context, time.sleep, (0,), death_signal=signal.SIGTERM, name="t")
+    child.join(timeout=60)
+    assert child.exitcode == 0 and not marker.exists()
+    assert sys.modules["__main__"] is page  # put back after the start
