@@ -3,6 +3,8 @@ takes, how fast the server's health check answers meanwhile, and the server's me
 round and once the tabs are closed (issue 28: searches admitted one at a time, ``app/admission.py``).
 
 Run: .venv/bin/python benchmarks/search_crowd.py [--visitors 6] [--rounds 3] [--time 5]
+The server is warm as after one earlier visit to the Search page (which starts the searches' fork server;
+without it the very first search also waits for that start, 1–5 s).
 Aims: health within 2 s throughout; each search within its limit (+ its queueing, which the page shows);
 memory and threads back near idle after the rounds, not growing from round to round.
 """
@@ -69,10 +71,11 @@ def main() -> None:
     with serve_app() as url, sync_playwright() as playwright:
         server = server_process()
         browser = launch(playwright)
-        warm = browser.new_page()
-        warm.goto(url)
+        warm = browser.new_page()  # one earlier visitor of the Search page (no search): its fork server starts
+        warm.goto(url + "/search")
         warm.wait_for_selector(IDLE, timeout=120_000)
         warm.close()
+        time.sleep(5)
         print(f"idle server: {footprint(server)}")
         for round_number in range(1, args.rounds + 1):
             worst, stop = [0.0], threading.Event()

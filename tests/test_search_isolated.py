@@ -14,7 +14,14 @@ from engine.runtime.errors import RunFailed
 from engine.runtime.isolated import call_isolated
 from engine.runtime.lifetime import stop_signals
 from engine.search import SearchProblem, search
-from engine.search.isolated import FORK_SERVER, NICENESS, _search_counting_start, frontier_isolated, search_isolated
+from engine.search.isolated import (
+    FORK_SERVER,
+    NICENESS,
+    _search_counting_start,
+    frontier_isolated,
+    search_isolated,
+    start_fork_server,
+)
 
 HARD_COSTS = "F=1:1.5:1:2:1:1:1.25:1:1:1:1:2:1:1:1.5:1,I=" + ":".join(["1"] * 16) + ",W=" + ":".join(["1"] * 16)
 """Uneven forwards over 16 stages (8 ranks in a V): CP-SAT proves nothing in seconds (as in search_crowd.py)."""
@@ -51,7 +58,7 @@ def test_a_search_stopped_at_the_visitors_limit_answers_with_its_best_so_far():
     started = time.monotonic()
     with stop_signals():
         result = _search_counting_start(problem, time.time(), progress=lambda *_: None)
-    assert time.monotonic() - started < 6  # not the 30 s the search had
+    assert time.monotonic() - started < 15  # not the 30 s the search had
     assert result.detail.endswith("; stopped at the time limit") and result.makespan > 0
 
 
@@ -64,11 +71,13 @@ def _answers_when_stopped(progress) -> str:
 
 
 def test_a_child_asked_to_stop_at_its_limit_is_heard_within_the_grace():
+    start_fork_server()  # its own start (seconds on a busy host) is not the child's
     started = time.monotonic()
     answer = call_isolated(
         _answers_when_stopped, (), time_limit_s=1, what="search", context=FORK_SERVER, answer_grace_s=2
     )
-    assert answer == "the best so far" and time.monotonic() - started < 3.5
+    assert answer == "the best so far"  # sent within the grace: past it, call_isolated raises RunFailed
+    assert time.monotonic() - started < 10  # not the child's 60 s sleep
 
 
 def _own_niceness(progress) -> int:

@@ -1,6 +1,7 @@
 """Search: the shortest step under a memory budget, found rather than hand-made (``engine.search``) — next to
 every hand-made family that fits the same budget, and the frontier of step time against memory."""
 
+import threading
 import time
 
 import streamlit as st
@@ -21,7 +22,7 @@ from app.widgets import draw
 from engine import FAMILIES, Costs
 from engine.runtime.errors import RunFailed
 from engine.search import OPTIMAL, family_points
-from engine.search.isolated import frontier_isolated, search_isolated
+from engine.search.isolated import frontier_isolated, search_isolated, start_fork_server
 from engine.search.problem import OBJECTIVES
 
 PAGE = "sr"
@@ -49,6 +50,15 @@ def bind() -> tuple[SearchSettings, bool, bool]:
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
     warn_about(problems + typed)
     return settings, projector, bool(link and set(link) & set(SEARCH_KEYS))
+
+
+@st.cache_resource(show_spinner=False)
+def fork_server_starting() -> threading.Thread:
+    """Once per server, when the Search page is first opened: the searches' fork server starts in the
+    background (``engine.search.isolated``), so the first search does not wait for it."""
+    starting = threading.Thread(target=start_fork_server, daemon=True, name="pplab-fork-server")
+    starting.start()
+    return starting
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -207,6 +217,7 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
 
 
 def search_page() -> None:
+    fork_server_starting()
     st.title("Search for a schedule")
     st.caption(
         "Every other page draws hand-made schedules. Here the lab searches for the order of each rank's work "

@@ -295,4 +295,6 @@ def call_isolated(
         return outcome["result"]
     if outcome["kind"] == "refused":
         raise ValueError(outcome["message"])
-    raise RunFailed(outcome["message"] + (f"\n{outcome['where']}" if outcome.get("where") else ""))
+    if outcome.get("where"):  # where it failed goes to the server's log; a visitor sees no server path
+        _echo(f"pplab: the {what} failed: {outcome['message']}\n{outcome['where']}\n".encode())
+    raise RunFailed(outcome["message"])

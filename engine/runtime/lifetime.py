@@ -156,7 +156,7 @@ def start_child(context, target, args: tuple, *, death_signal: int, name: str, d
         resource_tracker.ensure_running()
     before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if blocks else None
     try:
-        with _main_script_left_out(target):
+        with main_script_left_out(target):
             process.start()
     finally:
         if before is not None:
@@ -165,7 +165,7 @@ def start_child(context, target, args: tuple, *, death_signal: int, name: str, d
 
 
 @contextlib.contextmanager
-def _main_script_left_out(target) -> Iterator[None]:
+def main_script_left_out(target=None) -> Iterator[None]:
     """While a child starts, a bare ``__main__`` in place of a script's: multiprocessing has every spawned child
     (and a fork server, once) run the parent's main script again, and Streamlit installs each page it runs as
     ``__main__`` — so each child would run the app's script in bare mode before its target (seconds, and
@@ -173,7 +173,7 @@ def _main_script_left_out(target) -> Iterator[None]:
     it."""
     main = sys.modules.get("__main__")
     script = getattr(main, "__file__", None) and getattr(main, "__spec__", None) is None
-    if not script or getattr(target, "__module__", "__main__") == "__main__":
+    if not script or (target is not None and getattr(target, "__module__", "__main__") == "__main__"):
         yield
         return
     bare = types.ModuleType("__main__")

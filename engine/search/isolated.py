@@ -14,9 +14,11 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 from dataclasses import replace
+from multiprocessing import forkserver
 
 from ..costs import Costs
 from ..runtime.isolated import call_isolated
+from ..runtime.lifetime import main_script_left_out
 from ..runtime.progress import Progress
 from .frontier import Frontier, frontier
 from .options import MIN_TIME_LIMIT_S
@@ -35,13 +37,25 @@ stops itself at its limit)."""
 RETURN_RESERVE_S = 0.2
 """Kept from the search's limit for sending its result back (pickled, a few MB at 32 × 256) on a busy host."""
 FORK_SERVER = mp.get_context("forkserver")
-FORK_SERVER.set_forkserver_preload([__name__])
+# OR-Tools too: a child importing it itself spends its limit on that, and a stop at the limit that lands inside
+# the import leaves the module half-initialised (an ImportError, not the best order so far)
+FORK_SERVER.set_forkserver_preload([__name__, "ortools.sat.python.cp_model"])
+
+
+def start_fork_server() -> None:
+    """Start the fork server if it is not running (once per server process: a fresh interpreter importing the
+    search and OR-Tools, 1 s on an idle machine and several on a busy one); the app calls it when the Search page
+    is first opened, so that the first search does not wait for it."""
+    with main_script_left_out():
+        forkserver.ensure_running()
 
 
 def search_isolated(problem: SearchProblem) -> SearchResult:
-    """``search(problem)`` in a child process, its start counted in ``problem.time_limit_s``; a child still
-    searching at that limit (a busy host gives it less than its share) is stopped and answers with its best order
-    so far. ValueError when the problem is refused, ``RunFailed`` when the child fails or sends nothing."""
+    """``search(problem)`` in a child process, its start counted in ``problem.time_limit_s`` (the fork server's
+    own start, once per server, is not); a child still searching at that limit (a busy host gives it less than
+    its share) is stopped and answers with its best order so far. ValueError when the problem is refused,
+    ``RunFailed`` when the child fails or sends nothing."""
+    start_fork_server()
     return call_isolated(
         _search_counting_start,
         (problem, time.time()),
@@ -64,6 +78,7 @@ def frontier_isolated(
     objective: str,
 ) -> Frontier:
     """``frontier(...)`` in a child process, ended past the budgets' time limits and the grace."""
+    start_fork_server()
     return call_isolated(
         _frontier,
         (num_ranks, num_microbatches, costs, placement, budgets, time_limit_per_budget_s, objective),
