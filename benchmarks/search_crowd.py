@@ -63,11 +63,20 @@ def main() -> None:
     parser.add_argument("--visitors", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--time", type=float, default=5.0, help="each search's time limit (s)")
-    args = parser.parse_args()
-    link = (
-        f"/search?ranks=8&microbatches=32&placement=v&memory=3&comm=0.5&objective=period&time={args.time:g}"
-        f"&costs={UNEVEN.replace(',I=1,W=1', ',I=' + ':'.join(['1'] * 16) + ',W=' + ':'.join(['1'] * 16))}"
+    parser.add_argument(
+        "--no-search",
+        action="store_true",
+        help="the same sizes on the Playground instead (no search): what the visits alone cost the server",
     )
+    args = parser.parse_args()
+    sizes = "ranks=8&microbatches=32&placement=v" if not args.no_search else "ranks=8&microbatches=32&schedule=zb-v"
+    link = (
+        f"/search?{sizes}&memory=3&comm=0.5&objective=period&time={args.time:g}"
+        f"&costs={UNEVEN.replace(',I=1,W=1', ',I=' + ':'.join(['1'] * 16) + ',W=' + ':'.join(['1'] * 16))}"
+        if not args.no_search
+        else f"/?{sizes}"
+    )
+    answer = "Status|did not start|gave no result" if not args.no_search else "Makespan"
     with serve_app() as url, sync_playwright() as playwright:
         server = server_process()
         browser = launch(playwright)
@@ -91,8 +100,7 @@ def main() -> None:
             for page in pages:
                 try:
                     page.wait_for_function(
-                        "() => document.querySelector("
-                        f"'{IDLE}') && /Status|did not start|gave no result/.test(document.body.innerText)",
+                        f"() => document.querySelector('{IDLE}') && /{answer}/.test(document.body.innerText)",
                         timeout=300_000,
                     )
                 except PlaywrightTimeout:
