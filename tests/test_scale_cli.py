@@ -85,6 +85,8 @@ def custom_gpu(**values: str) -> list[str]:
         (custom_gpu(peak_tflops="1e-300"), "argument --peak-tflops: expected a number from 1 to 1e+06, got 1e-300"),
         (custom_gpu(gemm_share="1e-300"), "argument --gemm-share: expected a number from 0.05 to 1"),
         (["--measured", "F=1:2,I=1:2,W=1:2"], "F has 2 values per stage, but the plan has 128 stages"),
+        (["--measured", "F=1e308,I=1,W=1"], "F is 1e+308 ms; a measured action takes from 0.001 to 1e+06 ms"),
+        (["--measured", "F=1:1e-9,I=1:1,W=1:1"], "F of stage 1 is 1e-09 ms; a measured action takes from 0.001"),
         (["--layers", "4"], "--layers describe a custom model: add --model custom"),
         (["--model", "custom", "--layers", "4"], "--model custom needs --hidden, --heads, --vocab"),
         (["--split", "3,x"], "(expected auto, even, llama3 or layers per stage like 3,4,4,3)"),

@@ -70,13 +70,13 @@ def _measured_parse(text: str) -> str:
     if text:
         costs = Costs.parse(text, num_stages=text.split(",")[0].count(":") + 1, where="the measured costs")
         low, high = MEASURED_MS
-        for stage, row in enumerate(costs.stage_costs or ()):
+        rows = costs.stage_costs or (costs.durations,)  # one value per kind: the same for every stage
+        for stage, row in enumerate(rows):
             for kind in ("F", "I", "W", "B"):
                 value = row.get(kind) if hasattr(row, "get") else None
                 if value is not None and not low <= value <= high:
-                    raise ValueError(
-                        f"{kind} of stage {stage} is {value:g} ms; a measured action takes from {low:g} to {high:g} ms"
-                    )
+                    which = f"{kind} of stage {stage}" if costs.stage_costs else kind
+                    raise ValueError(f"{which} is {value:g} ms; a measured action takes from {low:g} to {high:g} ms")
     return text
 
 
