@@ -137,3 +137,12 @@ def test_a_child_does_not_run_the_parents_page_script_again(tmp_path, monkeypatc
     child.join(timeout=60)
     assert child.exitcode == 0 and not marker.exists()
     assert sys.modules["__main__"] is page  # put back after the start
+
+
+def test_a_commands_age_is_its_process_age_only_when_it_is_the_whole_process(monkeypatch):
+    """A search called in a long-lived process (this test worker, the app) must not see its limit spent by the
+    process's age; ``python -m engine`` counts its imports."""
+    monkeypatch.setitem(lifetime._command, "whole_process", False)
+    assert lifetime.command_age_s() == 0.0
+    monkeypatch.setitem(lifetime._command, "whole_process", True)
+    assert lifetime.command_age_s() > 0 and abs(lifetime.command_age_s() - lifetime.process_age_s()) < 0.5

@@ -4,6 +4,7 @@
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,3 +65,14 @@ def test_an_interrupted_search_exits_at_once_and_keeps_the_users_file(tmp_path, 
         assert "not proven optimal" in err and out.read_text().count("\n") == 8  # one line per rank
     else:
         assert out.read_text() == "the user's own schedule\n"
+
+
+def test_a_solver_told_to_stop_is_waited_for_then_reported_still_running(monkeypatch):
+    """``python -m engine`` ends with ``os._exit`` while a solver thread still runs (a normal exit would abort)."""
+    from engine.search import exact
+
+    sleeper = threading.Thread(target=time.sleep, args=(1.0,), daemon=True)
+    sleeper.start()
+    monkeypatch.setattr(exact, "_ABANDONED", [sleeper])
+    assert exact.solver_still_running(grace_s=0.05)  # still asleep
+    assert not exact.solver_still_running(grace_s=3.0)  # ended within the grace

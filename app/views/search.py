@@ -30,8 +30,7 @@ RESULTS = f"{PAGE}_results"
 BUSY = f"{PAGE}_busy"
 # at most this per budget when drawing the frontier, and the time limit shared out between the budgets
 FRONTIER_SECONDS = 1.0
-KEPT_RESULTS = 4
-"""Searches a visitor's session keeps (by settings), the oldest dropped first."""
+KEPT_RESULTS = 4  # searches a visitor's session keeps (by settings), the oldest dropped first
 
 
 def bind() -> tuple[SearchSettings, bool, bool]:

@@ -75,6 +75,21 @@ def _handler(signum: int, frame) -> None:
         raise Stopped(signum)
 
 
+_command = {"whole_process": False}
+
+
+def this_process_is_the_command() -> None:
+    """``python -m engine`` says so first thing: the process's whole age is the command's (``command_age_s``)."""
+    _command["whole_process"] = True
+
+
+def command_age_s() -> float:
+    """Seconds the running command has taken so far, its imports included: the process's age when it runs as
+    ``python -m engine``; 0 when a longer-lived process (a test, the app) calls the command's function, whose
+    process age says nothing about the command."""
+    return process_age_s() if _command["whole_process"] else 0.0
+
+
 def process_age_s() -> float:
     """Seconds since this process started (Linux: ``/proc/self/stat`` against ``/proc/uptime``; 0 elsewhere), so
     that a command's time limit can count its own imports."""

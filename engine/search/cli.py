@@ -14,7 +14,7 @@ from ..files import check_output, write_text
 from ..ir import PLACEMENTS
 from ..limits import MAX_RANKS, whole_number
 from ..options import option_type
-from ..runtime.lifetime import process_age_s
+from ..runtime.lifetime import command_age_s
 from ..terminal import say
 from .options import COMM, MEMORY, MICROBATCHES, MIN_TIME_LIMIT_S, RANKS, TIME_LIMIT
 from .problem import OBJECTIVES, SearchProblem
@@ -86,7 +86,7 @@ def search_command(args) -> int:
     num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * PLACEMENTS[args.placement].chunks()
     costs = Costs.parse(args.costs, num_stages=num_stages, where="the search", comm=args.comm)
     # the limit is the visitor's: counted from the command's start (its imports take about half a second)
-    left = max(MIN_TIME_LIMIT_S, args.time_limit - process_age_s())
+    left = max(MIN_TIME_LIMIT_S, args.time_limit - command_age_s())
     problem = SearchProblem(args.ranks, args.microbatches, costs, args.memory, args.placement, left, args.objective)
     try:
         result = search(problem, args.method)

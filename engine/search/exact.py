@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -300,6 +301,20 @@ stop flag in time (its large-neighbourhood searches can run a second or more on 
 end on its own, and the best solution it had reported stands (see ``_solve``)."""
 
 
+_ABANDONED: list[threading.Thread] = []
+"""Solver threads told to stop and not waited for past ``STOP_GRACE_S``."""
+
+
+def solver_still_running(grace_s: float) -> bool:
+    """Whether a solver told to stop is still running after up to ``grace_s`` more. A process must not exit
+    normally then: OR-Tools' threads destroyed while they run abort it ("terminate called without an active
+    exception", status −6 instead of 143), so ``python -m engine`` ends it with ``os._exit``."""
+    ends = time.monotonic() + grace_s
+    for worker in _ABANDONED:
+        worker.join(max(0.0, ends - time.monotonic()))
+    return any(worker.is_alive() for worker in _ABANDONED)
+
+
 def _solve(
     cp_model, model, problem: SearchProblem, timed: _TimedHint, start, *, began, deadline, clock, num_workers
 ) -> ExactOutcome:
@@ -345,10 +360,12 @@ def _solve(
     except KeyboardInterrupt as stop:  # Ctrl-C or a stop signal: stop, and hand over the best found so far
         solver.stop_search()
         worker.join(STOP_GRACE_S)
+        _ABANDONED.append(worker)
         raise SolverInterrupted(stop, None if best_starts[0] is None else _orders(problem, c, best_starts[0])) from None
     if worker.is_alive():  # the deadline
         solver.stop_search()
         worker.join(STOP_GRACE_S)
+        _ABANDONED.append(worker)
     if "status" not in answer:  # abandoned: the last reported solution and bound
         if best_starts[0] is None:
             return ExactOutcome(None, None, bound_now[0], False, tuple(progress), time_scale)
