@@ -9,8 +9,8 @@ this_process_is_the_command()  # a time limit counts the imports
 from .cli import main  # noqa: E402 - after the handlers
 
 code = main()
-exact = sys.modules.get("engine.search.exact")
-if exact is not None and exact.solver_still_running(grace_s=1.0):  # see solver_still_running
+stoppable = sys.modules.get("engine.search.stoppable")
+if stoppable is not None and stoppable.ran_a_solver():  # see engine.search.stoppable's note
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

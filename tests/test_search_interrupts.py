@@ -1,6 +1,7 @@
 """Issue 28: a search stops on time and on an interrupt, and an interrupted search leaves the user's file alone
 (unless asked to keep its best), like every other command."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -67,12 +68,42 @@ def test_an_interrupted_search_exits_at_once_and_keeps_the_users_file(tmp_path, 
         assert out.read_text() == "the user's own schedule\n"
 
 
-def test_a_solver_told_to_stop_is_waited_for_then_reported_still_running(monkeypatch):
-    """``python -m engine`` ends with ``os._exit`` while a solver thread still runs (a normal exit would abort)."""
-    from engine.search import exact
+class _FakeSolver:
+    """Stands in for CP-SAT: ``solve`` runs until ``stop_search`` (or ``ignores_stop``: for ``runs_s``)."""
 
-    sleeper = threading.Thread(target=time.sleep, args=(1.0,), daemon=True)
-    sleeper.start()
-    monkeypatch.setattr(exact, "_ABANDONED", [sleeper])
-    assert exact.solver_still_running(grace_s=0.05)  # still asleep
-    assert not exact.solver_still_running(grace_s=3.0)  # ended within the grace
+    def __init__(self, runs_s: float, ignores_stop: bool = False):
+        self.runs_s, self.ignores_stop, self.stopped = runs_s, ignores_stop, threading.Event()
+
+    def solve(self, model, callback) -> int:
+        if self.ignores_stop:
+            time.sleep(self.runs_s)
+        else:
+            self.stopped.wait(self.runs_s)
+        return 4
+
+    def stop_search(self) -> None:
+        self.stopped.set()
+
+
+def test_a_solve_is_stopped_at_its_deadline_or_abandoned_and_the_process_knows_it_ran_one(monkeypatch):
+    from engine.search import stoppable
+
+    monkeypatch.setattr(stoppable, "_STARTED", [])
+    assert not stoppable.ran_a_solver()
+    assert stoppable.solve_until(_FakeSolver(0.0), None, None, wait_s=5) == 4  # finished on its own
+    solver = _FakeSolver(30)
+    started = time.monotonic()
+    assert stoppable.solve_until(solver, None, None, wait_s=0.2) == 4  # told to stop at its deadline
+    assert solver.stopped.is_set() and time.monotonic() - started < 5
+    assert stoppable.solve_until(_FakeSolver(2, ignores_stop=True), None, None, wait_s=0.1) is None  # abandoned
+    assert stoppable.ran_a_solver()
+
+
+def test_an_interrupt_during_a_solve_stops_it_and_is_raised_again(monkeypatch):
+    from engine.search import stoppable
+
+    solver = _FakeSolver(30)
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        stoppable.solve_until(solver, None, None, wait_s=20)
+    assert solver.stopped.is_set()

@@ -39,8 +39,6 @@ Legend: S stages, m micro-batches, k the time scale (costs × k are whole number
 from __future__ import annotations
 
 import math
-import threading
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +48,7 @@ from ..ir import Action, Kind, Schedule
 from .bounds import chain_times
 from .heuristic import Candidate
 from .problem import SPLIT_KINDS, SearchProblem
+from .stoppable import STOP_GRACE_S, solve_until
 
 MAX_SCALE = 1000
 """Costs are scaled to whole numbers by the least factor up to this; costs needing more decimals are refused
@@ -295,38 +294,12 @@ class SolverInterrupted(KeyboardInterrupt):
         self.ranks = ranks
 
 
-STOP_GRACE_S = 0.25
-"""After its deadline, CP-SAT is asked to stop and given this long; a sub-solver that does not look at the
-stop flag in time (its large-neighbourhood searches can run a second or more on a slow machine) is left to
-end on its own, and the best solution it had reported stands (see ``_solve``)."""
-
-
-_ABANDONED: list[threading.Thread] = []
-"""Solver threads told to stop and not waited for past ``STOP_GRACE_S``."""
-
-
-def solver_still_running(grace_s: float) -> bool:
-    """Whether a solver told to stop is still running after up to ``grace_s`` more. A process must not exit
-    normally then: OR-Tools' threads destroyed while they run abort it ("terminate called without an active
-    exception", status −6 instead of 143), so ``python -m engine`` ends it with ``os._exit``."""
-    ends = time.monotonic() + grace_s
-    for worker in _ABANDONED:
-        worker.join(max(0.0, ends - time.monotonic()))
-    return any(worker.is_alive() for worker in _ABANDONED)
-
-
 def _solve(
     cp_model, model, problem: SearchProblem, timed: _TimedHint, start, *, began, deadline, clock, num_workers
 ) -> ExactOutcome:
-    """Run CP-SAT until ``deadline`` (less the reserve for checking the result), recording every solution
-    and bound improvement, and read each rank's order off the start times.
-
-    [Note: a solver that stops on time] CP-SAT runs in a thread of its own while this one waits. Its time limit
-    alone overran by up to 2 s here (7.2 s for a 5 s search), and a Ctrl-C reached Python only when the
-    solve returned (its own SIGINT handler, switched off here, made the command finish and write its output
-    as if nothing happened). So: at the deadline, or when a stop signal or Ctrl-C interrupts the wait, the
-    solver is told to stop; whatever it has not finished within ``STOP_GRACE_S`` is abandoned, and the last
-    solution its callback recorded is the answer. An interrupt is raised again once the solver is told."""
+    """Run CP-SAT until ``deadline`` (less the reserve for checking the result; ``stoppable.solve_until``, see
+    [Note: a solver that stops on time]), recording every solution and bound improvement, and read each rank's
+    order off the start times."""
     time_scale, c = timed.time_scale, timed.c
     solver = cp_model.CpSolver()
     stop_at = deadline - FINISH_RESERVE_S - STOP_GRACE_S  # so that even an abandoned solve ends the search on time
@@ -339,10 +312,6 @@ def _solve(
     best_starts: list[list[int] | None] = [None]
     bound_now = [-math.inf]
 
-    def on_bound(bound: float) -> None:
-        bound_now[0] = bound / time_scale
-        progress.append(Progress(clock() - began, best[0], bound / time_scale))
-
     class Recorder(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self) -> None:
             best[0] = self.objective_value / time_scale
@@ -350,29 +319,16 @@ def _solve(
             bound_now[0] = self.best_objective_bound / time_scale
             progress.append(Progress(clock() - began, best[0], self.best_objective_bound / time_scale))
 
-    answer: dict[str, int] = {}
-    worker = threading.Thread(
-        target=lambda: answer.setdefault("status", solver.solve(model, Recorder())), name="cp-sat", daemon=True
-    )
-    worker.start()
     try:
-        worker.join(max(0.0, stop_at - clock()))
-    except KeyboardInterrupt as stop:  # Ctrl-C or a stop signal: stop, and hand over the best found so far
-        solver.stop_search()
-        worker.join(STOP_GRACE_S)
-        _ABANDONED.append(worker)
+        status = solve_until(solver, model, Recorder(), stop_at - clock())
+    except KeyboardInterrupt as stop:  # Ctrl-C or a stop signal: the solver is stopped; hand over its best so far
         raise SolverInterrupted(stop, None if best_starts[0] is None else _orders(problem, c, best_starts[0])) from None
-    if worker.is_alive():  # the deadline
-        solver.stop_search()
-        worker.join(STOP_GRACE_S)
-        _ABANDONED.append(worker)
-    if "status" not in answer:  # abandoned: the last reported solution and bound
+    if status is None:  # abandoned: the last reported solution and bound
         if best_starts[0] is None:
             return ExactOutcome(None, None, bound_now[0], False, tuple(progress), time_scale)
         return ExactOutcome(
             _orders(problem, c, best_starts[0]), best[0], bound_now[0], False, tuple(progress), time_scale
         )
-    status = answer["status"]
     bound = solver.best_objective_bound / time_scale
     if status == cp_model.UNKNOWN:  # stopped before a first solution: the caller keeps the heuristic's
         return ExactOutcome(None, None, bound, False, tuple(progress), time_scale)
