@@ -30,8 +30,8 @@ import signal
 import sys
 import threading
 import time
-import types
 from collections.abc import Iterator
+from multiprocessing import spawn
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 PR_SET_PDEATHSIG = 1
@@ -179,25 +179,41 @@ def start_child(context, target, args: tuple, *, death_signal: int, name: str, d
     return process
 
 
+_starting = threading.local()
+"""Per thread: whether the child being started leaves the main script out (``main_script_left_out``)."""
+_preparation_data = spawn.get_preparation_data
+
+
+def _preparation_data_for_our_children(name: str) -> dict:
+    """multiprocessing's preparation data, less the main module while this thread starts a child of ours."""
+    data = _preparation_data(name)
+    if getattr(_starting, "main_left_out", False):
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
+
+
+# the spawn, fork-server start and fork-server child paths all read it from the module, at start time
+spawn.get_preparation_data = _preparation_data_for_our_children
+
+
 @contextlib.contextmanager
 def main_script_left_out(target=None) -> Iterator[None]:
-    """While a child starts, a bare ``__main__`` in place of a script's: multiprocessing has every spawned child
-    (and a fork server, once) run the parent's main script again, and Streamlit installs each page it runs as
+    """While this thread starts a child, the child does not run the parent's main module. multiprocessing has
+    every spawned child (and a fork server, once) run it again, and Streamlit installs each page it runs as
     ``__main__`` — so each child would run the app's script in bare mode before its target (seconds, and
-    warnings in the log). The target's own module is all a child needs; a target defined in the script keeps
-    it."""
-    main = sys.modules.get("__main__")
-    script = getattr(main, "__file__", None) and getattr(main, "__spec__", None) is None
-    if not script or (target is not None and getattr(target, "__module__", "__main__") == "__main__"):
+    warnings in the log). The target's own module is all a child needs; a target defined in the main module
+    keeps it. Thread-local on purpose: swapping ``sys.modules["__main__"]`` would show other visitors' script
+    runs a module without ``__file__`` meanwhile."""
+    if target is not None and getattr(target, "__module__", "__main__") == "__main__":
         yield
         return
-    bare = types.ModuleType("__main__")
-    sys.modules["__main__"] = bare
+    before = getattr(_starting, "main_left_out", False)
+    _starting.main_left_out = True
     try:
         yield
     finally:
-        if sys.modules.get("__main__") is bare:  # another thread may have installed its own meanwhile
-            sys.modules["__main__"] = main  # type: ignore[assignment]
+        _starting.main_left_out = before
 
 
 def bind_to_parent(parent: int, death_signal: int) -> None:
