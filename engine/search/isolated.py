@@ -108,19 +108,15 @@ def _search_counting_start(problem: SearchProblem, asked_at: float, progress: Pr
 
 def _frontier(num_ranks, num_microbatches, costs, placement, budgets, seconds, objective, progress) -> Frontier:
     try:
-        return _frontier_of(num_ranks, num_microbatches, costs, placement, budgets, seconds, objective)
+        return frontier(
+            num_ranks,
+            num_microbatches,
+            costs,
+            placement,
+            budgets,
+            time_limit_per_budget_s=seconds,
+            objective=objective,
+            num_workers=WORKERS,
+        )
     except SearchInterrupted as stop:  # ended past its limit: no frontier (the parent says so)
         raise stop.stop from None
-
-
-def _frontier_of(num_ranks, num_microbatches, costs, placement, budgets, seconds, objective) -> Frontier:
-    return frontier(
-        num_ranks,
-        num_microbatches,
-        costs,
-        placement,
-        budgets,
-        time_limit_per_budget_s=seconds,
-        objective=objective,
-        num_workers=WORKERS,
-    )
