@@ -1,4 +1,3 @@
-import os
 import sys
 
 from .runtime.lifetime import defer_stop_signals, this_process_is_the_command
@@ -8,10 +7,6 @@ this_process_is_the_command()  # a time limit counts the imports
 
 from .cli import main  # noqa: E402 - after the handlers
 
-code = main()
-stoppable = sys.modules.get("engine.search.stoppable")
-if stoppable is not None and stoppable.ran_a_solver():  # see engine.search.stoppable's note
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-sys.exit(code)
+# a plain exit: nothing the commands start outlives them (CP-SAT runs in a child process that is reaped before
+# its search returns: engine.search.stoppable), so the interpreter's own finalisation has nothing to trip on
+sys.exit(main())

@@ -5,6 +5,7 @@ that may be gone after SIGHUP. ``engine.cli`` dispatches; this module only write
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 
@@ -21,7 +22,7 @@ class UsageError(Exception):
 def rounded(value):
     """``value`` with every float cut to ``JSON_DIGITS`` significant digits (lists and dicts walked)."""
     if isinstance(value, float):
-        return float(f"{value:.{JSON_DIGITS}g}")
+        return float(f"{value:.{JSON_DIGITS}g}") if math.isfinite(value) else value
     if isinstance(value, dict):
         return {key: rounded(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -29,11 +30,39 @@ def rounded(value):
     return value
 
 
+NOT_FINITE_KEY = "not_finite"
+"""The field of a --json object that names each value written as null because it was not a finite number."""
+
+
+def finite_only(value, where: str = "", found: dict[str, str] | None = None):
+    """``value`` with every infinite or NaN float replaced by None (JSON's null: strict JSON has no Infinity or
+    NaN, and a reader's parser rejects them), each one's place ("lower_bounds.cp-sat", "peak_memory[3]") and
+    what it was ("inf", "-inf", "nan") recorded in ``found``."""
+    if found is None:
+        found = {}
+    if isinstance(value, float) and not math.isfinite(value):
+        found[where or "(the value)"] = repr(value)
+        return None
+    if isinstance(value, dict):
+        return {key: finite_only(item, f"{where}.{key}" if where else str(key), found) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_only(item, f"{where}[{index}]", found) for index, item in enumerate(value)]
+    return value
+
+
+def json_text(summary: dict) -> str:
+    """One line of strict JSON: floats cut to ``JSON_DIGITS`` digits; a value that is not finite is written as
+    null, and the object's ``not_finite`` field says which and what it was (an unproven bound, a sum that
+    overflowed), so a reader never meets ``Infinity`` or ``NaN`` and never loses the fact."""
+    found: dict[str, str] = {}
+    clean = finite_only(rounded(summary), found=found)
+    if found:
+        clean[NOT_FINITE_KEY] = found
+    return json.dumps(clean, allow_nan=False)
+
+
 def print_json(summary: dict) -> None:
-    try:
-        print(json.dumps(rounded(summary), allow_nan=False))
-    except ValueError:
-        raise UsageError("a result is not a finite number; nothing printed (use smaller costs)") from None
+    print(json_text(summary))
 
 
 LONGEST_ERROR_LINE = 1000

@@ -7,15 +7,13 @@ runs it), whose ``main`` turns a ValueError into one line on stderr and exit sta
 
 from __future__ import annotations
 
-import json
-
 from ..costs import Costs
 from ..files import check_output, write_text
 from ..ir import PLACEMENTS
 from ..limits import MAX_RANKS, whole_number
 from ..options import option_type
 from ..runtime.lifetime import command_age_s
-from ..terminal import say
+from ..terminal import print_json, say
 from .options import COMM, MEMORY, MICROBATCHES, MIN_TIME_LIMIT_S, RANKS, TIME_LIMIT
 from .problem import OBJECTIVES, SearchProblem
 from .result import SearchInterrupted, SearchResult
@@ -107,7 +105,7 @@ def search_command(args) -> int:
     if args.json:
         if args.grid:
             summary["grid"] = result.schedule.grid()
-        print(json.dumps(summary, allow_nan=False))
+        print_json(summary)
         return 0
     if args.grid:
         print(result.schedule.grid())

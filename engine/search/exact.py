@@ -48,7 +48,7 @@ from ..ir import Action, Kind, Schedule
 from .bounds import chain_times
 from .heuristic import Candidate
 from .problem import SPLIT_KINDS, SearchProblem
-from .stoppable import STOP_GRACE_S, solve_until
+from .stoppable import STOP_GRACE_S, SolveInterrupted, solve_until
 
 MAX_SCALE = 1000
 """Costs are scaled to whole numbers by the least factor up to this; costs needing more decimals are refused
@@ -79,8 +79,9 @@ class ExactOutcome:
     """The best order found (None when it found none in time)."""
     makespan: float | None
     """Its makespan in the problem's units."""
-    bound: float
-    """CP-SAT's proven lower bound (its ``BestObjectiveBound``), in the problem's units."""
+    bound: float | None
+    """CP-SAT's proven lower bound (its ``BestObjectiveBound``), in the problem's units; None when it proved no
+    finite one before it was stopped (an infinite bound is no bound, and not JSON)."""
     optimal: bool
     """True when CP-SAT proved the order optimal."""
     progress: tuple[Progress, ...]
@@ -297,51 +298,54 @@ class SolverInterrupted(KeyboardInterrupt):
 def _solve(
     cp_model, model, problem: SearchProblem, timed: _TimedHint, start, *, began, deadline, clock, num_workers
 ) -> ExactOutcome:
-    """Run CP-SAT until ``deadline`` (less the reserve for checking the result; ``stoppable.solve_until``, see
-    [Note: a solver that stops on time]), recording every solution and bound improvement, and read each rank's
-    order off the start times."""
+    """Run CP-SAT until ``deadline`` (less the reserve for checking the result) in a child process that is always
+    gone when this returns (``stoppable.solve_until``, see [Note: a solver that stops on time]), recording every
+    solution and bound improvement, and read each rank's order off the start times."""
     time_scale, c = timed.time_scale, timed.c
     solver = cp_model.CpSolver()
-    stop_at = deadline - FINISH_RESERVE_S - STOP_GRACE_S  # so that even an abandoned solve ends the search on time
+    stop_at = deadline - FINISH_RESERVE_S - STOP_GRACE_S  # so that even a killed solve ends the search on time
     solver.parameters.max_time_in_seconds = max(0.01, stop_at - clock())
     solver.parameters.num_workers = num_workers
     solver.parameters.random_seed = 0
     solver.parameters.catch_sigint_signal = False
-    progress: list[Progress] = []
-    best: list[float | None] = [None]
-    best_starts: list[list[int] | None] = [None]
-    bound_now = [-math.inf]
 
-    class Recorder(cp_model.CpSolverSolutionCallback):
-        def on_solution_callback(self) -> None:
-            best[0] = self.objective_value / time_scale
-            best_starts[0] = [self.value(variable) for variable in start]
-            bound_now[0] = self.best_objective_bound / time_scale
-            progress.append(Progress(clock() - began, best[0], self.best_objective_bound / time_scale))
+    def recorder(report):  # runs in the solver's child process: each solution goes back through ``report``
+        class Recorder(cp_model.CpSolverSolutionCallback):
+            def on_solution_callback(self) -> None:
+                report((clock(), self.objective_value, self.best_objective_bound, [self.value(v) for v in start]))
+
+        return Recorder()
 
     try:
-        status = solve_until(solver, model, Recorder(), stop_at - clock())
-    except KeyboardInterrupt as stop:  # Ctrl-C or a stop signal: the solver is stopped; hand over its best so far
-        raise SolverInterrupted(stop, None if best_starts[0] is None else _orders(problem, c, best_starts[0])) from None
-    if status is None:  # abandoned: the last reported solution and bound
-        if best_starts[0] is None:
-            return ExactOutcome(None, None, bound_now[0], False, tuple(progress), time_scale)
-        return ExactOutcome(
-            _orders(problem, c, best_starts[0]), best[0], bound_now[0], False, tuple(progress), time_scale
-        )
-    bound = solver.best_objective_bound / time_scale
-    if status == cp_model.UNKNOWN:  # stopped before a first solution: the caller keeps the heuristic's
-        return ExactOutcome(None, None, bound, False, tuple(progress), time_scale)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise AssertionError(f"CP-SAT answered {solver.status_name(status)} on a model with a known solution")
+        solve = solve_until(solver, model, recorder, stop_at - clock())
+    except SolveInterrupted as stop:  # Ctrl-C or a stop signal: the solver is gone; hand over its best so far
+        reports = stop.solve.reports
+        raise SolverInterrupted(stop.stop, _orders(problem, c, reports[-1][3]) if reports else None) from None
+    progress = tuple(
+        Progress(at - began, value / time_scale, bound / time_scale) for at, value, bound, _ in solve.reports
+    )
+    last = solve.reports[-1] if solve.reports else None
+    if solve.status is None:  # killed at the deadline: the last reported solution and bound
+        bound = _finite(last[2] / time_scale) if last else None
+        ranks = _orders(problem, c, last[3]) if last else None
+        return ExactOutcome(ranks, last[1] / time_scale if last else None, bound, False, progress, time_scale)
+    bound = _finite(solve.final_bound / time_scale) if solve.final_bound is not None else None
+    if solve.status == cp_model.UNKNOWN or last is None:  # stopped before a first solution: the heuristic's stands
+        return ExactOutcome(None, None, bound, False, progress, time_scale)
+    if solve.status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise AssertionError(f"CP-SAT answered {solver.status_name(solve.status)} on a model with a known solution")
     return ExactOutcome(
-        _orders(problem, c, [solver.value(variable) for variable in start]),
-        solver.objective_value / time_scale,
+        _orders(problem, c, last[3]),
+        last[1] / time_scale,
         bound,
-        status == cp_model.OPTIMAL,
-        tuple(progress),
+        solve.status == cp_model.OPTIMAL,
+        progress,
         time_scale,
     )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _orders(problem: SearchProblem, c: CompiledSchedule, starts: list[int]) -> tuple[tuple[Action, ...], ...]:

@@ -93,7 +93,8 @@ def _search(problem, method, pairs, scalable, began, clock, num_workers, found: 
         outcome = solve_exact(
             problem, best, bound, began=began, deadline=deadline, clock=clock, num_workers=num_workers
         )
-        bounds["cp-sat"] = outcome.bound
+        if outcome.bound is not None:  # a bound CP-SAT proved; none when it was stopped first
+            bounds["cp-sat"] = outcome.bound
         progress = outcome.progress
         if outcome.ranks is None:  # stopped before CP-SAT's first solution: the heuristic's order stands
             detail += "; CP-SAT found nothing better in time"

@@ -1,58 +1,160 @@
-"""A CP-SAT solve that stops on time and on a stop signal (``exact._solve`` builds the model and reads the
-answer; this module only runs the solver).
+"""A CP-SAT solve that stops on time and on a stop signal, and leaves nothing running behind it
+(``exact._solve`` builds the model and reads the answer; this module only runs the solver).
 
-[Note: a solver that stops on time] CP-SAT runs in a thread of its own while the calling thread waits. Its time
-limit alone overran by up to 2 s here (7.2 s for a 5 s search), and a Ctrl-C reached Python only when the solve
-returned (its own SIGINT handler, switched off by the caller, made the command finish and write its output as
-if nothing happened). So: at the deadline, or when a stop signal or Ctrl-C interrupts the wait, the solver is
-told to stop; whatever it has not finished within ``STOP_GRACE_S`` is abandoned, and the last solution its
-callback recorded is the answer. An interrupt is raised again once the solver is told.
+[Note: a solver that stops on time]
+CP-SAT's own time limit overran by up to 2 s here (7.2 s for a 5 s search), and once told to stop
+(``stop_search``) it still took up to 1.8 s to return on a busy 2-core machine: a large-neighbourhood
+sub-solver looks at the stop flag only between its chunks. A solve in a thread of the caller's process can
+therefore be either on time or joined, not both — and a solver thread left running when the interpreter exits
+aborts it ("terminate called without an active exception", status 134: issue 33, pytest on a clean clone).
 
-A process that ran CP-SAT must not end by a normal interpreter exit after an interrupt: OR-Tools' objects and
-threads torn down by the interpreter's finalisation (a stopped solver still unwinding, a solver kept alive by
-the interrupt's traceback) abort it now and then under load ("terminate called without an active exception",
-status −6 instead of 143, or a hang until killed). So ``python -m engine`` asks ``ran_a_solver`` and, when it
-did, flushes its output and ends with ``os._exit``: its files are already written and closed (atomically).
+So the solve runs in a forked child process (``solve_until``): the model is already built, so the fork carries
+it for free (no pickling; OR-Tools' objects do not pickle). The child reports each solution the callback
+records through a pipe, and its final status; the caller waits until its deadline, then tells the child to
+stop, gives it ``STOP_GRACE_S``, and kills it if it has not finished. Either way the child is reaped before
+``solve_until`` returns or raises: no thread and no process outlives the call, on success, at the time limit,
+on an exception or on a stop signal (Ctrl-C, SIGTERM), which is raised again once the child is gone. The
+child ignores the stop signals the terminal sends its whole process group: its parent decides when it stops,
+and it dies with its parent (``lifetime.start_child``).
 """
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import signal
 import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..runtime.lifetime import start_child
 
 STOP_GRACE_S = 0.25
-"""After its deadline, CP-SAT is asked to stop and given this long; a sub-solver that does not look at the
-stop flag in time (its large-neighbourhood searches can run a second or more on a slow machine) is left to
-end on its own, and the best solution it had reported stands."""
-
-_STARTED: list[threading.Thread] = []
-"""Every solver thread this process started."""
+"""After its deadline, CP-SAT is asked to stop and given this long; a child that has not finished by then is
+killed, and the best solution it had reported stands."""
+_FORK = mp.get_context("fork")
+"""Fork: the child gets the built model and solver as they are (nothing pickled), and starts in milliseconds."""
 
 
-def solve_until(solver, model, callback, wait_s: float) -> int | None:
-    """``solver.solve(model, callback)`` for at most ``wait_s`` (then told to stop, given ``STOP_GRACE_S``):
-    its status, or None when it was abandoned. A ``KeyboardInterrupt`` (Ctrl-C, a stop signal) during the wait
-    stops the solver the same way and is raised again."""
-    answer: dict[str, int] = {}
-    done = threading.Event()  # not Thread.is_alive: a join interrupted by a signal can leave it saying False
+@dataclass
+class Solve:
+    """What a stoppable solve gave: CP-SAT's status (None when it was stopped by a kill, its status unknown), its
+    final ``best_objective_bound`` (None with it), and each report the callback sent, in order."""
 
-    def run() -> None:
-        try:
-            answer["status"] = solver.solve(model, callback)
-        finally:
-            done.set()
+    status: int | None = None
+    final_bound: float | None = None
+    reports: list[Any] = field(default_factory=list)
 
-    worker = threading.Thread(target=run, name="cp-sat", daemon=True)
-    _STARTED.append(worker)
+
+class SolveInterrupted(KeyboardInterrupt):
+    """A stop signal or Ctrl-C during the solve: the interrupt, and what the solve had reported before it. The
+    child is gone by the time this is raised."""
+
+    def __init__(self, stop: KeyboardInterrupt, solve: Solve):
+        super().__init__(str(stop))
+        self.stop = stop
+        self.solve = solve
+
+
+def solve_until(solver, model, make_callback: Callable[[Callable[[Any], None]], Any], wait_s: float) -> Solve:
+    """``solver.solve(model, make_callback(report))`` in a child process for at most ``wait_s`` seconds (then told
+    to stop and given ``STOP_GRACE_S``, then killed). ``make_callback(report)`` runs in the child and returns
+    CP-SAT's solution callback; each ``report(item)`` it makes (a picklable item) is in the answer's ``reports``.
+    A ``KeyboardInterrupt`` during the wait stops the child the same way and is raised as ``SolveInterrupted``."""
+    receiver, sender = _FORK.Pipe(duplex=False)
+    control_reader, control = _FORK.Pipe(duplex=False)
+    outcome = Solve()
+    child = start_child(
+        _FORK,
+        _solve_in_child,
+        (solver, model, make_callback, sender, control_reader),
+        death_signal=signal.SIGKILL,
+        name="pplab-cp-sat",
+    )
+    sender.close()  # the child holds the writing end: a read sees the end once the child is gone
+    control_reader.close()
+    deadline = time.monotonic() + max(0.0, wait_s)
     try:
-        worker.start()  # inside: an interrupt can land while start() waits for the thread to run
-        done.wait(max(0.0, wait_s))
-    finally:  # the deadline, or an interrupt on its way up
-        if not done.is_set():
-            solver.stop_search()
-            done.wait(STOP_GRACE_S)  # still running after it: abandoned, its last reported solution stands
-    return answer.get("status")
+        _receive(receiver, outcome, deadline)
+    except KeyboardInterrupt as stop:
+        _stop(child, control, receiver, outcome)
+        raise SolveInterrupted(stop, outcome) from None
+    except BaseException:
+        _stop(child, control, receiver, outcome)
+        raise
+    _stop(child, control, receiver, outcome)
+    return outcome
 
 
-def ran_a_solver() -> bool:
-    """Whether this process started CP-SAT (see the module's note on how such a process must end)."""
-    return bool(_STARTED)
+def _receive(receiver, outcome: Solve, until: float) -> bool:
+    """Read the child's messages into ``outcome`` until it says it is done (True) or ``until`` (False)."""
+    while True:
+        left = until - time.monotonic()
+        if left <= 0 or not receiver.poll(left):
+            return False
+        try:
+            kind, payload = receiver.recv()
+        except (EOFError, OSError):  # the child is gone without a last word
+            return True
+        if kind == "report":
+            outcome.reports.append(payload)
+        elif kind == "failed":  # the solve raised in the child: the same error here, in one line
+            raise RuntimeError(f"CP-SAT's process failed: {payload}")
+        else:
+            outcome.status, outcome.final_bound = payload
+            return True
+
+
+def _stop(child, control, receiver, outcome: Solve) -> None:
+    """Tell the child to stop, take what it sends within the grace, kill it if it is still there, and reap it.
+    A second interrupt meanwhile does not cut this short (the child must not outlive the call)."""
+    finished = outcome.status is not None
+    try:
+        if not finished:
+            try:
+                control.send("stop")
+            except OSError:  # the child has already closed its end: it is on its way out
+                pass
+            _receive(receiver, outcome, time.monotonic() + STOP_GRACE_S)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        _reap(child)
+        control.close()
+        receiver.close()
+
+
+def _reap(child) -> None:
+    """Wait for the child: it has finished or been told to stop, so a short wait, then a kill."""
+    while True:
+        try:
+            child.join(timeout=STOP_GRACE_S if child.exitcode is None else 0)
+            if child.exitcode is None:
+                child.kill()
+                child.join()
+            return
+        except KeyboardInterrupt:  # a second interrupt: still reap (kill at once)
+            child.kill()
+
+
+def _solve_in_child(solver, model, make_callback, channel, control) -> None:
+    """In the child: solve, reporting through ``channel``; a message (or the parent's end closing) on
+    ``control`` asks CP-SAT to stop. Ends with the final status and bound."""
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the parent stops it through ``control``, or kills it
+
+    def listen() -> None:
+        try:
+            control.recv()
+        except (EOFError, OSError):
+            pass
+        solver.stop_search()
+
+    threading.Thread(target=listen, daemon=True, name="cp-sat-stop").start()
+    try:
+        status = solver.solve(model, make_callback(lambda item: channel.send(("report", item))))
+        channel.send(("done", (int(status), float(solver.best_objective_bound))))
+    except Exception as error:  # noqa: BLE001 - said by the parent, not printed here as a traceback
+        channel.send(("failed", f"{type(error).__name__}: {error}"))
+    channel.close()
