@@ -25,6 +25,7 @@ from engine.scale.request import PlanRequest
 from engine.traces import ImportedRun, ImportOptions, TraceError, import_traces
 from engine.traces.compare import family_table
 from engine.traces.examples import PROFILE_CODE, example_files, example_runs
+from engine.traces.isolated import PAGE_TIME_LIMIT_S, import_traces_isolated
 
 PAGE = YourRunSettings.PREFIX
 
@@ -56,21 +57,25 @@ def imported_example(name: str, options: ImportOptions) -> ImportedRun:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def imported_upload(digest: str, _files: tuple, options: ImportOptions) -> ImportedRun:
-    """Uploaded traces, once per content (``digest``): written to a private folder under their names and read."""
+    """Uploaded traces, once per content (``digest``): written to a private folder and read in a child process
+    with limits (``engine.traces.isolated``); every message names a file by its upload name, never the folder."""
     del digest
     with tempfile.TemporaryDirectory(prefix="pplab-traces-") as folder:
-        paths = []
+        paths, names = [], []
         for index, (name, data) in enumerate(_files):  # an index keeps two files of one name apart
-            path = Path(folder) / f"{index:03d}-{Path(name).name}"
+            path = Path(folder) / f"{index:03d}.trace"
             path.write_bytes(data)
             paths.append(str(path))
+            names.append(Path(name).name)
         bar = st.progress(0.0, text="Reading the traces…")
 
         def progress(file: str, done: int, total: int) -> None:
             megabytes = f"{done / 2**20:,.1f} of {total / 2**20:,.1f} MiB"
-            bar.progress(min(done / max(total, 1), 1.0), text=f"Reading {Path(file).name}: {megabytes}")
+            bar.progress(min(done / max(total, 1), 1.0), text=f"Reading {file}: {megabytes}")
 
-        run = import_traces(paths, options, progress=progress)
+        run = import_traces_isolated(
+            paths, options, names=names, progress=progress, time_limit_s=PAGE_TIME_LIMIT_S, server=True
+        )
         bar.empty()
         return run
 

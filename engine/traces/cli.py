@@ -12,7 +12,8 @@ import sys
 from ..options import read_number, read_whole, whole_flag
 from ..terminal import check_trace_output, print_json, write_trace
 from .compare import family_table
-from .imported import ImportedRun, ImportOptions, import_traces
+from .imported import ImportedRun, ImportOptions
+from .isolated import import_traces_isolated
 from .reading import TraceError
 
 PATTERN_HELP = "other frameworks' action names: a regex with (?P<stage>…), (?P<kind>…) and (?P<microbatch>…)"
@@ -110,7 +111,7 @@ def _bytes_progress(enabled: bool):
 
 def _trace(args, progress) -> int:
     check_trace_output(args.trace, tuple(args.files))
-    run = import_traces(args.files, options_from(args), progress=progress)
+    run = import_traces_isolated(args.files, options_from(args), progress=progress)
     if args.trace is not None:
         write_trace(run.timeline, args.trace, tuple(args.files))
     summary = run.summary()

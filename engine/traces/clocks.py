@@ -13,6 +13,8 @@ from statistics import median
 from .actions import RankStep
 from .reading import RankTrace, TraceError
 
+MAX_OFFSET_MS = 86_400_000.0
+"""A clock offset of more than a day between two hosts of one job is no offset (and 1e308 ms is no number)."""
 CAUSALITY_SLACK_MS = 1.0
 """A receive may seem to end this much before its send began (timer resolution) before the clocks are
 taken to differ."""
@@ -31,6 +33,13 @@ def common_clock(
     if unknown:
         raise TraceError(
             f"clock offsets given for rank(s) {', '.join(map(str, unknown))}, which the traces do not have"
+        )
+    too_far = {rank: ms for rank, ms in (given or {}).items() if not abs(ms) <= MAX_OFFSET_MS}
+    if too_far:
+        rank, ms = next(iter(too_far.items()))
+        raise TraceError(
+            f"a clock offset of {ms:g} ms for rank {rank}; the lab takes offsets of at most a day "
+            f"({MAX_OFFSET_MS:,.0f} ms) either way"
         )
     applied = dict(given) if given is not None else (estimated if violated else {})
     for rank, offset in applied.items():

@@ -38,7 +38,7 @@ from .clocks import common_clock
 from .inferred import inferred_rank_step, keeps_autograd
 from .loading import keeps_pattern, read_all
 from .names import STEP, compile_pattern, read_label
-from .reading import RankTrace, TraceError, keeps, read_rank_trace
+from .reading import KeptBudget, RankTrace, TraceError, keeps, read_rank_trace
 
 
 @dataclass(frozen=True)
@@ -118,20 +118,24 @@ def import_traces(
     paths: Sequence[str | Path],
     options: ImportOptions = ImportOptions(),
     progress: Callable[[str, int, int], None] | None = None,
+    names: Sequence[str] | None = None,
 ) -> ImportedRun:
     """Read the per-rank traces of one job and return its chosen step (TraceError in one line otherwise).
-    ``progress(file, bytes read, bytes in all files)`` is called as the files are read."""
+    ``progress(file, bytes read, bytes in all files)`` is called as the files are read. ``names``: each file as
+    the user named it (what messages and ``files`` say; default the paths). In this process: a stranger's files
+    go through ``engine.traces.isolated.import_traces_isolated``, which calls this in a child with limits."""
     pattern = compile_pattern(options.pattern) if options.pattern else None
-    traces = read_all(paths, progress, keeps if pattern is None else keeps_pattern(pattern))
+    budget = KeptBudget()
+    traces = read_all(paths, progress, keeps if pattern is None else keeps_pattern(pattern), names, budget)
     by_rank = _ranks(traces, options.ranks)
     step, windows = _choose_step(by_rank, options.step)
-    steps, inferred = _rank_steps(by_rank, windows, pattern)
+    steps, inferred = _rank_steps(by_rank, windows, pattern, budget)
     origins, estimated, applied = common_clock(by_rank, steps, options.offsets_ms)
     schedule = _schedule(steps, name=_name(options.expected))
     timeline, compute_ms, transfer_ms = _timeline(schedule, steps, origins)
     notes = _notes(by_rank, steps, inferred, estimated, applied)
     return ImportedRun(
-        files=tuple(by_rank[rank].path for rank in sorted(by_rank)),
+        files=tuple(by_rank[rank].name for rank in sorted(by_rank)),
         backend=next((t.backend for t in by_rank.values() if t.backend), None),
         step=step,
         schedule=schedule,
@@ -153,18 +157,18 @@ def _ranks(traces: list[RankTrace], given: tuple[int, ...] | None) -> dict[int, 
         raise TraceError(f"{len(given)} ranks given for {len(traces)} files: give one rank per file, in order")
     sizes = {t.world_size for t in traces if t.world_size is not None}
     if len(sizes) > 1:
-        said = ", ".join(f"{Path(t.path).name} says {t.world_size}" for t in traces if t.world_size is not None)
+        said = ", ".join(f"{Path(t.name).name} says {t.world_size}" for t in traces if t.world_size is not None)
         raise TraceError(f"the traces disagree on the world size: {said}")
     by_rank: dict[int, RankTrace] = {}
     for index, trace in enumerate(traces):
         rank = given[index] if given is not None else trace.rank if trace.rank is not None else _rank_in_name(trace)
         if rank is None:
             raise TraceError(
-                f"{trace.path}: the trace does not say its rank (no distributedInfo) and its name has no number; "
+                f"{trace.name}: the trace does not say its rank (no distributedInfo) and its name has no number; "
                 "give the ranks in order (--ranks 0,1,2,3)"
             )
         if rank in by_rank:
-            raise TraceError(f"two files claim rank {rank}: {by_rank[rank].path} and {trace.path}")
+            raise TraceError(f"two files claim rank {rank}: {by_rank[rank].name} and {trace.name}")
         by_rank[rank] = replace(trace, rank=rank)
     world = sizes.pop() if sizes else len(by_rank)
     missing = sorted(set(range(world)) - set(by_rank))
@@ -180,7 +184,7 @@ def _ranks(traces: list[RankTrace], given: tuple[int, ...] | None) -> dict[int, 
 
 
 def _rank_in_name(trace: RankTrace) -> int | None:
-    name = Path(trace.path).name
+    name = Path(trace.name).name
     match = re.search(r"rank[_-]?([0-9]+)", name, re.IGNORECASE) or re.search(r"([0-9]+)(?!.*[0-9])", name)
     return int(match.group(1)) if match else None
 
@@ -224,7 +228,7 @@ def _has_actions(trace: RankTrace, window: tuple[float, float]) -> bool:
 
 
 # -- 4. each rank's actions ------------------------------------------------------------------------------------
-def _rank_steps(by_rank, windows, pattern) -> tuple[dict[int, RankStep], bool]:
+def _rank_steps(by_rank, windows, pattern, budget: KeptBudget) -> tuple[dict[int, RankStep], bool]:
     steps = {rank: rank_step(trace, rank, windows[rank], pattern) for rank, trace in by_rank.items()}
     if all(step.actions for step in steps.values()):
         return steps, False
@@ -232,14 +236,17 @@ def _rank_steps(by_rank, windows, pattern) -> tuple[dict[int, RankStep], bool]:
         empty = [rank for rank, step in steps.items() if not step.actions]
         raise TraceError(f"rank(s) {', '.join(map(str, empty))} ran no labelled pipeline action in the chosen step")
     # no labels anywhere: read again with the autograd events, and infer (Schedule1F1B)
-    reread = {rank: read_rank_trace(trace.path, keep=keeps_autograd) for rank, trace in by_rank.items()}
+    reread = {
+        rank: read_rank_trace(trace.path, name=trace.name, keep=keeps_autograd, budget=budget)
+        for rank, trace in by_rank.items()
+    }
     steps = {rank: inferred_rank_step(trace, rank, windows[rank]) for rank, trace in reread.items()}
     if not all(_forwards_and_backwards_pair(step) for step in steps.values()):
         trace = next(iter(by_rank.values()))
         found = ", ".join(f"{count:,} {category or 'uncategorised'}" for category, count in
                           sorted(trace.counts.items(), key=lambda item: -item[1])[:6])  # fmt: skip
         raise TraceError(
-            f"{trace.path}: no pipeline annotations (found {found}); PyTorch's pipelining labels its actions "
+            f"{trace.name}: no pipeline annotations (found {found}); PyTorch's pipelining labels its actions "
             "PP:0F3 (or Forward i / Backward i), and a name pattern with (?P<stage>…)(?P<kind>…)(?P<microbatch>…) "
             "reads other frameworks' labels"
         )

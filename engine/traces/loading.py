@@ -1,66 +1,69 @@
-"""Reading every rank's file of one job (step 1 of ``engine.traces.imported``): one by one in this process when
-they are small, side by side in worker processes when they are large, and the lab's own one-file traces split
-into their ranks."""
+"""Reading every rank's file of one job (step 1 of ``engine.traces.imported``): one after the other, their kept
+events under one memory budget, and the lab's own one-file traces split into their ranks. (A stranger's files
+are read in a child process with limits: ``engine.traces.isolated``.)"""
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 from .names import MAX_NAME
-from .reading import RankTrace, TraceError, keeps, read_rank_trace
+from .reading import KeptBudget, RankTrace, TraceError, keeps, read_rank_trace
 
 MAX_FILES = 256
-PARALLEL_BYTES = 64 * 1024**2
-"""Files larger than this in all are read by worker processes side by side (a 100 MB trace takes ~3 s alone)."""
-MAX_WORKERS = 4
 
 
-def keeps_pattern(pattern: re.Pattern) -> Callable[[dict], bool]:
-    """What the pipeline view keeps, and the spans a user's pattern names."""
-    return lambda event: (
-        keeps(event)
-        or (event.get("ph") == "X" and pattern.fullmatch(str(event.get("name", ""))[:MAX_NAME]) is not None)
-    )
+def keeps_pattern(pattern) -> Callable[[dict], bool]:
+    """What the pipeline view keeps, and the spans a user's pattern (``names.compile_pattern``) names."""
+
+    def keep(event: dict) -> bool:
+        if keeps(event):
+            return True
+        name = event.get("name")
+        return (
+            event.get("ph") == "X"
+            and isinstance(name, str)
+            and len(name) <= MAX_NAME
+            and pattern.fullmatch(name) is not None
+        )
+
+    return keep
 
 
-def read_all(paths: Sequence[str | Path], progress, keep: Callable[[dict], bool]) -> list[RankTrace]:
-    """Every file, in order: in this process when they are small, else side by side in worker processes (one
-    rank's file per worker at a time; each returns only the events it kept), reporting each file as it ends."""
+def read_all(
+    paths: Sequence[str | Path],
+    progress,
+    keep: Callable[[dict], bool],
+    names: Sequence[str] | None = None,
+    budget: KeptBudget | None = None,
+) -> list[RankTrace]:
+    """Every file, in order, one after the other (each streamed; the kept events of all of them share one
+    ``budget``), reporting the bytes read as they go. ``names``: each file as the user named it (an upload's
+    own name), for the messages; default: the paths as given."""
     if not paths:
         raise TraceError("no trace files given")
     if len(paths) > MAX_FILES:
         raise TraceError(f"{len(paths)} files given; the lab reads up to {MAX_FILES} ranks")
-    sizes = [Path(path).stat().st_size if Path(path).is_file() else 0 for path in paths]
-    total = sum(sizes)
-    workers = min(len(paths), os.cpu_count() or 1, MAX_WORKERS)
-    if workers < 2 or total < PARALLEL_BYTES or keep is not keeps:
-        return _read_here(paths, sizes, progress, keep)
-    context = multiprocessing.get_context("spawn")  # no fork of a threaded server (the app)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [pool.submit(read_rank_trace, path) for path in paths]
-        done = 0
-        for future, path, size in zip(futures, paths, sizes, strict=True):
-            future.exception()  # wait for it, in order
-            done += size
-            if progress is not None:
-                progress(str(path), done, total)
-        return [trace for future in futures for trace in _split_lab_trace(future.result())]
-
-
-def _read_here(paths, sizes, progress, keep) -> list[RankTrace]:
+    names = [str(path) for path in paths] if names is None else list(names)
+    if len(names) != len(paths):
+        raise ValueError(f"{len(names)} names for {len(paths)} files")
+    sizes = [_size(path) for path in paths]
+    budget = budget or KeptBudget()
     total, done = sum(sizes), 0
     traces = []
-    for path, size in zip(paths, sizes, strict=True):
-        report = None if progress is None else (lambda read, p=str(path), d=done: progress(p, d + read, total))
-        traces += _split_lab_trace(read_rank_trace(path, progress=report, keep=keep))
+    for path, name, size in zip(paths, names, sizes, strict=True):
+        report = None if progress is None else (lambda read, n=name, d=done: progress(n, d + read, total))
+        traces += _split_lab_trace(read_rank_trace(path, name=name, progress=report, keep=keep, budget=budget))
         done += size
     return traces
+
+
+def _size(path: str | Path) -> int:
+    try:
+        return Path(path).stat().st_size if Path(path).is_file() else 0
+    except OSError:
+        return 0
 
 
 def _split_lab_trace(trace: RankTrace) -> list[RankTrace]:
@@ -90,7 +93,7 @@ def _split_lab_trace(trace: RankTrace) -> list[RankTrace]:
             rank=rank,
             world_size=len(per_rank),
             events=tuple(sorted(events, key=lambda e: e.start)),
-            path=f"{trace.path}#rank{rank}",
+            name=f"{trace.name}#rank{rank}",
         )  # fmt: skip
         for rank, events in sorted(per_rank.items())
     ]

@@ -11,14 +11,13 @@ framework: a user's pattern with named groups ``stage``, ``kind`` and ``microbat
 
 from __future__ import annotations
 
-import importlib
 import re
 from dataclasses import dataclass
+from typing import Any
+
+import re2
 
 from ..ir import Action, Kind, Overlap
-
-sre_parse = importlib.import_module("re._parser")
-"""The regular-expression parser (Python ≥ 3.11), to refuse patterns that can backtrack for ever."""
 
 COMPUTE = ("F", "B", "I", "W")
 COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
@@ -32,6 +31,8 @@ STEP = re.compile(r"ProfilerStep#([0-9]+)")
 MAX_NAME = 1_000
 """Longer span names are not read (no pipeline label is that long)."""
 MAX_PATTERN = 300
+PATTERN_MEMORY_BYTES = 8 * 1024**2
+"""RE2's memory for one compiled pattern (its default); a pattern that needs more is refused."""
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ class Label:
 NOTHING = Label()
 
 
-def read_label(name: str, pattern: re.Pattern | None = None) -> Label:
-    """The label of a span called ``name`` (``NOTHING`` when it is no pipeline event)."""
+def read_label(name: str, pattern: Any = None) -> Label:
+    """The label of a span called ``name`` (``NOTHING`` when it is no pipeline event); ``pattern``: a user's,
+    from ``compile_pattern``."""
     if len(name) > MAX_NAME:
         return NOTHING
     if pattern is not None:
@@ -92,11 +94,11 @@ def _pytorch(text: str) -> Label:
     return NOTHING
 
 
-def _by_pattern(name: str, pattern: re.Pattern) -> Label:
+def _by_pattern(name: str, pattern: Any) -> Label:
     match = pattern.fullmatch(name)
     if match is None:
         return NOTHING
-    kind = match.group("kind").strip().upper()[:1]
+    kind = (match.group("kind") or "").strip().upper()[:1]
     if kind not in COMPUTE:
         return NOTHING
     try:
@@ -106,55 +108,29 @@ def _by_pattern(name: str, pattern: re.Pattern) -> Label:
     return Label(compute=Action(stage, Kind[kind], microbatch))
 
 
-def compile_pattern(text: str) -> re.Pattern:
+def compile_pattern(text: str):
     """A user's name pattern, e.g. ``stage(?P<stage>[0-9]+)_(?P<kind>fwd|bwd)_mb(?P<microbatch>[0-9]+)``:
     named groups ``stage``, ``kind`` (F, B, I or W, or a word starting with one — fwd, bwd…) and
-    ``microbatch``. Refused with the reason (ValueError) when it is longer than ``MAX_PATTERN`` characters or
-    could take more than linear time: a backreference, a look-around, or a repeat inside a repeat (the shapes
-    that make a backtracking matcher exponential); names are at most ``MAX_NAME`` characters, so a match is
-    bounded."""
+    ``microbatch``. It runs on RE2 (``google-re2``), whose matching takes time linear in the name whatever the
+    pattern holds: a pattern from a link reaches the server, and on Python's backtracking matcher twenty ``.*``
+    in a row froze it for good (issue 34). RE2 has no backreferences and no look-arounds; such a pattern is
+    refused with RE2's reason (ValueError), as is one longer than ``MAX_PATTERN`` characters."""
     if len(text) > MAX_PATTERN:
         raise ValueError(f"a name pattern is at most {MAX_PATTERN} characters (this one has {len(text)})")
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print its own line on stderr: the reason goes into the message instead
+    options.max_mem = PATTERN_MEMORY_BYTES
     try:
-        compiled = re.compile(text)
-        tree = sre_parse.parse(text)
-    except re.error as error:
-        raise ValueError(f"the name pattern is not a regular expression: {error}") from None
+        compiled = re2.compile(text, options)
+    except re2.error as error:
+        reason = error.args[0].decode(errors="replace") if error.args and isinstance(error.args[0], bytes) else error
+        raise ValueError(
+            f"the name pattern is not a regular expression the lab's linear-time matcher (RE2) reads: {reason} "
+            "(RE2 has no backreferences and no look-ahead or look-behind)"
+        ) from None
     missing = {"stage", "kind", "microbatch"} - set(compiled.groupindex)
     if missing:
         raise ValueError(
             f"the name pattern needs the named groups {', '.join(sorted(missing))}, e.g. (?P<stage>[0-9]+)"
         )
-    reason = _slow_shape(tree, inside_repeat=False)
-    if reason:
-        raise ValueError(f"the name pattern could take more than linear time: {reason}")
     return compiled
-
-
-def _slow_shape(tree, inside_repeat: bool) -> str | None:
-    for op, value in tree:
-        name = str(op)
-        if name in ("GROUPREF", "GROUPREF_EXISTS"):
-            return "it has a backreference"
-        if name in ("ASSERT", "ASSERT_NOT"):
-            return "it has a look-ahead or look-behind"
-        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, high, body = value
-            if inside_repeat and high != low:
-                return "a repeat sits inside another repeat"
-            found = _slow_shape(body, inside_repeat or high != low)
-            if found:
-                return found
-        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
-            body = value[-1]
-            found = _slow_shape(body, inside_repeat)
-            if found:
-                return found
-        elif name == "BRANCH":
-            if inside_repeat:
-                return "an alternation sits inside a repeat"
-            for branch in value[1]:
-                found = _slow_shape(branch, inside_repeat)
-                if found:
-                    return found
-    return None

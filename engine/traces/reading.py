@@ -17,7 +17,9 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import re
+import stat
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,12 +28,20 @@ from typing import Any, BinaryIO
 
 import ijson
 
+from .shape import ShapeError, TextShape
+
 MAX_TRACE_BYTES = 2 * 1024**3
 """The largest trace file (as stored, compressed or not) the lab reads: 2 GiB."""
-MAX_KEPT_EVENTS = 5_000_000
-"""Events kept from one rank (the pipeline's own are a small share of a trace)."""
-MAX_TEXT_BYTES = 16 * 1024**3
+MAX_KEPT_BYTES = 256 * 1024**2
+"""What the kept events of all ranks together may take in memory, estimated (``event_bytes``): 256 MiB, about
+630,000 events without arguments. A budget in bytes across every file, not a count per rank: 5,000,001 tiny
+events per rank reached 3.4 GB and 58.6 s before the old per-rank count refused them (issue 34)."""
+MAX_TEXT_BYTES = 4 * 1024**3
 """The most decompressed text one file may hold (a gzip "bomb" is refused when it passes this, not read on)."""
+MAX_DURATION_US = 3600e6
+"""An event (a step, an action) longer than an hour is not a pipeline step's."""
+MAX_TIME_US = 1e17
+"""Timestamps are µs since the trace's base time or since 1970 (1.7e15 in 2024); beyond this is no time."""
 HEADER_WINDOW = 256 * 1024
 """How much of the text's start and end is searched for the header's keys."""
 GZIP_MAGIC = b"\x1f\x8b"
@@ -65,7 +75,9 @@ class RankTrace:
     """What one rank's file holds for the pipeline view."""
 
     path: str
-    """The file, as the user named it."""
+    """Where the file is (read again for the autograd events when the trace has no labels)."""
+    name: str
+    """The file as the user named it: what every message says (an upload's own name, never a server's folder)."""
     rank: int | None
     """From ``distributedInfo``; None when the trace does not say (then the file name, or the user, decides)."""
     world_size: int | None
@@ -93,7 +105,30 @@ def keeps(event: dict) -> bool:
     communication op, a backward the autograd engine ran, or GPU work."""
     if event.get("ph") != "X":
         return False
-    return event.get("cat") in KEEP_CATEGORIES or bool(KEEP_NAMES.match(str(event.get("name", ""))))
+    name = event.get("name")
+    return event.get("cat") in KEEP_CATEGORIES or (isinstance(name, str) and KEEP_NAMES.match(name) is not None)
+
+
+class KeptBudget:
+    """The memory the kept events of every file read so far take, estimated, against ``MAX_KEPT_BYTES``."""
+
+    def __init__(self, limit: int = MAX_KEPT_BYTES) -> None:
+        self.limit, self.used = limit, 0
+
+    def take(self, event: Event, name: str) -> None:
+        self.used += event_bytes(event)
+        if self.used > self.limit:
+            raise TraceError(
+                f"{name}: the events the pipeline view keeps need more than {self.limit // 2**20} MiB in all the "
+                f"files read so far (estimated {event_bytes(event)} bytes each); the lab reads traces of a few "
+                "profiler steps (schedule=torch.profiler.schedule(wait=1, warmup=1, active=2))"
+            )
+
+
+def event_bytes(event: Event) -> int:
+    """A kept event's memory, estimated: measured 677 bytes for a 6-character name and 3 arguments (CPython 3.11:
+    the object, its two floats, its strings and its argument dict)."""
+    return 420 + len(event.name) + len(event.category) + 85 * len(event.args)
 
 
 class _TooLarge(Exception):
@@ -109,16 +144,19 @@ class _CountingReader(io.RawIOBase):
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self.shape = TextShape()
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
         data = self.raw.read(len(buffer))
+        while data and not data.strip() and self.shape.string_since is None:  # whitespace between values: skipped
+            self._count(data)  # here at the speed of decompression, not at the parser's
+            data = self.raw.read(len(buffer))
+        self._count(data)
+        self.shape.feed(data)  # ShapeError before the parser builds too deep a value or too long a string
         size = len(data)
-        self.total += size
-        if self.total > MAX_TEXT_BYTES:
-            raise _TooLarge
         buffer[:size] = data
         if len(self.head) < HEADER_WINDOW:
             self.head += data[: HEADER_WINDOW - len(self.head)]
@@ -127,41 +165,78 @@ class _CountingReader(io.RawIOBase):
             self.progress(self.stored.tell())
         return size
 
+    def _count(self, data: bytes) -> None:
+        self.total += len(data)
+        if self.total > MAX_TEXT_BYTES:
+            raise _TooLarge
+
 
 def read_rank_trace(
-    path: str | Path, *, progress: Callable[[int], None] | None = None, keep: Callable[[dict], bool] = keeps
+    path: str | Path,
+    *,
+    name: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    keep: Callable[[dict], bool] = keeps,
+    budget: KeptBudget | None = None,
 ) -> RankTrace:
-    """Stream one rank's trace (``.json`` or ``.json.gz``); TraceError in one line for what cannot be read."""
+    """Stream one rank's trace (``.json`` or ``.json.gz``); TraceError in one line for what cannot be read, naming
+    the file as ``name`` (default: ``path`` as given). ``budget``: shared by every file of one job."""
     path = Path(path)
+    name = str(path) if name is None else name
+    _check_regular_file(path, name)
     try:
-        size = path.stat().st_size
+        stored = open(path, "rb")  # noqa: SIM115 - closed below, after the header is read
     except OSError as error:
-        raise TraceError(f"{path}: cannot be read ({error.strerror or error})") from None
-    if size > MAX_TRACE_BYTES:
-        raise TraceError(
-            f"{path}: {size / 2**30:.1f} GiB; the lab reads traces of at most {MAX_TRACE_BYTES // 2**30} GiB"
-        )
-    with open(path, "rb") as stored:
+        raise TraceError(f"{name}: cannot be read ({error.strerror or type(error).__name__})") from None
+    with stored:
         magic = stored.read(2)
         stored.seek(0)
         raw: BinaryIO = gzip.GzipFile(fileobj=stored) if magic == GZIP_MAGIC else stored  # type: ignore[assignment]
         reader = _CountingReader(raw, stored, progress)
-        events, counts, has_gpu = _kept_events(path, io.BufferedReader(reader, 1 << 20), keep)
-        header = _header(path, bytes(reader.head), bytes(reader.tail))
-    info = header.get("distributedInfo") or {}
+        events, counts, has_gpu = _kept_events(name, io.BufferedReader(reader, 1 << 20), keep, budget or KeptBudget())
+        header = _header(bytes(reader.head), bytes(reader.tail))
+    info = header.get("distributedInfo")
+    if info is not None and not isinstance(info, dict):
+        raise TraceError(f'{name}: distributedInfo is {_type_name(info)}, not an object like {{"rank": 0, …}}')
+    info = info or {}
+    backend = info.get("backend")
+    base = header.get("baseTimeNanoseconds") or 0
+    if not _whole(base) or not 0 <= base < 2**63:
+        raise TraceError(f"{name}: baseTimeNanoseconds is {_shown(base)}, not a whole number of nanoseconds")
     return RankTrace(
         path=str(path),
+        name=name,
         rank=_whole_or_none(info.get("rank")),
         world_size=_whole_or_none(info.get("world_size")),
-        backend=info.get("backend"),
-        base_ns=int(header.get("baseTimeNanoseconds") or 0),
+        backend=backend if isinstance(backend, str) else None,
+        base_ns=base,
         events=events,
         counts=counts,
         has_gpu=has_gpu,
     )
 
 
-def _kept_events(path: Path, text: BinaryIO, keep: Callable[[dict], bool]) -> tuple[tuple[Event, ...], dict, bool]:
+def _check_regular_file(path: Path, name: str) -> None:
+    """A FIFO would hang the reader, a directory or a device is no trace: refused before anything opens it."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as error:
+        raise TraceError(f"{name}: cannot be read ({error.strerror or type(error).__name__})") from None
+    if not stat.S_ISREG(mode):
+        kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                 (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))  # fmt: skip
+        kind = next((words for test, words in kinds if test(mode)), "not a regular file")
+        raise TraceError(f"{name}: is {kind}, not a trace file")
+    size = path.stat().st_size
+    if size > MAX_TRACE_BYTES:
+        raise TraceError(
+            f"{name}: {size / 2**30:.1f} GiB; the lab reads traces of at most {MAX_TRACE_BYTES // 2**30} GiB"
+        )
+
+
+def _kept_events(
+    name: str, text: BinaryIO, keep: Callable[[dict], bool], budget: KeptBudget
+) -> tuple[tuple[Event, ...], dict, bool]:
     kept: list[Event] = []
     counts: dict[str, int] = {}
     has_gpu = False
@@ -169,43 +244,87 @@ def _kept_events(path: Path, text: BinaryIO, keep: Callable[[dict], bool]) -> tu
         for raw in ijson.items(text, "traceEvents.item", use_float=True):
             if not isinstance(raw, dict):
                 continue
-            category = str(raw.get("cat", ""))
+            category = raw.get("cat", "")
+            category = category if isinstance(category, str) else str(type(category).__name__)
             counts[category] = counts.get(category, 0) + 1
             has_gpu = has_gpu or category == "kernel"
             if keep(raw):
-                kept.append(_event(raw))
-                if len(kept) > MAX_KEPT_EVENTS:
-                    raise TraceError(f"{path}: more than {MAX_KEPT_EVENTS:,} pipeline events in one rank's trace")
+                event = _event(raw, name, sum(counts.values()))
+                budget.take(event, name)
+                kept.append(event)
     except (ijson.JSONError, ijson.IncompleteJSONError) as error:
-        raise TraceError(f"{path}: not a complete JSON trace ({_first_line(error)})") from None
+        raise TraceError(f"{name}: not a complete JSON trace ({_first_line(error)})") from None
+    except ShapeError as error:
+        raise TraceError(f"{name}: {error}") from None
     except _TooLarge:
         raise TraceError(
-            f"{path}: decompresses to more than {MAX_TEXT_BYTES // 2**30} GiB of text; the lab reads up to that"
+            f"{name}: decompresses to more than {MAX_TEXT_BYTES // 2**30} GiB of text; the lab reads up to that"
         ) from None
     except (OSError, EOFError, zlib.error) as error:  # a truncated or damaged gzip
-        raise TraceError(f"{path}: the compressed file is damaged or cut short ({_first_line(error)})") from None
+        raise TraceError(f"{name}: the compressed file is damaged or cut short ({_first_line(error)})") from None
     if not counts:
-        raise TraceError(f"{path}: no traceEvents found; is this a torch.profiler (Chrome trace) file?")
+        raise TraceError(f"{name}: no traceEvents found; is this a torch.profiler (Chrome trace) file?")
     return tuple(kept), counts, has_gpu
 
 
-def _event(raw: dict) -> Event:
-    args = raw.get("args")
+def _event(raw: dict, name: str, number: int) -> Event:
+    """One kept event, each field checked for its type and range (TraceError naming the event otherwise)."""
+    label = raw.get("name", "")
+    where = f"{name}: event {number:,}" + (f" ({_shown(label)})" if isinstance(label, str) else "")
+    if not isinstance(label, str):
+        raise TraceError(f"{where}: its name is {_type_name(label)}, not text")
+    start, duration = raw.get("ts", 0.0), raw.get("dur", 0.0)
+    for field_name, value in (("ts", start), ("dur", duration)):
+        if not _number(value):
+            raise TraceError(f'{where}: "{field_name}" is {_shown(value)}, not a number of microseconds')
+    if not abs(start) <= MAX_TIME_US:
+        raise TraceError(f'{where}: "ts" is {start:g} µs, beyond any clock (at most {MAX_TIME_US:g})')
+    if not 0 <= duration <= MAX_DURATION_US:
+        raise TraceError(
+            f'{where}: "dur" is {duration:g} µs; an event lasts from 0 to an hour ({MAX_DURATION_US:g} µs)'
+        )
+    thread, process = raw.get("tid", 0), raw.get("pid", 0)
+    for field_name, value in (("tid", thread), ("pid", process)):
+        if not (_whole(value) or (isinstance(value, str) and len(value) <= 200)):
+            raise TraceError(f'{where}: "{field_name}" is {_shown(value)}, not a number or a short name')
+    args = raw.get("args", {})
+    if not isinstance(args, dict):
+        raise TraceError(f'{where}: "args" is {_type_name(args)}, not an object')
+    category = raw.get("cat", "")
     return Event(
-        name=str(raw.get("name", "")),
-        category=str(raw.get("cat", "")),
-        start=float(raw.get("ts", 0.0)),
-        duration=float(raw.get("dur", 0.0)),
-        thread=raw.get("tid", 0),
-        process=raw.get("pid", 0),
-        args=args if isinstance(args, dict) else {},
+        name=label,
+        category=category if isinstance(category, str) else "",
+        start=float(start),
+        duration=float(duration),
+        thread=thread,
+        process=process,
+        args=args,
     )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _type_name(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _shown(value: Any) -> str:
+    """A value as a message shows it: short, and never more than a line."""
+    text = json.dumps(value) if isinstance(value, str | int | float | bool | type(None)) else _type_name(value)
+    return text if len(text) <= 60 else text[:40] + "…" + text[-10:]
 
 
 HEADER_KEYS = ("distributedInfo", "baseTimeNanoseconds")
 
 
-def _header(path: Path, head: bytes, tail: bytes) -> dict[str, Any]:
+def _header(head: bytes, tail: bytes) -> dict[str, Any]:
     """The header keys found in the text's first or last bytes (Kineto writes them around ``traceEvents``)."""
     found: dict[str, Any] = {}
     decoder = json.JSONDecoder()
@@ -219,7 +338,7 @@ def _header(path: Path, head: bytes, tail: bytes) -> dict[str, Any]:
                 continue
             try:
                 found[key] = decoder.raw_decode(text, match.end())[0]
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 continue
     return found
 

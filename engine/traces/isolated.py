@@ -1,0 +1,136 @@
+"""A stranger's traces read in a child process with limits: what the command line and the Your run page both use
+(issue 34: a 160-byte file reached 3.9 GB in the reading process, and the server kept 515 MB after four
+uploads).
+
+The child sets its own limits first thing (``resource.setrlimit``): an address space of what it had at the start
+plus ``MEMORY_LIMIT_BYTES``, and ``CPU_LIMIT_S`` of CPU; the parent ends it past ``time_limit_s`` of wall-clock
+time. Everything it allocated goes back to the system when it ends. A child that hits a limit becomes one line
+that names the limit. The reader's own bounds (``engine.traces.shape``, ``reading.KeptBudget``, the field
+checks) refuse nearly every bad file long before a limit: the limits are for what nobody foresaw.
+
+The app starts children from a fork server that imported the reader once (a threaded server must not fork
+itself, and a fresh interpreter would import pandas for each upload); the command line forks itself, which is
+cheap and safe before it has started any thread.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import resource
+from collections.abc import Callable, Sequence
+from multiprocessing import forkserver
+from pathlib import Path
+
+from ..runtime.errors import RunFailed
+from ..runtime.isolated import call_isolated
+from ..runtime.lifetime import main_script_left_out
+from .imported import ImportedRun, ImportOptions, import_traces
+from .reading import TraceError
+
+MEMORY_LIMIT_BYTES = 1536 * 1024**2
+"""Address space the child may add to what it had when it started: 1.5 GiB (the kept events' own budget is
+256 MiB; the valid 2- and 4-rank traces issue 34 tried read in 119 MB)."""
+CPU_LIMIT_S = 300
+"""CPU seconds the child may use (a safety net: the wall-clock limit usually ends it first)."""
+COMMAND_TIME_LIMIT_S = 600.0
+"""Wall-clock limit of ``python -m engine trace``."""
+PAGE_TIME_LIMIT_S = 120.0
+"""Wall-clock limit of one upload's reading on the page (the page reads up to 512 MiB)."""
+FORK_SERVER = mp.get_context("forkserver")
+FORK_SERVER.set_forkserver_preload([__name__])
+
+
+def start_fork_server() -> None:
+    """Start the app's fork server if it is not running (once per server process)."""
+    with main_script_left_out():
+        forkserver.ensure_running()
+
+
+def import_traces_isolated(
+    paths: Sequence[str | Path],
+    options: ImportOptions | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    time_limit_s: float = COMMAND_TIME_LIMIT_S,
+    server: bool = False,
+) -> ImportedRun:
+    """``import_traces`` in a child process with limits (see the module's note). ``server``: started from the
+    fork server (the app); else by forking this process (the command line). TraceError in one line for a trace
+    that cannot be read, a limit reached included."""
+    names = [str(path) for path in paths] if names is None else list(names)
+    if server:
+        start_fork_server()
+    context = FORK_SERVER if server else mp.get_context("fork")
+
+    def relay(done: int, total: int, note: str) -> None:
+        if progress is not None:
+            progress(note, done, total)
+
+    try:
+        return call_isolated(
+            _read_with_limits,
+            ([str(path) for path in paths], options or ImportOptions(), names),
+            progress=relay,
+            time_limit_s=time_limit_s,
+            what="trace reading",
+            context=context,
+        )
+    except RunFailed as failed:
+        raise TraceError(_limit_reached(str(failed), time_limit_s)) from None
+    except TraceError:
+        raise
+    except ValueError as refused:  # the child's TraceError (or a pattern's refusal) comes back as a ValueError
+        raise TraceError(str(refused)) from None
+
+
+def _read_with_limits(paths: list[str], options: ImportOptions, names: list[str], progress) -> ImportedRun:
+    """In the child: the limits, then the reading; a limit reached is a TraceError that names it."""
+    _limit(resource.RLIMIT_AS, _address_space() + MEMORY_LIMIT_BYTES)
+    _limit(resource.RLIMIT_CPU, CPU_LIMIT_S)
+
+    def report(name: str, done: int, total: int) -> None:
+        progress(done, total, name)
+
+    try:
+        return import_traces(paths, options, progress=report, names=names)
+    except MemoryError:
+        raise TraceError(
+            f"reading these traces needs more than {MEMORY_LIMIT_BYTES / 2**30:g} GiB of memory, the most the "
+            "lab gives one reading; profile fewer steps (torch.profiler.schedule(wait=1, warmup=1, active=1))"
+        ) from None
+
+
+def _limit(which: int, value: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    if soft == resource.RLIM_INFINITY or value < soft:
+        resource.setrlimit(which, (value, hard))
+
+
+def _address_space() -> int:
+    """This process's virtual size now (bytes; Linux ``/proc/self/statm``), 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _limit_reached(message: str, time_limit_s: float) -> str:
+    """The child's ending, said as the limit it reached where one explains it."""
+    if "SIGXCPU" in message:
+        return f"reading these traces took more than {CPU_LIMIT_S} s of CPU, the most the lab gives one reading"
+    if "took longer than its limit" in message:
+        return (
+            f"reading these traces took more than {time_limit_s:g} s, the most the lab gives one reading; "
+            "profile fewer steps, or read them with python -m engine trace"
+        )
+    if "SIGKILL" in message or "SIGSEGV" in message or "SIGABRT" in message or "out of memory" in message:
+        return (
+            f"reading these traces needed more than {MEMORY_LIMIT_BYTES / 2**30:g} GiB of memory (the reading "
+            f"ended: {message.split(':', 1)[0]})"
+        )
+    return message
