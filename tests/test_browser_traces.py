@@ -38,3 +38,76 @@ def test_uploaded_traces_show_their_step_as_the_cli_reads_it():
             assert page.locator(CHART).count() >= 1
         finally:
             browser.close()
+
+
+def _hostile_uploads(folder) -> list:
+    """Issue 34's files, each named as a visitor would name it."""
+    import gzip
+    import json
+
+    cases = {
+        "nested_rank0.json.gz": gzip.compress(b'{"traceEvents": [' + b"[" * 40_000 + b"]" * 40_000 + b"]}"),
+        "long_rank0.json.gz": gzip.compress(b'{"traceEvents": [{"ph": "X", "name": "PP:' + b"a" * 2**24 + b'"}]}'),
+        "null_rank0.json": json.dumps({"traceEvents": [{"ph": "X", "name": "PP:0F0", "ts": 1, "dur": None}]}).encode(),
+        "list_rank0.json": json.dumps({"distributedInfo": [1, 2], "traceEvents": [{"ph": "X"}]}).encode(),
+    }
+    paths = []
+    for name, data in cases.items():
+        path = folder / name
+        path.write_bytes(data)
+        paths.append(path)
+    return paths
+
+
+def test_hostile_uploads_and_links_are_one_message_naming_the_upload_and_the_server_keeps_answering(tmp_path):
+    """Issue 34: each bad upload is a one-line error naming the file as uploaded (never the server's private
+    folder), the twenty-``.*`` link reads in linear time, and the health check answers within 2 s throughout."""
+    import threading
+    import time
+    import urllib.request
+
+    sync_api = require_browser()
+    slowest: list[float] = []
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        stop = threading.Event()
+
+        def watch_health() -> None:
+            while not stop.is_set():
+                started = time.monotonic()
+                try:
+                    urllib.request.urlopen(f"{url}/_stcore/health", timeout=10).read()
+                except OSError:
+                    pass
+                slowest.append(time.monotonic() - started)
+                stop.wait(0.2)
+
+        watcher = threading.Thread(target=watch_health, daemon=True)
+        browser = launch(playwright)
+        try:
+            watcher.start()
+            for path in _hostile_uploads(tmp_path):  # a fresh visitor each: an upload adds to the files already there
+                page = browser.new_page(viewport={"width": 1440, "height": 900})
+                page.goto(f"{url}/your-run")
+                page.wait_for_selector(IDLE, timeout=90_000)
+                page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files([str(path)])
+                page.wait_for_function(
+                    "() => document.querySelector('[data-testid=\"stMain\"]').innerText"
+                    f".includes('These traces cannot be read: {path.name}: ')",
+                    timeout=60_000,
+                )
+                page.wait_for_selector(IDLE, timeout=60_000)
+                text = page.locator('[data-testid="stMain"]').inner_text()
+                assert "pplab-traces-" not in text and "/tmp/" not in text and "Traceback" not in text, text[:2000]
+                page.close()
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            started = time.monotonic()
+            page.goto(
+                f"{url}/your-run?pattern=" + "(%3FP<stage>.*)(%3FP<kind>.*)(%3FP<microbatch>.*)" + ".*" * 20 + "Z"
+            )
+            page.wait_for_selector(IDLE, timeout=60_000)
+            text = page.locator('[data-testid="stMain"]').inner_text()
+            assert "ran no labelled pipeline action" in text and time.monotonic() - started < 30, text[:2000]
+        finally:
+            stop.set()
+            browser.close()
+    assert slowest and max(slowest) < 2.0, f"the health check took up to {max(slowest):.1f} s"

@@ -73,11 +73,12 @@ def imported_upload(digest: str, _files: tuple, options: ImportOptions) -> Impor
             megabytes = f"{done / 2**20:,.1f} of {total / 2**20:,.1f} MiB"
             bar.progress(min(done / max(total, 1), 1.0), text=f"Reading {file}: {megabytes}")
 
-        run = import_traces_isolated(
-            paths, options, names=names, progress=progress, time_limit_s=PAGE_TIME_LIMIT_S, server=True
-        )
-        bar.empty()
-        return run
+        try:
+            return import_traces_isolated(
+                paths, options, names=names, progress=progress, time_limit_s=PAGE_TIME_LIMIT_S, server=True
+            )
+        finally:
+            bar.empty()
 
 
 def run_engine(settings: YourRunSettings, uploads) -> ImportedRun:
