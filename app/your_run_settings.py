@@ -16,9 +16,6 @@ from engine.traces.examples import DEFAULT_EXAMPLE, example_runs
 from engine.traces.names import compile_pattern
 
 NOT_CHECKED = "none"
-MAX_UPLOAD_FILES = 64
-MAX_UPLOAD_BYTES = 512 * 1024**2
-"""All uploaded traces together: 512 MiB (the command line reads up to 2 GiB a file)."""
 LAST_STEP = -1
 """The step setting's value for "the last step found on every rank"."""
 

@@ -36,6 +36,14 @@ def test_uploaded_traces_show_their_step_as_the_cli_reads_it():
             text = page.locator('[data-testid="stMain"]').inner_text()
             assert "Where the idle time comes from" in text and "ZB-V" in text
             assert page.locator(CHART).count() >= 1
+            # the files left the server's memory for the session's folder: the uploader is empty, the page
+            # offers to forget them, and forgetting them brings the example back
+            assert "rank0.json.gz" not in page.locator('[data-testid="stFileUploader"]').inner_text()
+            page.get_by_role("button", name="Forget the 4 uploaded file(s)").click()
+            page.wait_for_function(
+                "() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Read: PyTorch')",
+                timeout=60_000,
+            )
         finally:
             browser.close()
 

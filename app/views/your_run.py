@@ -2,12 +2,11 @@
 timeline — its Gantt with waits and hand-offs, the bubble, each rank's idle time by cause, the simulator's
 prediction from the measured costs, and every family simulated with those costs (``engine.traces``)."""
 
-import hashlib
 import json
-import tempfile
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import state
 from app.charts import timeline_figure
@@ -18,8 +17,9 @@ from app.controls import projector_query, projector_toggle, read_back, seed_from
 from app.explain import chart_summary, idle_causes
 from app.navigation import link_to
 from app.search_settings import SearchSettings
+from app.uploads import MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, StoredUpload, check_limits
 from app.widgets import draw
-from app.your_run_settings import MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, YOUR_RUN_KEYS, YourRunSettings
+from app.your_run_settings import YOUR_RUN_KEYS, YourRunSettings
 from engine import FAMILIES, simulate
 from engine.scale.request import PlanRequest
 from engine.traces import ImportedRun, ImportOptions, TraceError, import_traces
@@ -30,6 +30,10 @@ from engine.traces.isolated import PAGE_TIME_LIMIT_S, import_traces_isolated
 PAGE = YourRunSettings.PREFIX
 
 
+STORED = f"{PAGE}_stored"  # the session's uploaded traces on disk (app.uploads.StoredUpload), or absent
+ROUND = f"{PAGE}_upload_round"  # part of the uploader's key: a new round empties the uploader
+
+
 def bind():
     link = state.opened_link(PAGE, YOUR_RUN_KEYS + (state.PROJECTOR_KEY,))
     projector = projector_toggle(link)
@@ -38,16 +42,54 @@ def bind():
         "Your traces: one per rank (.json or .json.gz)",
         type=["json", "gz"],
         accept_multiple_files=True,
-        key=f"{PAGE}_uploads",
+        key=f"{PAGE}_uploads_{st.session_state.get(ROUND, 0)}",
         help=f"Up to {MAX_UPLOAD_FILES} files, {MAX_UPLOAD_BYTES // 2**20} MiB in all; `python -m engine trace` "
         "reads larger ones.",
     )
+    if uploads:
+        store(uploads)
+    stored = st.session_state.get(STORED)
+    if stored is not None and st.sidebar.button(
+        f"Forget the {len(stored.names)} uploaded file(s)", key=f"{PAGE}_forget", icon=":material/delete:"
+    ):
+        stored.remove()
+        del st.session_state[STORED]
+        stored = None
     for name, _ in YourRunSettings.options():
         draw(YourRunSettings, name)
     settings, typed = read_back(YourRunSettings, defaults)
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
     warn_about(problems + typed)
-    return settings, uploads or [], projector
+    return settings, stored, projector
+
+
+def store(uploads) -> None:
+    """The uploaded files to the session's own folder (the previous ones deleted), and the uploader emptied,
+    so the server's memory does not keep them (``app.uploads``); then the page runs again to read them."""
+    st.session_state[ROUND] = st.session_state.get(ROUND, 0) + 1
+    try:
+        check_limits(len(uploads), sum(upload.size for upload in uploads))
+        stored = StoredUpload([(upload.name, upload.getvalue()) for upload in uploads])
+    except TraceError as error:
+        st.session_state[f"{PAGE}_refused"] = str(error)
+        st.rerun()
+    previous = st.session_state.get(STORED)
+    if previous is not None:
+        previous.remove()
+    st.session_state[STORED] = stored
+    release(uploads)
+    st.rerun()
+
+
+def release(uploads) -> None:
+    """Drop the uploads from Streamlit's store of uploaded files, which keeps them in the server's memory until
+    the browser deletes them or the session ends (its widget's new key alone does not)."""
+    context = get_script_run_ctx()
+    remove = getattr(context.uploaded_file_mgr, "remove_file", None) if context is not None else None
+    if context is None or remove is None:  # not under a server, or a store that cannot drop one file
+        return
+    for upload in uploads:
+        remove(context.session_id, upload.file_id)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -56,45 +98,33 @@ def imported_example(name: str, options: ImportOptions) -> ImportedRun:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def imported_upload(digest: str, _files: tuple, options: ImportOptions) -> ImportedRun:
-    """Uploaded traces, once per content (``digest``): written to a private folder and read in a child process
-    with limits (``engine.traces.isolated``); every message names a file by its upload name, never the folder."""
+def imported_upload(digest: str, _paths: tuple, _names: tuple, options: ImportOptions) -> ImportedRun:
+    """Uploaded traces, once per content and names (``digest``), read in a child process with limits
+    (``engine.traces.isolated``); every message names a file by its upload name, never the server's folder."""
     del digest
-    with tempfile.TemporaryDirectory(prefix="pplab-traces-") as folder:
-        paths, names = [], []
-        for index, (name, data) in enumerate(_files):  # an index keeps two files of one name apart
-            path = Path(folder) / f"{index:03d}.trace"
-            path.write_bytes(data)
-            paths.append(str(path))
-            names.append(Path(name).name)
-        bar = st.progress(0.0, text="Reading the traces…")
+    bar = st.progress(0.0, text="Reading the traces…")
 
-        def progress(file: str, done: int, total: int) -> None:
-            megabytes = f"{done / 2**20:,.1f} of {total / 2**20:,.1f} MiB"
-            bar.progress(min(done / max(total, 1), 1.0), text=f"Reading {file}: {megabytes}")
+    def progress(file: str, done: int, total: int) -> None:
+        megabytes = f"{done / 2**20:,.1f} of {total / 2**20:,.1f} MiB"
+        bar.progress(min(done / max(total, 1), 1.0), text=f"Reading {file}: {megabytes}")
 
-        try:
-            return import_traces_isolated(
-                paths, options, names=names, progress=progress, time_limit_s=PAGE_TIME_LIMIT_S, server=True
-            )
-        finally:
-            bar.empty()
-
-
-def run_engine(settings: YourRunSettings, uploads) -> ImportedRun:
-    """The uploaded traces (bounded), else the example run."""
-    options = settings.import_options()
-    if not uploads:
-        return imported_example(settings.example, options)
-    total = sum(upload.size for upload in uploads)
-    if len(uploads) > MAX_UPLOAD_FILES or total > MAX_UPLOAD_BYTES:
-        raise TraceError(
-            f"{len(uploads)} files of {total / 2**20:,.1f} MiB in all; this page reads up to {MAX_UPLOAD_FILES} files "
-            f"and {MAX_UPLOAD_BYTES // 2**20} MiB (python -m engine trace reads up to 2 GiB a file)"
+    try:
+        return import_traces_isolated(
+            _paths, options, names=_names, progress=progress, time_limit_s=PAGE_TIME_LIMIT_S, server=True
         )
-    files = tuple((upload.name, upload.getvalue()) for upload in uploads)
-    digest = hashlib.sha256(b"".join(name.encode() + hashlib.sha256(data).digest() for name, data in files))
-    return imported_upload(digest.hexdigest(), files, options)
+    finally:
+        bar.empty()
+
+
+def run_engine(settings: YourRunSettings, stored: StoredUpload | None) -> ImportedRun:
+    """The uploaded traces, else the example run."""
+    options = settings.import_options()
+    refused = st.session_state.pop(f"{PAGE}_refused", None)
+    if refused is not None:
+        raise TraceError(refused)
+    if stored is None:
+        return imported_example(settings.example, options)
+    return imported_upload(stored.digest, stored.paths, stored.names, options)
 
 
 def cards(run: ImportedRun) -> None:
@@ -173,12 +203,12 @@ def your_run() -> None:
         "rank) and see one step as the lab sees its own runs. No traces yet? An example run of PyTorch's own "
         "schedules, profiled on this machine, stands in."
     )
-    settings, uploads, projector = bind()
+    settings, stored, projector = bind()
     with st.expander("How to profile your own job"):
         st.code(PROFILE_CODE, language="python")
         st.caption("Then upload every rank's file here, or run `python -m engine trace rank*.json.gz`.")
     try:
-        run = run_engine(settings, uploads)
+        run = run_engine(settings, stored)
         state.keep_last_good(PAGE, run)
     except (TraceError, ValueError) as error:
         st.error(f"These traces cannot be read: {plain(error)}")
@@ -186,7 +216,7 @@ def your_run() -> None:
         if run is None:
             st.stop()
         st.caption("Below: the last traces that were read.")
-    source = ", ".join(shown(Path(f).name) for f in run.files) if uploads else example_runs()[settings.example]
+    source = ", ".join(shown(Path(f).name) for f in run.files) if stored else example_runs()[settings.example]
     st.markdown(f"**Read:** {source}")
     for note in run.notes:
         st.caption(note)

@@ -11,15 +11,13 @@ limit, as the command line counts its own imports.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import time
 from dataclasses import replace
-from multiprocessing import forkserver
 
 from ..costs import Costs
+from ..runtime.fork_server import FORK_SERVER, start_fork_server
 from ..runtime.isolated import call_isolated
-from ..runtime.lifetime import main_script_left_out
 from ..runtime.progress import Progress
 from .frontier import Frontier, frontier
 from .options import MIN_TIME_LIMIT_S
@@ -40,18 +38,6 @@ GRACE_S = 30.0
 stops itself at its limit)."""
 RETURN_RESERVE_S = 0.2
 """Kept from the search's limit for sending its result back (pickled, a few MB at 32 × 256) on a busy host."""
-FORK_SERVER = mp.get_context("forkserver")
-# OR-Tools too: a child importing it itself spends its limit on that, and a stop at the limit that lands inside
-# the import leaves the module half-initialised (an ImportError, not the best order so far)
-FORK_SERVER.set_forkserver_preload([__name__, "ortools.sat.python.cp_model"])
-
-
-def start_fork_server() -> None:
-    """Start the fork server if it is not running (once per server process: a fresh interpreter importing the
-    search and OR-Tools, 1 s on an idle machine and several on a busy one); the app calls it when the Search page
-    is first opened, so that the first search does not wait for it."""
-    with main_script_left_out():
-        forkserver.ensure_running()
 
 
 def search_isolated(problem: SearchProblem) -> SearchResult:

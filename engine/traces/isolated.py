@@ -19,12 +19,11 @@ import multiprocessing as mp
 import os
 import resource
 from collections.abc import Callable, Sequence
-from multiprocessing import forkserver
 from pathlib import Path
 
 from ..runtime.errors import RunFailed
+from ..runtime.fork_server import FORK_SERVER, start_fork_server
 from ..runtime.isolated import call_isolated
-from ..runtime.lifetime import main_script_left_out
 from .imported import ImportedRun, ImportOptions, import_traces
 from .reading import TraceError
 
@@ -37,14 +36,6 @@ COMMAND_TIME_LIMIT_S = 600.0
 """Wall-clock limit of ``python -m engine trace``."""
 PAGE_TIME_LIMIT_S = 120.0
 """Wall-clock limit of one upload's reading on the page (the page reads up to 512 MiB)."""
-FORK_SERVER = mp.get_context("forkserver")
-FORK_SERVER.set_forkserver_preload([__name__])
-
-
-def start_fork_server() -> None:
-    """Start the app's fork server if it is not running (once per server process)."""
-    with main_script_left_out():
-        forkserver.ensure_running()
 
 
 def import_traces_isolated(
