@@ -15,9 +15,7 @@ import gzip
 import json
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -25,7 +23,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the browser helpers the tests use
 
-from browser_support import IDLE, launch, serve_app  # noqa: E402
+from browser_support import IDLE, HealthWatch, launch, serve_app  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from engine.traces.examples import example_files  # noqa: E402
@@ -56,21 +54,7 @@ def main() -> None:
           f"host load {psutil.getloadavg()[0]:.1f}")  # fmt: skip
     with serve_app() as url, sync_playwright() as playwright:
         [server] = [p for p in psutil.Process().children(recursive=True) if "streamlit" in " ".join(p.cmdline())]
-        health: list[float] = []
         memory: list[float] = []
-        stop = threading.Event()
-
-        def watch() -> None:
-            while not stop.is_set():
-                started = time.monotonic()
-                try:
-                    urllib.request.urlopen(f"{url}/_stcore/health", timeout=30).read()
-                except OSError:
-                    pass
-                health.append(time.monotonic() - started)
-                memory.append(server.memory_info().rss / 2**20)
-                stop.wait(0.25)
-
         browser = launch(playwright)
         pages = []
         for _ in range(args.visitors):
@@ -79,24 +63,22 @@ def main() -> None:
             page.wait_for_selector(IDLE, timeout=120_000)
             pages.append(page)
         before = server.memory_info().rss / 2**20
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        started = time.monotonic()
-        for page in pages:  # one after another in this thread, but without waiting: the server reads them at once
-            page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files([str(p) for p in files])
-        took = []
-        for page in pages:
-            page.wait_for_function(
-                "() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Read: rank0.json')"
-                " || document.querySelector('[data-testid=\"stMain\"]').innerText.includes('cannot be read')",
-                timeout=300_000,
-            )
-            page.wait_for_selector(IDLE, timeout=300_000)
-            took.append(time.monotonic() - started)
-        time.sleep(10)
-        after = server.memory_info().rss / 2**20
-        stop.set()
-        watcher.join()
+        with HealthWatch(url, every_s=0.25, also=lambda: memory.append(server.memory_info().rss / 2**20)) as watch:
+            started = time.monotonic()
+            for page in pages:  # without waiting for each: the server reads them at once
+                page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files([str(p) for p in files])
+            took = []
+            for page in pages:
+                page.wait_for_function(
+                    "() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Read: rank0.json')"
+                    " || document.querySelector('[data-testid=\"stMain\"]').innerText.includes('cannot be read')",
+                    timeout=300_000,
+                )
+                page.wait_for_selector(IDLE, timeout=300_000)
+                took.append(time.monotonic() - started)
+            time.sleep(10)
+            after = server.memory_info().rss / 2**20
+        health = watch.seconds
         browser.close()
     print(f"each visitor's upload read and drawn after (s): {', '.join(f'{t:.1f}' for t in took)}")
     print(f"health check: median {sorted(health)[len(health) // 2]:.2f} s, max {max(health):.2f} s ({len(health)})")

@@ -113,3 +113,37 @@ def require_browser():
             pytest.fail(f"Chromium not found at {CHROMIUM} (install Debian's chromium package)")
         pytest.skip("no Chromium here; .ci/run installs it (apt-get install chromium)")
     return pytest.importorskip("playwright.sync_api")
+
+
+class HealthWatch:
+    """While the ``with`` block runs, a thread asks the server's ``/_stcore/health`` every ``every_s`` and keeps
+    how long each answer took (``seconds``; a failed request counts its time too); ``also()`` is called after
+    each, for a benchmark's other samples (the server's memory)."""
+
+    def __init__(self, url: str, every_s: float = 0.2, also=None) -> None:
+        import threading
+
+        self.url, self.every_s, self.also = url, every_s, also
+        self.seconds: list[float] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True, name="health-watch")
+
+    def _watch(self) -> None:
+        while not self.stop.is_set():
+            started = time.monotonic()
+            try:
+                urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=30).read()
+            except OSError:
+                pass
+            self.seconds.append(time.monotonic() - started)
+            if self.also is not None:
+                self.also()
+            self.stop.wait(self.every_s)
+
+    def __enter__(self) -> HealthWatch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
