@@ -30,11 +30,13 @@ from ..dependencies import ScheduleError, compiled
 from ..ir import Schedule
 from ..pytorch_csv import read_csv
 from ..runtime.result import measured_stage_costs
+from ..schedules import FAMILIES
 from ..timeline import Timeline
 from ..validation import validate
 from .actions import RankStep, rank_step
 from .check import check_order, comparable
 from .clocks import common_clock
+from .evidence import few, refuse_broken_order, refuse_unless_pipeline
 from .inferred import inferred_rank_step, keeps_autograd
 from .loading import keeps_pattern, read_all
 from .names import STEP, compile_pattern, read_label
@@ -125,15 +127,26 @@ def import_traces(
     the user named it (what messages and ``files`` say; default the paths). In this process: a stranger's files
     go through ``engine.traces.isolated.import_traces_isolated``, which calls this in a child with limits."""
     pattern = compile_pattern(options.pattern) if options.pattern else None
+    if options.expected is not None and options.expected.lower() in FAMILIES:  # "1F1B" is the family 1f1b
+        options = replace(options, expected=options.expected.lower())
     budget = KeptBudget()
     traces = read_all(paths, progress, keeps if pattern is None else keeps_pattern(pattern), names, budget)
     by_rank = _ranks(traces, options.ranks)
+    by_rank, group = _pipeline_group(by_rank)
     step, windows = _choose_step(by_rank, options.step)
-    steps, inferred = _rank_steps(by_rank, windows, pattern, budget)
-    origins, estimated, applied = common_clock(by_rank, steps, options.offsets_ms)
+    steps, inferred = _rank_steps(by_rank, windows, pattern, budget, step)
+    offsets = options.offsets_ms
+    if offsets is not None and group is not None:  # the user names ranks as the traces do
+        offsets = {group.index(rank) if rank in group else rank: ms for rank, ms in offsets.items()}
+    origins, estimated, applied = common_clock(by_rank, steps, offsets)
     schedule = _schedule(steps, name=_name(options.expected))
     timeline, compute_ms, transfer_ms = _timeline(schedule, steps, origins)
     notes = _notes(by_rank, steps, inferred, estimated, applied)
+    if group is not None:
+        notes = (
+            f"a pipeline group of a larger job: ranks {', '.join(map(str, group))} of {by_rank[0].world_size}, "
+            "read as pipeline ranks 0 to " + f"{len(group) - 1} in that order",
+        ) + notes
     return ImportedRun(
         files=tuple(by_rank[rank].name for rank in sorted(by_rank)),
         backend=next((t.backend for t in by_rank.values() if t.backend), None),
@@ -164,29 +177,47 @@ def _ranks(traces: list[RankTrace], given: tuple[int, ...] | None) -> dict[int, 
         rank = given[index] if given is not None else trace.rank if trace.rank is not None else _rank_in_name(trace)
         if rank is None:
             raise TraceError(
-                f"{trace.name}: the trace does not say its rank (no distributedInfo) and its name has no number; "
+                f"{trace.name}: the trace does not say its rank (no distributedInfo) and its name has no rank<N>; "
                 "give the ranks in order (--ranks 0,1,2,3)"
             )
         if rank in by_rank:
             raise TraceError(f"two files claim rank {rank}: {by_rank[rank].name} and {trace.name}")
         by_rank[rank] = replace(trace, rank=rank)
-    world = sizes.pop() if sizes else len(by_rank)
-    missing = sorted(set(range(world)) - set(by_rank))
-    extra = sorted(set(by_rank) - set(range(world)))
-    if missing or extra:
+    world = sizes.pop() if sizes else max(by_rank) + 1  # unsaid: at least up to the highest rank given
+    extra = sorted(rank for rank in by_rank if rank >= world)
+    if extra:
         raise TraceError(
-            f"world size {world} means ranks 0 to {world - 1}, one file each; "
-            + (f"missing rank(s) {', '.join(map(str, missing))}" if missing else "")
-            + ("; " if missing and extra else "")
-            + (f"rank(s) {', '.join(map(str, extra))} beyond it" if extra else "")
+            f"world size {world} means ranks 0 to {world - 1}; the traces claim rank(s) {few(extra)} beyond it"
+        )
+    missing = sorted(set(range(world)) - set(by_rank))
+    group = set(by_rank)
+    said_a_group = any(set(ranks) == group for trace in traces for ranks in trace.groups)
+    if missing and given is None and not said_a_group:
+        raise TraceError(
+            f"world size {world} means ranks 0 to {world - 1}, one file each; missing rank(s) {few(missing)}. If "
+            "these files are one pipeline group of a larger job, their traces' process groups do not say so: give "
+            "their ranks with --ranks"
         )
     return by_rank
 
 
+def _pipeline_group(by_rank: dict[int, RankTrace]) -> tuple[dict[int, RankTrace], list[int] | None]:
+    """The files given are one pipeline: when their ranks are not 0 to n−1 (a pipeline group of a larger job:
+    ranks 0, 2, 4, 6 of 8), the i-th lowest is pipeline rank i. Returns the traces by pipeline rank, and the
+    job's ranks in that order (None when they were already 0 to n−1)."""
+    ranks = sorted(by_rank)
+    if ranks == list(range(len(ranks))):
+        return by_rank, None
+    return {index: replace(by_rank[rank], rank=index) for index, rank in enumerate(ranks)}, ranks
+
+
+RANK_IN_NAME = re.compile(r"(?<![a-z])rank[_-]?([0-9]+)(?![0-9])", re.IGNORECASE)
+"""The only file names that say a rank: rank3, rank-3, rank_3 (never a timestamp, a version or a model's size)."""
+
+
 def _rank_in_name(trace: RankTrace) -> int | None:
-    name = Path(trace.name).name
-    match = re.search(r"rank[_-]?([0-9]+)", name, re.IGNORECASE) or re.search(r"([0-9]+)(?!.*[0-9])", name)
-    return int(match.group(1)) if match else None
+    found = {int(match.group(1)) for match in RANK_IN_NAME.finditer(Path(trace.name).name)}
+    return found.pop() if len(found) == 1 else None
 
 
 # -- 3. the step -----------------------------------------------------------------------------------------------
@@ -228,14 +259,16 @@ def _has_actions(trace: RankTrace, window: tuple[float, float]) -> bool:
 
 
 # -- 4. each rank's actions ------------------------------------------------------------------------------------
-def _rank_steps(by_rank, windows, pattern, budget: KeptBudget) -> tuple[dict[int, RankStep], bool]:
+def _rank_steps(by_rank, windows, pattern, budget: KeptBudget, step: int | None) -> tuple[dict[int, RankStep], bool]:
     steps = {rank: rank_step(trace, rank, windows[rank], pattern) for rank, trace in by_rank.items()}
     if all(step.actions for step in steps.values()):
         return steps, False
     if any(step.actions for step in steps.values()) or pattern is not None:
         empty = [rank for rank, step in steps.items() if not step.actions]
         raise TraceError(f"rank(s) {', '.join(map(str, empty))} ran no labelled pipeline action in the chosen step")
-    # no labels anywhere: read again with the autograd events, and infer (Schedule1F1B)
+    # no labels anywhere: a pipeline only if the ranks hand data to each other; then read again with the autograd
+    # events, and infer (Schedule1F1B)
+    refuse_unless_pipeline(by_rank, windows, step)
     reread = {
         rank: read_rank_trace(trace.path, name=trace.name, keep=keeps_autograd, budget=budget)
         for rank, trace in by_rank.items()
@@ -250,6 +283,7 @@ def _rank_steps(by_rank, windows, pattern, budget: KeptBudget) -> tuple[dict[int
             "PP:0F3 (or Forward i / Backward i), and a name pattern with (?P<stage>…)(?P<kind>…)(?P<microbatch>…) "
             "reads other frameworks' labels"
         )
+    refuse_broken_order(steps)
     return steps, True
 
 
@@ -326,7 +360,12 @@ def _notes(by_rank, steps, inferred, estimated, applied) -> tuple[str, ...]:
             "inferred: these traces label no pipeline action (PyTorch's Schedule1F1B writes none); each action was "
             "read from its autograd events, in micro-batch order"
         )
-    if any(t.has_gpu for t in by_rank.values()):
+    if any(t.has_gpu for t in by_rank.values()) and inferred:
+        notes.append(
+            "GPU trace read without labels: each action is timed by its CPU-side autograd ops, not its kernels "
+            "(only labelled actions are matched to their kernels)"
+        )
+    elif any(t.has_gpu for t in by_rank.values()):
         notes.append("GPU trace: each action is timed by its kernels on the compute stream; NCCL kernels are transfers")
     if applied:
         said = ", ".join(f"rank {rank} {offset:+.3f} ms" for rank, offset in sorted(applied.items()))
@@ -336,7 +375,10 @@ def _notes(by_rank, steps, inferred, estimated, applied) -> tuple[str, ...]:
         notes.append(f"clocks agree (one host); offsets estimated from the hand-offs, not applied: {said}")
     sharding = sum(step.sharding for step in steps.values())
     if sharding:
-        notes.append(f"{sharding} FSDP actions (UNSHARD, RESHARD, REDUCE_GRAD) read and not drawn")
+        notes.append(
+            f"{sharding} UNSHARD/RESHARD/REDUCE_GRAD actions of the schedule read and not drawn (PyTorch's runtime "
+            "lists them for FSDP; without FSDP they do nothing)"
+        )
     notes.append("activation memory is not in a profiler trace of this kind: the memory columns are 0")
     return tuple(notes)
 

@@ -59,8 +59,12 @@ def read_label(name: str, pattern: Any = None) -> Label:
     from ``compile_pattern``."""
     if len(name) > MAX_NAME:
         return NOTHING
-    if pattern is not None:
-        return _by_pattern(name, pattern)
+    if pattern is not None:  # the user's names for the compute; PyTorch's hand-offs and steps still read as its own
+        label = _by_pattern(name, pattern)
+        if label is not NOTHING:
+            return label
+        own = read_label(name)
+        return NOTHING if own.compute is not None else own
     if name.startswith("PP:"):
         return _pytorch(name[3:])
     if (match := GPIPE.fullmatch(name)) is not None:
@@ -98,19 +102,38 @@ def _by_pattern(name: str, pattern: Any) -> Label:
     match = pattern.fullmatch(name)
     if match is None:
         return NOTHING
-    kind = (match.group("kind") or "").strip().upper()[:1]
-    if kind not in COMPUTE:
+    kind = kind_of(match.group("kind") or "")
+    if kind is None:
         return NOTHING
     try:
         stage, microbatch = int(match.group("stage")), int(match.group("microbatch"))
     except (TypeError, ValueError):
         return NOTHING
-    return Label(compute=Action(stage, Kind[kind], microbatch))
+    return Label(compute=Action(stage, kind, microbatch))
+
+
+KIND_WORDS = (
+    (Kind.I, ("backwardinput", "bwdinput", "inputgrad", "input", "dgrad", "i")),
+    (Kind.W, ("backwardweight", "bwdweight", "weightgrad", "weight", "wgrad", "w")),
+    (Kind.F, ("forward", "fwd", "f")),
+    (Kind.B, ("backward", "bwd", "b")),
+)
+"""What other frameworks call each kind, most specific first: "BackwardInput" is I, not B by its first letter."""
+
+
+def kind_of(word: str) -> Kind | None:
+    """The kind a pattern's ``kind`` group names: F, B, I or W, or a word for one (Forward, fwd, Backward, bwd,
+    BackwardInput, Input, BackwardWeight, Weight…; case, spaces, "-" and "_" ignored); None for any other."""
+    plain = re.sub(r"[^a-z]", "", word.lower())
+    for kind, words in KIND_WORDS:
+        if plain in words:
+            return kind
+    return None
 
 
 def compile_pattern(text: str):
     """A user's name pattern, e.g. ``stage(?P<stage>[0-9]+)_(?P<kind>fwd|bwd)_mb(?P<microbatch>[0-9]+)``:
-    named groups ``stage``, ``kind`` (F, B, I or W, or a word starting with one — fwd, bwd…) and
+    named groups ``stage``, ``kind`` (F, B, I or W, or a word for one: ``kind_of``) and
     ``microbatch``. It runs on RE2 (``google-re2``), whose matching takes time linear in the name whatever the
     pattern holds: a pattern from a link reaches the server, and on Python's backtracking matcher twenty ``.*``
     in a row froze it for good (issue 34). RE2 has no backreferences and no look-arounds; such a pattern is

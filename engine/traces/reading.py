@@ -90,6 +90,8 @@ class RankTrace:
     """How many events of each category the file has (kept or not): what a refusal says was found."""
     has_gpu: bool
     """Kineto recorded GPU activity (kernels): the timeline must come from the GPU tracks."""
+    groups: tuple[tuple[int, ...], ...] = ()
+    """The ranks of each process group ``distributedInfo.pg_config`` lists (a pipeline group among them)."""
 
 
 KEEP_NAMES = re.compile(
@@ -184,17 +186,13 @@ def read_rank_trace(
     path = Path(path)
     name = str(path) if name is None else name
     _check_regular_file(path, name)
+    budget = budget or KeptBudget()
+    used = budget.used
     try:
-        stored = open(path, "rb")  # noqa: SIM115 - closed below, after the header is read
-    except OSError as error:
-        raise TraceError(f"{name}: cannot be read ({error.strerror or type(error).__name__})") from None
-    with stored:
-        magic = stored.read(2)
-        stored.seek(0)
-        raw: BinaryIO = gzip.GzipFile(fileobj=stored) if magic == GZIP_MAGIC else stored  # type: ignore[assignment]
-        reader = _CountingReader(raw, stored, progress)
-        events, counts, has_gpu = _kept_events(name, io.BufferedReader(reader, 1 << 20), keep, budget or KeptBudget())
-        header = _header(bytes(reader.head), bytes(reader.tail))
+        events, counts, has_gpu, header = _read(path, name, progress, keep, budget, ijson)
+    except _IntegerOverflow:  # Kineto writes ids past int64 ("Comms Id"): the pure-Python parser reads them
+        budget.used = used
+        events, counts, has_gpu, header = _read(path, name, progress, keep, budget, ijson.get_backend("python"))
     info = header.get("distributedInfo")
     if info is not None and not isinstance(info, dict):
         raise TraceError(f'{name}: distributedInfo is {_type_name(info)}, not an object like {{"rank": 0, …}}')
@@ -213,7 +211,41 @@ def read_rank_trace(
         events=events,
         counts=counts,
         has_gpu=has_gpu,
+        groups=_process_groups(info.get("pg_config")),
     )
+
+
+def _process_groups(config: Any) -> tuple[tuple[int, ...], ...]:
+    """Each listed process group's ranks (Kineto: ``[{"pg_name": …, "ranks": [0, 2, 4, 6]}, …]``); what is not
+    a list of whole numbers is left out."""
+    if not isinstance(config, list):
+        return ()
+    groups = []
+    for group in config[:1000]:
+        ranks = group.get("ranks") if isinstance(group, dict) else None
+        if isinstance(ranks, list) and ranks and all(_whole(rank) and rank >= 0 for rank in ranks):
+            groups.append(tuple(ranks))
+    return tuple(groups)
+
+
+def _read(path: Path, name: str, progress, keep, budget: KeptBudget, parser) -> tuple:
+    """One pass over the file with ``parser`` (an ijson backend): the kept events, the counts, whether it has GPU
+    kernels, and the header."""
+    try:
+        stored = open(path, "rb")  # noqa: SIM115 - closed below, after the header is read
+    except OSError as error:
+        raise TraceError(f"{name}: cannot be read ({error.strerror or type(error).__name__})") from None
+    with stored:
+        magic = stored.read(2)
+        stored.seek(0)
+        raw: BinaryIO = gzip.GzipFile(fileobj=stored) if magic == GZIP_MAGIC else stored  # type: ignore[assignment]
+        reader = _CountingReader(raw, stored, progress)
+        found = _kept_events(name, io.BufferedReader(reader, 1 << 20), keep, budget, parser)
+        return (*found, _header(bytes(reader.head), bytes(reader.tail)))
+
+
+class _IntegerOverflow(Exception):
+    """The C parser met an integer beyond 64 bits (valid JSON; Kineto writes such ids)."""
 
 
 def _check_regular_file(path: Path, name: str) -> None:
@@ -235,13 +267,13 @@ def _check_regular_file(path: Path, name: str) -> None:
 
 
 def _kept_events(
-    name: str, text: BinaryIO, keep: Callable[[dict], bool], budget: KeptBudget
+    name: str, text: BinaryIO, keep: Callable[[dict], bool], budget: KeptBudget, parser=ijson
 ) -> tuple[tuple[Event, ...], dict, bool]:
     kept: list[Event] = []
     counts: dict[str, int] = {}
     has_gpu = False
     try:
-        for raw in ijson.items(text, "traceEvents.item", use_float=True):
+        for raw in parser.items(text, "traceEvents.item", use_float=True):
             if not isinstance(raw, dict):
                 continue
             category = raw.get("cat", "")
@@ -253,6 +285,8 @@ def _kept_events(
                 budget.take(event, name)
                 kept.append(event)
     except (ijson.JSONError, ijson.IncompleteJSONError) as error:
+        if "integer overflow" in str(error):
+            raise _IntegerOverflow from None
         raise TraceError(f"{name}: not a complete JSON trace ({_first_line(error)})") from None
     except ShapeError as error:
         raise TraceError(f"{name}: {error}") from None

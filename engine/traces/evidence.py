@@ -1,0 +1,158 @@
+"""Whether a job whose traces label no pipeline action is a pipeline at all (issue 35).
+
+Reading actions from autograd events (``engine.traces.inferred``) finds bursts of forward ops and of backward
+functions in any training job: a single-GPU step or a data-parallel one has them too (DDP's gradient buckets read
+as five micro-batches, with a 0.4 % "bubble"). What only a pipeline has is stages on different ranks that hand
+activations forward and gradients back: point-to-point sends and receives between ranks, in both directions. So
+before inferring, each rank of the step must show them; a job without them is refused with what it looks like
+instead (its collectives, counted), and an inferred order that breaks a pipeline's own rules is refused too.
+
+What counts, per rank and step: the ``c10d::send``/``c10d::recv_`` ops, else the backend's ``gloo:``/``nccl:``
+send and receive spans, else NCCL's ``SendRecv`` kernels (GPU traces); collectives the same way (``c10d::
+allreduce_``, ``gloo:all_reduce``, ``nccl:all_reduce``, NCCL's ``AllReduce`` kernels…), each family counted once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..ir import Action, Kind
+from .actions import RankStep
+from .reading import RankTrace, TraceError
+
+_SEND = re.compile(r"(c10d::send|gloo:send|nccl:send)$")
+_RECEIVE = re.compile(r"(c10d::recv_?|c10d::recv_any_source_|gloo:recv|nccl:recv)$")
+_SENDRECV_KERNEL = re.compile(r"nccl(Dev)?Kernel_SendRecv")
+_COLLECTIVE = re.compile(
+    r"(?:c10d::|gloo:|nccl:|nccl(?:Dev)?Kernel_)_?(all_?reduce|all_?gather(?:_into_tensor)?|reduce_?scatter"
+    r"(?:_tensor)?|broadcast|all_?to_?all|barrier)",
+    re.IGNORECASE,
+)
+_FAMILIES = ("c10d::", "gloo:", "nccl:", "kernel")
+"""Where a communication is recorded, from the op down to the GPU: one family's count stands for the rank."""
+
+
+@dataclass(frozen=True)
+class Communication:
+    """One rank's communication in one step."""
+
+    sends: int = 0
+    receives: int = 0
+    collectives: dict[str, int] = field(default_factory=dict)
+    """By kind ("all-reduce", "all-gather", …), counted in the most detailed family the trace has."""
+
+    def describe(self) -> str:
+        words = [f"{count} {kind}" for kind, count in sorted(self.collectives.items(), key=lambda item: -item[1])]
+        return ", ".join(words) if words else "no collective"
+
+
+def communication(trace: RankTrace, window: tuple[float, float]) -> Communication:
+    """What ``trace`` communicated inside ``window`` (µs)."""
+    low, high = window
+    by_family: dict[str, dict[str, int]] = {family: {} for family in _FAMILIES}
+    for event in trace.events:
+        if not low <= event.start <= high:
+            continue
+        family = (
+            "kernel" if event.category == "kernel" else next((f for f in _FAMILIES if event.name.startswith(f)), None)
+        )
+        if family is None:
+            continue
+        counts = by_family[family]
+        if _SEND.match(event.name) or (family == "kernel" and _SENDRECV_KERNEL.match(event.name)):
+            counts["send"] = counts.get("send", 0) + 1
+        if _RECEIVE.match(event.name):
+            counts["receive"] = counts.get("receive", 0) + 1
+        elif (found := _COLLECTIVE.match(event.name)) is not None:
+            kind = _kind(found.group(1))
+            counts[kind] = counts.get(kind, 0) + 1
+    family = next((f for f in _FAMILIES if by_family[f]), None)
+    if family is None:
+        return Communication()
+    counts = dict(by_family[family])
+    sends, receives = counts.pop("send", 0), counts.pop("receive", 0)
+    if family == "kernel":  # a SendRecv kernel is either: it moves data one way or the other
+        receives = sends
+    return Communication(sends, receives, counts)
+
+
+def _family(event) -> str | None:
+    if event.category == "kernel":
+        return "kernel"
+    return next((family for family in _FAMILIES if event.name.startswith(family)), None)
+
+
+def _kind(name: str) -> str:
+    plain = name.lower().replace("_", "")
+    for prefix, kind in (("allreduce", "all-reduce"), ("allgather", "all-gather"), ("reducescatter",
+                         "reduce-scatter"), ("broadcast", "broadcast"), ("alltoall", "all-to-all")):  # fmt: skip
+        if plain.startswith(prefix):
+            return kind
+    return "barrier"
+
+
+def refuse_unless_pipeline(by_rank: dict[int, RankTrace], windows: dict[int, tuple], step: int | None) -> None:
+    """TraceError, saying what the job looks like, when its unlabelled traces show no pipeline: one rank only,
+    or a rank that neither sends nor receives in the step."""
+    where = f"ProfilerStep#{step}" if step is not None else "the trace"
+    seen = {rank: communication(trace, windows[rank]) for rank, trace in sorted(by_rank.items())}
+    first = next(iter(by_rank.values()))
+    if len(by_rank) == 1:
+        rank, talk = next(iter(seen.items()))
+        raise TraceError(
+            f"{first.name}: one rank's trace and no pipeline labels ({where}: {talk.sends} send(s), "
+            f"{talk.receives} receive(s), {talk.describe()}): a pipeline runs its stages on several ranks, so give "
+            "every rank's trace; a single-device job has no pipeline bubble to read"
+        )
+    silent = [rank for rank, talk in seen.items() if talk.sends + talk.receives == 0]
+    if silent:
+        summary = "; ".join(f"rank {rank}: {talk.describe()}" for rank, talk in list(seen.items())[:4])
+        kind = (
+            "a data-parallel job (its gradients all-reduced, no hand-offs between stages)"
+            if any("all-reduce" in talk.collectives for talk in seen.values())
+            else "not a pipeline"
+        )
+        raise TraceError(
+            f"no send or receive between ranks in {where} on rank(s) {few(silent)} ({summary}): this looks like "
+            f"{kind}, which has no pipeline bubble to read; a pipeline's traces label their actions (PP:0F3) or "
+            "show each stage handing activations forward and gradients back"
+        )
+
+
+def refuse_broken_order(steps: dict[int, RankStep]) -> None:
+    """TraceError when an inferred order breaks what a one-stage-per-rank pipeline does: its forwards and its
+    backwards each in micro-batch order, each micro-batch's forward before its backward, and the same number of
+    micro-batches on every rank."""
+    counts = {rank: sum(isinstance(a.slot, Action) and a.slot.kind is Kind.F for a in step.actions) for rank, step
+              in steps.items()}  # fmt: skip
+    if len(set(counts.values())) > 1:
+        found = ", ".join(f"rank {rank}: {count}" for rank, count in sorted(counts.items()))
+        raise TraceError(
+            f"the inferred forwards differ between ranks ({found}); a pipeline runs every micro-batch on every "
+            "stage: label the actions, or these traces are not one pipeline's"
+        )
+    for rank, step in sorted(steps.items()):
+        for kind in (Kind.F, Kind.B):
+            mine = sorted((a for a in step.actions if isinstance(a.slot, Action) and a.slot.kind is kind),
+                          key=lambda a: a.start)  # fmt: skip
+            order = [a.slot.microbatch for a in mine if isinstance(a.slot, Action)]
+            if order != sorted(order):
+                raise TraceError(
+                    f"rank {rank}: the inferred {kind.name} actions are not in micro-batch order, which a pipeline "
+                    "without labels (1F1B, GPipe) always runs: these traces are not one pipeline's"
+                )
+        ends = {a.slot.microbatch: a.end for a in step.actions if isinstance(a.slot, Action) and a.slot.kind is Kind.F}
+        for action in step.actions:
+            if isinstance(action.slot, Action) and action.slot.kind is Kind.B:
+                if action.start < ends.get(action.slot.microbatch, action.start):
+                    raise TraceError(
+                        f"rank {rank}: the inferred backward of micro-batch {action.slot.microbatch} starts before its "
+                        "forward ends: these traces are not one pipeline's"
+                    )
+
+
+def few(numbers: list[int], shown: int = 4) -> str:
+    """At most ``shown`` numbers and a count of the rest: "0, 1, 2, 3 and 124 more"."""
+    head = ", ".join(map(str, numbers[:shown]))
+    return head if len(numbers) <= shown else f"{head} and {len(numbers) - shown:,} more"

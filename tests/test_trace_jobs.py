@@ -1,0 +1,195 @@
+"""Issue 35: real jobs' traces read right, or refused with the reason — never a pipeline where there is none.
+
+The non-pipeline traces are real ``torch.profiler`` output of this machine (``tests/fixtures/make_other_jobs.py``):
+one process training an MLP, and DistributedDataParallel over gloo on 2 and 4 processes. Before, the lab read the
+2-rank DDP job as a pipeline of "5 micro-batches" and the single process as "1 micro-batch", both exit 0."""
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.ir import Action, Kind
+from engine.traces import ImportOptions, TraceError, import_traces
+from engine.traces.actions import RankStep, TimedAction
+from engine.traces.evidence import refuse_broken_order
+
+ROOT = Path(__file__).resolve().parents[1]
+OTHER_JOBS = ROOT / "tests" / "fixtures" / "other_jobs"
+TRACES = ROOT / "examples" / "traces"
+
+
+def files(folder: Path) -> list[str]:
+    return sorted(str(path) for path in folder.glob("rank*.json*"))
+
+
+def refused(paths, *says: str, **options) -> str:
+    with pytest.raises(TraceError) as caught:
+        import_traces(paths, ImportOptions(**options))
+    message = str(caught.value)
+    assert all(words in message for words in says) and "\n" not in message, message
+    return message
+
+
+# -- jobs that are not pipelines ---------------------------------------------------------------------------------
+def test_a_single_device_job_is_refused_as_one_rank_with_no_pipeline():
+    refused(files(OTHER_JOBS / "single-device"), "one rank's trace and no pipeline labels", "0 send(s)")
+
+
+def test_a_data_parallel_job_is_refused_with_its_all_reduces_counted():
+    message = refused(files(OTHER_JOBS / "ddp-2ranks"), "no send or receive between ranks", "data-parallel job")
+    assert re.search(r"rank 0: \d+ all-reduce", message), message
+
+
+def test_two_ranks_of_a_bigger_data_parallel_job_are_refused_as_missing_ranks_not_read():
+    message = refused(files(OTHER_JOBS / "ddp-4ranks")[:2], "world size 4", "missing rank(s) 2, 3", "--ranks")
+    assert "micro-batch" not in message
+    # and given as a group on purpose, the job is still no pipeline
+    refused(files(OTHER_JOBS / "ddp-4ranks")[:2], "data-parallel job", ranks=(0, 1))
+
+
+def test_the_command_exits_2_on_a_job_that_is_not_a_pipeline(capsys):
+    assert main(["trace", "--quiet", *files(OTHER_JOBS / "ddp-2ranks")]) == 2
+    assert "data-parallel job" in capsys.readouterr().err
+
+
+def _rewritten(tmp_path: Path, run: str, change, name=lambda path: path.name) -> list[str]:
+    written = []
+    for path in files(TRACES / run):
+        trace = json.loads(gzip.open(path).read())
+        change(trace)
+        target = tmp_path / name(Path(path))
+        target.write_bytes(gzip.compress(json.dumps(trace).encode()))
+        written.append(str(target))
+    return written
+
+
+def _step(rank: int, actions: list[tuple[str, int, float, float]]) -> RankStep:
+    """A rank's inferred actions: (kind, micro-batch, start, end)."""
+    timed = [TimedAction(Action(rank, Kind[kind], mb), start, start, end, inferred=True) for kind, mb, start, end in
+             actions]  # fmt: skip
+    return RankStep(rank, tuple(sorted(timed, key=lambda a: a.start)))
+
+
+def test_an_inferred_order_that_breaks_a_pipelines_rules_is_refused():
+    good = {0: _step(0, [("F", 0, 0, 1), ("F", 1, 1, 2), ("B", 0, 3, 5), ("B", 1, 5, 7)]),
+            1: _step(1, [("F", 0, 1, 2), ("B", 0, 2, 4), ("F", 1, 4, 5), ("B", 1, 5, 7)])}  # fmt: skip
+    refuse_broken_order(good)  # 1F1B on two ranks: accepted
+    reversed_forwards = good | {0: _step(0, [("F", 0, 1, 2), ("F", 1, 0, 1), ("B", 0, 3, 5), ("B", 1, 5, 7)])}
+    with pytest.raises(TraceError, match="rank 0: the inferred F actions are not in micro-batch order"):
+        refuse_broken_order(reversed_forwards)
+    backward_first = good | {1: _step(1, [("B", 0, 0, 1), ("F", 0, 1, 2), ("F", 1, 4, 5), ("B", 1, 5, 7)])}
+    with pytest.raises(TraceError, match="rank 1: the inferred backward of micro-batch 0 starts before its forward"):
+        refuse_broken_order(backward_first)
+    uneven = good | {1: _step(1, [("F", 0, 1, 2), ("B", 0, 2, 4)])}
+    with pytest.raises(TraceError, match=r"the inferred forwards differ between ranks \(rank 0: 2, rank 1: 1\)"):
+        refuse_broken_order(uneven)
+
+
+def test_a_real_1f1b_run_shows_the_evidence_of_a_pipeline():
+    """PyTorch's Schedule1F1B labels nothing: its sends and receives between ranks are what make it a pipeline."""
+    imported = import_traces(files(TRACES / "schedule1f1b-4ranks"))
+    assert imported.inferred and imported.schedule.num_microbatches == 8
+
+
+# -- what real traces hold ----------------------------------------------------------------------------------------
+def test_ids_beyond_int64_are_read(tmp_path):
+    """Kineto writes "Comms Id" past int64; the C parser overflowed ("integer overflow") and the trace was refused."""
+
+    def big_ids(trace):
+        for event in trace["traceEvents"]:
+            if str(event.get("name", "")).startswith("PP:"):
+                event.setdefault("args", {})["Comms Id"] = 2**64 - 1
+
+    paths = _rewritten(tmp_path, "scheduleinterleaved1f1b-2ranks", big_ids)
+    assert "integer overflow" not in gzip.open(paths[0]).read().decode()
+    original = import_traces(files(TRACES / "scheduleinterleaved1f1b-2ranks"))
+    assert import_traces(paths).schedule.ranks == original.schedule.ranks
+
+
+@pytest.mark.parametrize(
+    ("name", "rank"),
+    [
+        ("rank3.json.gz", 3),
+        ("trace_rank-3.json.gz", 3),
+        ("llama3_8b_rank_3.pt.trace.json.gz", 3),
+        ("worker0.1623143089861.pt.trace.json.gz", None),  # a timestamp is no rank
+        ("trace_ROCm6_2_kineto.json.gz", None),  # nor a version
+        ("model_70b.json.gz", None),  # nor a model's size
+    ],
+)
+def test_a_rank_is_read_from_a_file_name_only_as_rank_n(tmp_path, name, rank):
+    def undistributed(trace):
+        trace.pop("distributedInfo", None)
+
+    path = _rewritten(tmp_path, "schedulegpipe-2ranks", undistributed, name=lambda _: name)[-1]  # rank 1's file
+    if rank is None:
+        refused([path], "its name has no rank<N>", "--ranks")
+    else:
+        refused([path], f"missing rank(s) {', '.join(str(r) for r in range(rank))}")
+
+
+def test_missing_ranks_are_said_in_a_few_numbers_and_a_count(tmp_path):
+    def world_128(trace):
+        trace["distributedInfo"]["world_size"] = 128
+        trace["distributedInfo"]["pg_config"][0]["ranks"] = list(range(128))  # as a 128-rank job's trace says
+
+    paths = _rewritten(tmp_path, "schedulegpipe-2ranks", world_128)
+    message = refused(paths, "missing rank(s) 2, 3, 4, 5 and 122 more")
+    assert "6, 7" not in message and len(message) < 400
+
+
+def test_a_four_rank_pipeline_group_of_an_eight_rank_job_is_read(tmp_path):
+    """Ranks 0, 2, 4, 6 of 8 (pipeline × data parallel), the group in distributedInfo's process groups."""
+
+    def in_a_bigger_job(trace):
+        info = trace["distributedInfo"]
+        info["rank"], info["world_size"] = 2 * info["rank"], 8
+        info["pg_config"].append({"pg_name": "1", "pg_desc": "pp", "pg_size": 4, "ranks": [0, 2, 4, 6]})
+
+    paths = _rewritten(tmp_path, "scheduleinterleaved1f1b-4ranks", in_a_bigger_job)
+    original = import_traces(files(TRACES / "scheduleinterleaved1f1b-4ranks"))
+    grouped = import_traces(paths)
+    assert grouped.schedule.ranks == original.schedule.ranks
+    assert grouped.timeline.summary()["bubble_fraction"] == pytest.approx(
+        original.timeline.summary()["bubble_fraction"]
+    )
+    assert any("ranks 0, 2, 4, 6 of 8" in note for note in grouped.notes)
+    # without the process group, the same files are missing ranks — unless the user says they are the group
+    for path in paths:
+        trace = json.loads(gzip.open(path).read())
+        trace["distributedInfo"]["pg_config"].pop()
+        Path(path).write_bytes(gzip.compress(json.dumps(trace).encode()))
+    refused(paths, "missing rank(s) 1, 3, 5, 7")
+    assert import_traces(paths, ImportOptions(ranks=(0, 2, 4, 6))).schedule.ranks == original.schedule.ranks
+
+
+# -- other frameworks' names -------------------------------------------------------------------------------------
+def test_kind_words_are_read_as_their_kinds_not_their_first_letter(tmp_path):
+    """A zero-bubble run relabelled "Stage{s}-BackwardInput{m}": read as I (before: B by its first letter, and
+    "3B0 appears twice")."""
+    words = {"F": "Forward", "B": "Backward", "I": "BackwardInput", "W": "BackwardWeight"}
+
+    def relabel(trace):
+        for event in trace["traceEvents"]:
+            found = re.fullmatch(r"PP:([0-9]+)([FBIW])([0-9]+)", str(event.get("name", "")))
+            if found:
+                event["name"] = f"Stage{found.group(1)}-{words[found.group(2)]}{found.group(3)}"
+
+    run = "scheduleinterleavedzerobubble-2ranks"
+    paths = _rewritten(tmp_path, run, relabel)
+    pattern = r"Stage(?P<stage>[0-9]+)-(?P<kind>[A-Za-z]+?)(?P<microbatch>[0-9]+)"
+    labelled = import_traces(files(TRACES / run))
+    relabelled = import_traces(paths, ImportOptions(pattern=pattern))
+    assert relabelled.schedule.ranks == labelled.schedule.ranks
+    assert relabelled.timeline.summary()["bubble_fraction"] == pytest.approx(
+        labelled.timeline.summary()["bubble_fraction"], abs=0.01
+    )
+
+
+def test_a_family_is_named_in_any_case():
+    run = import_traces(files(TRACES / "schedule1f1b-2ranks"), ImportOptions(expected="1F1B"))
+    assert run.order_check is None and run.order_checkable
