@@ -58,9 +58,10 @@ def metric_cards(
         )
 
 
-def chart_summary(timeline: Timeline, what: str) -> str:
+def chart_summary(timeline: Timeline, what: str, memory: bool = True) -> str:
     """One paragraph a screen reader says of a Gantt chart: what it shows, the makespan, the bubble and where
-    the idle time is (before a rank's first action, between its actions, after its last)."""
+    the idle time is (before a rank's first action, between its actions, after its last); and, with ``memory``
+    (the chart draws it) and some memory to speak of, who holds the most."""
     summary = timeline.summary()
     makespan = summary["makespan"]
     if makespan == 0:
@@ -79,13 +80,16 @@ def chart_summary(timeline: Timeline, what: str) -> str:
     ]
     where = "; ".join(f"{share / total:.0%} {words}" for share, words in parts if share > 1e-9 * total) or "none"
     busiest = int(max(range(timeline.num_ranks), key=lambda r: summary["peak_memory"][r]))
-    return (
+    said = (
         f"{what}: a Gantt chart with one row per rank ({timeline.num_ranks} ranks) and time from left to right; "
         f"each bar is one action, labelled with its kind letter (F forward, B backward, I input gradient, "
         f"W weight gradient) and micro-batch. The step takes {makespan:.4g}. {summary['bubble_fraction']:.1%} "
-        f"of the device time is idle (the bubble): {where}. Below it, activation memory over time; rank "
-        f"{busiest} holds the most, {summary['peak_memory'][busiest]:.3g}."
+        f"of the device time is idle (the bubble): {where}."
     )
+    if memory and summary["peak_memory"][busiest] > 0:  # a profiler trace has no memory: nothing to say of it
+        said += f" Below it, activation memory over time; rank {busiest} holds the most, "
+        said += f"{summary['peak_memory'][busiest]:.3g}."
+    return said
 
 
 def tradeoff_sentences(rows: list[dict]) -> list[str]:

@@ -16,8 +16,8 @@ from engine.traces.examples import DEFAULT_EXAMPLE, example_runs
 from engine.traces.names import compile_pattern
 
 NOT_CHECKED = "none"
-LAST_STEP = -1
-"""The step setting's value for "the last step found on every rank"."""
+MEDIAN_STEP = -1
+"""The step setting's value for "every step, the median shown"."""
 
 
 def _offsets(text: str) -> tuple[tuple[int, float], ...]:
@@ -54,8 +54,14 @@ class YourRunSettings(Declared):
         ),  # fmt: skip
     )
     step: int = declared(
-        LAST_STEP,
-        whole("step", LAST_STEP, 10**6, "Profiler step (−1: the last on every rank)", "ProfilerStep#N to read"),
+        MEDIAN_STEP,
+        whole(
+            "step",
+            MEDIAN_STEP,
+            10**6,
+            "Profiler step (−1: the median of every step)",
+            "ProfilerStep#N to read; −1 reads them all and shows the median",
+        ),
     )
     expect: str = declared(
         NOT_CHECKED,
@@ -81,7 +87,7 @@ class YourRunSettings(Declared):
 
     def import_options(self) -> ImportOptions:
         return ImportOptions(
-            step=None if self.step == LAST_STEP else self.step,
+            step=None if self.step == MEDIAN_STEP else self.step,
             expected=None if self.expect == NOT_CHECKED else self.expect,
             pattern=self.pattern or None,
             offsets_ms=dict(self.offsets) if self.offsets else None,

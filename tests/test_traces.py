@@ -283,7 +283,13 @@ def test_the_cli_prints_the_step_and_refuses_bad_input_in_one_line(capsys, tmp_p
     assert "order equals interleaved-1f1b" in out and "idle by cause" in out and "zb-v" in out
     assert main(["trace", *run, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["ranks"] == 4 and summary["profiler_step"] == 1 and summary["time_unit"] == "ms"
+    assert summary["ranks"] == 4 and summary["time_unit"] == "ms"
+    # issue 35: every profiled step read; the one shown is the median by step time (the lower of two)
+    steps = summary["profiled_steps"]
+    assert [figures["step"] for figures in steps] == [0, 1]
+    assert summary["profiler_step"] == min(steps, key=lambda figures: figures["makespan_ms"])["step"]
+    assert summary["makespan"] == pytest.approx(min(figures["makespan_ms"] for figures in steps))
+    assert summary["step_spread"]["makespan_ms"] == sorted(figures["makespan_ms"] for figures in steps)
     bad = tmp_path / "rank0.json"
     bad.write_text("{")
     for arguments in ([str(bad)], [*run, "--offsets", "1:nan"], [*run, "--offsets", "7:5"], [*run, "--step", "x"]):

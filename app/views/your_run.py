@@ -127,33 +127,41 @@ def run_engine(settings: YourRunSettings, stored: StoredUpload | None) -> Import
     return imported_upload(stored.digest, stored.paths, stored.names, options)
 
 
-def cards(run: ImportedRun) -> None:
+def cards(run: ImportedRun, predicted) -> None:
+    """Measured and predicted step side by side (as on Real run), then the bubble, the idle time and the hand-off:
+    the predicted card and the chart's outlines are one simulation (``predicted``)."""
     summary = run.timeline.summary()
     values = [
         ("Step (measured)", f"{summary['makespan']:.3g} ms", "from the first action's start to the last one's end"),
+        ("Step (predicted)", f"{predicted.makespan:.3g} ms", "the simulator with this run's measured per-stage costs "
+         "and the median hand-off (the chart's outlines)"),
         ("Bubble fraction", f"{summary['bubble_fraction']:.1%}", "idle / (ranks × step), the lab's convention"),
         ("Idle, all ranks", f"{sum(summary['idle']):.3g} ms", "split by cause below"),
         ("Hand-off (median)", f"{run.transfer_ms:.3g} ms", "a receive's arrival − its producer's end"),
-    ]
-    for column, (label, value, words) in zip(st.columns(4), values, strict=True):
+    ]  # fmt: skip
+    for column, (label, value, words) in zip(st.columns(len(values)), values, strict=True):
         column.metric(label, value, help=words)
 
 
-def gantt(run: ImportedRun, projector: bool) -> None:
+def gantt(run: ImportedRun, predicted, projector: bool) -> None:
     schedule = run.schedule
-    predicted = simulate(schedule, run.costs, check=False)
     title = (f"{len(run.files)} ranks, {schedule.num_microbatches} micro-batches, {schedule.num_chunks} chunk(s) each"
              + (f", ProfilerStep#{run.step}" if run.step is not None else ""))  # fmt: skip
+    outlines = st.toggle(
+        "Show the prediction's outlines", value=False, key=f"{PAGE}_outlines",
+        help="The simulator's timeline with this run's measured costs, drawn as outlines over the measured bars",
+    )  # fmt: skip
     figure = timeline_figure(
         run.timeline, title=title, time_unit="ms", memory=False, projector=projector,
-        extra=[prediction_outlines(predicted)], end=max(run.timeline.makespan, predicted.makespan),
+        extra=[prediction_outlines(predicted)] if outlines else None,
+        end=max(run.timeline.makespan, predicted.makespan) if outlines else run.timeline.makespan,
     )  # fmt: skip
-    player(f"{PAGE}_gantt", figure, name=title, summary=chart_summary(run.timeline, title))
+    player(f"{PAGE}_gantt", figure, name=title, summary=chart_summary(run.timeline, title, memory=False))
     st.plotly_chart(figure, width="stretch", key=f"{PAGE}_gantt")
     st.caption(
-        f"Bars: what the traces measured (the wait for an input drawn on the rank's communication lane). Outlines: "
-        f"the lab's simulator with this run's measured per-stage costs and the median hand-off "
-        f"({predicted.makespan:.3g} ms against {run.timeline.makespan:.3g} ms measured): where they part, something "
+        f"Bars: what the traces measured (the wait for an input drawn on the rank's communication lane). The "
+        f"prediction ({predicted.makespan:.3g} ms against {run.timeline.makespan:.3g} ms measured) is the lab's "
+        "simulator with this run's measured per-stage costs and the median hand-off; where the two part, something "
         "the costs alone do not explain — waiting for the other ranks' transfers, the host, the framework."
     )
 
@@ -218,6 +226,7 @@ def your_run() -> None:
         st.caption("Below: the last traces that were read.")
     source = ", ".join(shown(Path(f).name) for f in run.files) if stored else example_runs()[settings.example]
     st.markdown(f"**Read:** {source}")
+    st.caption(run.describe_steps())
     for note in run.notes:
         st.caption(note)
     if run.order_check is not None and not run.order_checkable:
@@ -227,8 +236,9 @@ def your_run() -> None:
         st.code(run.order_check, language=None)
     elif settings.expect != "none":
         st.success(f"The order read equals {settings.expect}'s generator on every rank.")
-    cards(run)
-    gantt(run, projector)
+    predicted = simulate(run.schedule, run.costs, check=False)  # one simulation: the card and the outlines
+    cards(run, predicted)
+    gantt(run, predicted, projector)
     with st.expander("Where the idle time comes from", expanded=True):
         idle_causes(run.idle_attribution(), key=f"{PAGE}_causes", time_unit="ms", projector=projector)
     with st.expander("What another schedule would give, with these measured costs", expanded=True):

@@ -135,6 +135,7 @@ def _print(run: ImportedRun, summary: dict, args) -> None:
         + f": {schedule.num_ranks} ranks × {schedule.num_chunks} chunk(s), {schedule.num_microbatches} micro-batches, "
         f"{schedule.placement} placement, {schedule.num_actions} actions"
     )
+    print(f"  {run.describe_steps()}")
     for note in run.notes:
         print(f"  {note}")
     if run.order_check is not None and not run.order_checkable:

@@ -58,6 +58,15 @@ class ImportOptions:
 
 
 @dataclass(frozen=True)
+class StepFigures:
+    """One profiled step's step time (ms) and bubble fraction."""
+
+    step: int | None
+    makespan_ms: float
+    bubble_fraction: float
+
+
+@dataclass(frozen=True)
 class ImportedRun:
     """One step of a real job, as the lab's measured timeline."""
 
@@ -81,6 +90,10 @@ class ImportedRun:
     """The first difference from the expected schedule, drawn on the grid; None when equal or not asked."""
     order_checkable: bool = True
     """False when the expected schedule could not be built or compared at all (``order_check`` says why)."""
+    profiled_steps: tuple[StepFigures, ...] = ()
+    """Every profiled step read (this one is their median by step time), in order."""
+    steps_left_out: tuple[tuple[int | None, str], ...] = ()
+    """Profiled steps that could not be read (a first step cut short), and why."""
 
     @property
     def costs(self) -> Costs:
@@ -112,8 +125,35 @@ class ImportedRun:
             idle_by_cause=self.idle_attribution().as_dict(),
             notes=list(self.notes),
             order_check=self.order_check,
+            profiled_steps=[figures.__dict__ for figures in self.profiled_steps],
+            steps_left_out=[{"step": step, "reason": reason} for step, reason in self.steps_left_out],
+            step_spread=self.step_spread(),
         )
         return summary
+
+    def step_spread(self) -> dict[str, list[float]]:
+        """The lowest and highest step time (ms) and bubble fraction over every profiled step read."""
+        figures = self.profiled_steps or (
+            StepFigures(self.step, self.timeline.makespan, self.timeline.bubble_fraction),
+        )
+        times = [f.makespan_ms for f in figures]
+        bubbles = [f.bubble_fraction for f in figures]
+        return {"makespan_ms": [min(times), max(times)], "bubble_fraction": [min(bubbles), max(bubbles)]}
+
+    def describe_steps(self) -> str:
+        """One line: how many steps were read, their spread, and which one is shown."""
+        figures = self.profiled_steps
+        left = "".join(f"; ProfilerStep#{step} left out: {reason}" for step, reason in self.steps_left_out)
+        if len(figures) < 2:
+            said = "one profiled step read" if figures and figures[0].step is not None else "the whole trace read"
+            return said + left
+        spread = self.step_spread()
+        low, high = spread["makespan_ms"]
+        least, most = spread["bubble_fraction"]
+        return (
+            f"{len(figures)} profiled steps read (ProfilerStep#{', #'.join(str(f.step) for f in figures)}): step "
+            f"{low:.3g}–{high:.3g} ms, bubble {least:.1%}–{most:.1%}; shown: the median step, #{self.step}{left}"
+        )
 
 
 def import_traces(
@@ -133,11 +173,33 @@ def import_traces(
     traces = read_all(paths, progress, keeps if pattern is None else keeps_pattern(pattern), names, budget)
     by_rank = _ranks(traces, options.ranks)
     by_rank, group = _pipeline_group(by_rank)
-    step, windows = _choose_step(by_rank, options.step)
-    steps, inferred = _rank_steps(by_rank, windows, pattern, budget, step)
     offsets = options.offsets_ms
     if offsets is not None and group is not None:  # the user names ranks as the traces do
         offsets = {group.index(rank) if rank in group else rank: ms for rank, ms in offsets.items()}
+    candidates = _steps_to_read(by_rank, options.step)
+    reread: dict[int, RankTrace] = {}  # the autograd events, read once for every step (unlabelled traces)
+    runs: list[ImportedRun] = []
+    left_out: list[tuple[int | None, str]] = []
+    for index, (step, windows) in enumerate(candidates):
+        try:
+            runs.append(_one_step(by_rank, step, windows, pattern, budget, reread, options, offsets, group))
+        except TraceError as error:
+            if runs or index < len(candidates) - 1:  # another step may read (a first step cut short)
+                left_out.append((step, str(error).splitlines()[0][:200]))
+                continue
+            raise
+    if not runs:  # every step failed: the last one's reason
+        step, windows = candidates[-1]
+        _one_step(by_rank, step, windows, pattern, budget, reread, options, offsets, group)
+    figures = tuple(StepFigures(run.step, run.timeline.makespan, run.timeline.bubble_fraction) for run in runs)
+    by_makespan = sorted(runs, key=lambda run: run.timeline.makespan)
+    median = by_makespan[(len(runs) - 1) // 2]  # the lower of the two middle steps
+    return replace(median, profiled_steps=figures, steps_left_out=tuple(left_out))
+
+
+def _one_step(by_rank, step, windows, pattern, budget, reread, options, offsets, group) -> ImportedRun:
+    """Steps 4 to 6 for one profiled step."""
+    steps, inferred = _rank_steps(by_rank, windows, pattern, budget, step, reread)
     origins, estimated, applied = common_clock(by_rank, steps, offsets)
     schedule = _schedule(steps, name=_name(options.expected))
     timeline, compute_ms, transfer_ms = _timeline(schedule, steps, origins)
@@ -221,12 +283,18 @@ def _rank_in_name(trace: RankTrace) -> int | None:
 
 
 # -- 3. the step -----------------------------------------------------------------------------------------------
-def _choose_step(by_rank: dict[int, RankTrace], wanted: int | None) -> tuple[int | None, dict[int, tuple]]:
+Windows = dict[int, tuple[float, float]]
+
+
+def _steps_to_read(by_rank: dict[int, RankTrace], wanted: int | None) -> list[tuple[int | None, Windows]]:
+    """The profiled steps to read, each with every rank's window (µs): the one asked for, else every
+    ``ProfilerStep#N`` on every rank (those with labelled actions on every rank, when any has), in order; the
+    whole trace when it marks no step."""
     found = {rank: _profiler_steps(trace) for rank, trace in by_rank.items()}
     if not any(found.values()):
         if wanted is not None:
             raise TraceError(f"step {wanted} asked for, but the traces mark no ProfilerStep#N")
-        return None, {rank: (-np.inf, np.inf) for rank in by_rank}
+        return [(None, {rank: (-np.inf, np.inf) for rank in by_rank})]
     common = set.intersection(*(set(steps) for steps in found.values()))
     if not common:
         listed = "; ".join(f"rank {rank} has {', '.join(map(str, sorted(steps))) or 'none'}" for rank, steps in
@@ -237,12 +305,13 @@ def _choose_step(by_rank: dict[int, RankTrace], wanted: int | None) -> tuple[int
             raise TraceError(
                 f"step {wanted} is not on every rank; steps on every rank: {', '.join(map(str, sorted(common)))}"
             )
-        return wanted, {rank: steps[wanted] for rank, steps in found.items()}
-    for step in sorted(common, reverse=True):  # the last complete step: pipeline actions on every rank
-        windows = {rank: steps[step] for rank, steps in found.items()}
-        if all(_has_actions(by_rank[rank], windows[rank]) for rank in by_rank):
-            return step, windows
-    return max(common), {rank: steps[max(common)] for rank, steps in found.items()}
+        return [(wanted, {rank: steps[wanted] for rank, steps in found.items()})]
+    every: list[tuple[int | None, Windows]] = [
+        (step, {rank: steps[step] for rank, steps in found.items()}) for step in sorted(common)
+    ]
+    complete = [(step, windows) for step, windows in every if all(
+        _has_actions(by_rank[rank], windows[rank]) for rank in by_rank)]  # fmt: skip
+    return complete or every
 
 
 def _profiler_steps(trace: RankTrace) -> dict[int, tuple[float, float]]:
@@ -259,7 +328,9 @@ def _has_actions(trace: RankTrace, window: tuple[float, float]) -> bool:
 
 
 # -- 4. each rank's actions ------------------------------------------------------------------------------------
-def _rank_steps(by_rank, windows, pattern, budget: KeptBudget, step: int | None) -> tuple[dict[int, RankStep], bool]:
+def _rank_steps(
+    by_rank, windows, pattern, budget: KeptBudget, step: int | None, reread: dict[int, RankTrace]
+) -> tuple[dict[int, RankStep], bool]:
     steps = {rank: rank_step(trace, rank, windows[rank], pattern) for rank, trace in by_rank.items()}
     if all(step.actions for step in steps.values()):
         return steps, False
@@ -269,10 +340,15 @@ def _rank_steps(by_rank, windows, pattern, budget: KeptBudget, step: int | None)
     # no labels anywhere: a pipeline only if the ranks hand data to each other; then read again with the autograd
     # events, and infer (Schedule1F1B)
     refuse_unless_pipeline(by_rank, windows, step)
-    reread = {
-        rank: read_rank_trace(trace.path, name=trace.name, keep=keeps_autograd, budget=budget)
-        for rank, trace in by_rank.items()
-    }
+    if not reread:
+        reread.update(
+            {
+                rank: replace(
+                    read_rank_trace(trace.path, name=trace.name, keep=keeps_autograd, budget=budget), rank=rank
+                )
+                for rank, trace in by_rank.items()
+            }
+        )
     steps = {rank: inferred_rank_step(trace, rank, windows[rank]) for rank, trace in reread.items()}
     if not all(_forwards_and_backwards_pair(step) for step in steps.values()):
         trace = next(iter(by_rank.values()))
