@@ -438,9 +438,10 @@ def _notes(by_rank, steps, inferred, estimated, applied) -> tuple[str, ...]:
         )
     if any(t.has_gpu for t in by_rank.values()) and inferred:
         notes.append(
-            "GPU trace read without labels: each action is timed by its CPU-side autograd ops, not its kernels "
-            "(only labelled actions are matched to their kernels)"
+            "GPU trace read without labels: each inferred action is timed by the kernels its autograd ops launched "
+            "(matched by their launches' correlation ids), on the GPU's clock"
         )
+        notes.extend(note for step in steps.values() for note in step.notes)
     elif any(t.has_gpu for t in by_rank.values()):
         notes.append("GPU trace: each action is timed by its kernels on the compute stream; NCCL kernels are transfers")
     if applied:

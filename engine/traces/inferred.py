@@ -12,10 +12,15 @@ marked ``inferred``.
 from __future__ import annotations
 
 from ..ir import Action, Kind
-from .actions import RECEIVES, Hand, RankStep, TimedAction
+from .actions import NCCL_KERNEL, RECEIVES, Hand, RankStep, TimedAction
 from .reading import Event, RankTrace, keeps
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function"
+LAUNCHES = (
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "hipLaunchKernel",
+    "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
+)  # fmt: skip
+"""The runtime calls that launch a kernel: Kineto gives each the ``correlation`` its kernel carries."""
 COMMUNICATION_PREFIXES = ("c10d::", "gloo:", "nccl:")
 ARRIVAL_SLACK_US = 50.0
 """A receive that ends this soon after an action's first op still fed it (the op may start as it returns)."""
@@ -26,7 +31,9 @@ def keeps_autograd(event: dict) -> bool:
     if keeps(event):
         return True
     args = event.get("args")
-    return event.get("ph") == "X" and isinstance(args, dict) and "Sequence number" in args
+    if event.get("ph") != "X" or not isinstance(args, dict):
+        return False
+    return "Sequence number" in args or (event.get("name") in LAUNCHES and "correlation" in args)
 
 
 def _direction(event: Event) -> str | None:
@@ -80,8 +87,66 @@ def inferred_rank_step(trace: RankTrace, rank: int, window: tuple[float, float])
             actions.append(TimedAction(Action(rank, Kind.F, microbatch), start, start, end, inferred=True))
         start, end = burst[0].start, max(e.end for e in burst)
         actions.append(TimedAction(Action(rank, Kind.B, microbatch), start, start, end, inferred=True))
+    notes: tuple[str, ...] = ()
+    if trace.has_gpu:  # each action's time is its kernels', found through its ops' launches
+        actions, on_cpu = _on_the_gpu(actions, backward_bursts, forward_ops, trace.events)
+        if on_cpu:
+            notes = (f"rank {rank}: {on_cpu} of {len(actions)} inferred actions launched no kernel we could match; "
+                     "they keep their CPU time",)  # fmt: skip
     actions.sort(key=lambda action: action.start)
-    return RankStep(rank, tuple(actions), receives=_receives(events, actions, rank))
+    return RankStep(rank, tuple(actions), receives=_receives(events, actions, rank), notes=notes)
+
+
+def _on_the_gpu(
+    actions: list[TimedAction], bursts, forward_ops, every: tuple[Event, ...]
+) -> tuple[list[TimedAction], int]:
+    """GPU traces: each inferred action timed by the kernels its CPU ops launched — a launch (``cudaLaunchKernel``)
+    inside one of the action's ops, on the op's thread, carries the ``correlation`` id of its kernel. An action
+    whose ops launched nothing keeps its CPU time: their number is returned with the actions."""
+    launches: dict[object, list[Event]] = {}
+    kernels: dict[int, Event] = {}
+    for event in every:
+        if event.name in LAUNCHES and _whole(event.args.get("correlation")):
+            launches.setdefault(event.thread, []).append(event)
+        elif event.category == "kernel" and not event.name.startswith(NCCL_KERNEL):
+            if _whole(event.args.get("correlation")):
+                kernels[event.args["correlation"]] = event
+    ops_of = _ops_of_actions(actions, bursts, forward_ops)
+    timed, on_cpu = [], 0
+    for action in actions:
+        mine = [
+            kernels[launch.args["correlation"]]
+            for op in ops_of.get(id(action), [])
+            for launch in launches.get(op.thread, [])
+            if op.start <= launch.start <= op.end and launch.args["correlation"] in kernels
+        ]
+        if not mine:
+            timed.append(action)
+            on_cpu += 1
+            continue
+        start, end = min(k.start for k in mine), max(k.end for k in mine)
+        timed.append(TimedAction(action.slot, start, start, end, inferred=True))
+    return timed, on_cpu
+
+
+def _ops_of_actions(actions, bursts, forward_ops) -> dict[int, list[Event]]:
+    """Each inferred action's CPU ops (by the action's id): its backward burst, or its forward's ops."""
+    found: dict[int, list[Event]] = {}
+    for action in actions:
+        slot = action.slot
+        if not isinstance(slot, Action) or slot.microbatch >= len(bursts):
+            continue
+        burst = bursts[slot.microbatch]
+        if slot.kind is Kind.B:
+            found[id(action)] = burst
+        else:
+            numbers = {int(e.args["Sequence number"]) for e in burst if "Sequence number" in e.args}
+            found[id(action)] = [op for n in numbers for op in _last_run(forward_ops.get(n, []), burst[0].start)]
+    return found
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _receives(events: list[Event], actions: list[TimedAction], rank: int) -> tuple[Hand, ...]:
