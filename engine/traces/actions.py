@@ -66,9 +66,12 @@ class RankStep:
     notes: tuple[str, ...] = field(default=())
 
 
-def rank_step(trace: RankTrace, rank: int, window: tuple[float, float], pattern=None) -> RankStep:
+def rank_step(
+    trace: RankTrace, rank: int, window: tuple[float, float], pattern=None, num_stages: int | None = None
+) -> RankStep:
     """The actions of ``trace`` inside ``window`` (µs), with compute and waiting split
-    ([Note: compute and waiting])."""
+    ([Note: compute and waiting]). ``num_stages`` (all ranks' labels together) lets a trace read with a user's
+    pattern, which labels no hand-off, take its hand-offs from the send and receive ops (``_handoffs_by_order``)."""
     low, high = window
     inside = [event for event in trace.events if low <= event.start <= high]
     cpu_spans = [e for e in inside if e.category != "gpu_user_annotation"]
@@ -90,10 +93,13 @@ def rank_step(trace: RankTrace, rank: int, window: tuple[float, float], pattern=
         elif label.sharding is not None:
             sharding += 1
     receives = _completed_receives(inside, transfer_actions, computed, rank)
+    sends_by_order: tuple[Hand, ...] = ()
+    if pattern is not None and not transfer_actions and num_stages is not None:
+        receives, sends_by_order = _handoffs_by_order(inside, computed, num_stages)
     actions = [_timed(event, label, rank, receives) for event, label in computed]
     if gpu_labels:
         actions = _timed_by_kernels(actions, inside)
-    sends = tuple(
+    sends = sends_by_order or tuple(
         Hand(stage, kind[-1], microbatch, event.start, event.end)
         for event, (stage, kind, microbatch) in transfer_actions
         if kind.startswith("SEND")
@@ -116,6 +122,44 @@ def _gpu_copies(trace: RankTrace, cpu_spans: list[Event], low: float) -> list[Ev
         if event.category == "gpu_user_annotation" and event.start >= low and event.name in wanted:
             copies.setdefault(event.name, event)
     return sorted(copies.values(), key=lambda event: event.start)
+
+
+def _handoffs_by_order(inside, computed, num_stages: int) -> tuple[list[tuple[Hand, float]], tuple[Hand, ...]]:
+    """Hand-offs of a trace whose compute a user's pattern names and whose hand-offs nothing names: a pipeline
+    runtime receives, and sends, in the order its compute needs them, so the k-th receive op (``gloo:recv``,
+    ``nccl:recv``, by start) carries the input of the k-th action that needs one from another rank — a forward
+    whose previous stage, or a backward whose next stage, is not on this rank — and the k-th send the output of
+    the k-th action whose consumer is elsewhere. Surplus ops at the step's start are not the pipeline's (PyTorch's
+    first step exchanges shapes before its first action): the last ones are paired. Nothing is paired when there
+    are fewer ops than actions that need them (the hand-offs then stay unread, as before)."""
+    mine = {label.compute.stage for _, label in computed if isinstance(label.compute, Action)}
+    ordered = sorted(
+        ((event, label.compute) for event, label in computed if isinstance(label.compute, Action)),
+        key=lambda item: item[0].start,
+    )
+
+    def remote(stage: int) -> bool:
+        return 0 <= stage < num_stages and stage not in mine
+
+    needing = [(e, a) for e, a in ordered if remote(a.stage - 1 if a.kind is Kind.F else a.stage + 1) and a.kind
+               is not Kind.W]  # fmt: skip
+    feeding = [(e, a) for e, a in ordered if remote(a.stage + 1 if a.kind is Kind.F else a.stage - 1) and a.kind
+               is not Kind.W]  # fmt: skip
+    received = sorted((e for e in inside if e.name in RECEIVES), key=lambda e: e.start)
+    sent = sorted((e for e in inside if e.name in SENDS), key=lambda e: e.start)
+    received, sent = received[len(received) - len(needing) :], sent[len(sent) - len(feeding) :]
+    receives: list[tuple[Hand, float]] = []
+    if len(received) == len(needing):
+        for data, (_, action) in zip(received, needing, strict=True):
+            direction = "F" if action.kind is Kind.F else "B"
+            receives.append((Hand(action.stage, direction, action.microbatch, data.start, data.end), data.end))
+    sends: tuple[Hand, ...] = ()
+    if len(sent) == len(feeding):
+        sends = tuple(
+            Hand(action.stage, "F" if action.kind is Kind.F else "B", action.microbatch, data.start, data.end)
+            for data, (_, action) in zip(sent, feeding, strict=True)
+        )
+    return receives, sends
 
 
 def _completed_receives(inside, transfer_actions, computed, rank: int) -> list[tuple[Hand, float]]:

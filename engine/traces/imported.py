@@ -27,7 +27,7 @@ import pandas as pd
 from ..attribution import IdleAttribution, attribute, measured_levels
 from ..costs import Costs, Durations
 from ..dependencies import ScheduleError, compiled
-from ..ir import Schedule
+from ..ir import Action, Schedule
 from ..pytorch_csv import read_csv
 from ..runtime.result import measured_stage_costs
 from ..schedules import FAMILIES
@@ -331,7 +331,8 @@ def _has_actions(trace: RankTrace, window: tuple[float, float]) -> bool:
 def _rank_steps(
     by_rank, windows, pattern, budget: KeptBudget, step: int | None, reread: dict[int, RankTrace]
 ) -> tuple[dict[int, RankStep], bool]:
-    steps = {rank: rank_step(trace, rank, windows[rank], pattern) for rank, trace in by_rank.items()}
+    num_stages = _stages_named(by_rank, windows, pattern) if pattern is not None else None
+    steps = {rank: rank_step(trace, rank, windows[rank], pattern, num_stages) for rank, trace in by_rank.items()}
     if all(step.actions for step in steps.values()):
         return steps, False
     if any(step.actions for step in steps.values()) or pattern is not None:
@@ -361,6 +362,17 @@ def _rank_steps(
         )
     refuse_broken_order(steps)
     return steps, True
+
+
+def _stages_named(by_rank, windows, pattern) -> int:
+    """How many stages a user's pattern names across every rank's step (the highest stage, plus one)."""
+    highest = -1
+    for rank, trace in by_rank.items():
+        low, high = windows[rank]
+        for event in trace.events:
+            if low <= event.start <= high and isinstance(action := read_label(event.name, pattern).compute, Action):
+                highest = max(highest, action.stage)
+    return highest + 1
 
 
 def _forwards_and_backwards_pair(step: RankStep) -> bool:
