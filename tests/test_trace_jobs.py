@@ -235,3 +235,16 @@ def test_a_framework_that_names_only_its_compute_reads_its_hand_offs_from_the_se
     # hand-offs read (0 ms before); paired by order, a receive posted ahead of the compute that needs it may be
     # paired with another action of the same rank, so the median hand-off is near the labelled one, not equal
     assert labelled.transfer_ms / 1.5 <= renamed.transfer_ms <= labelled.transfer_ms * 1.5
+
+
+FRAMEWORKS = ROOT / "tests" / "fixtures" / "other_frameworks"
+
+
+@pytest.mark.parametrize("engine", ["deepspeed", "megatron"])
+def test_deepspeed_and_megatron_pipelines_read_as_the_1f1b_they_run(engine):
+    """Real traces of DeepSpeed's and Megatron-Core's pipeline engines (2 ranks, 4 micro-batches; see the folder's
+    README): no labels, read from their autograd events and their sends and receives, as 1F1B."""
+    run = import_traces(files(FRAMEWORKS / engine), ImportOptions(expected="1f1b"))
+    assert run.inferred and run.order_check is None and run.order_checkable
+    assert (run.schedule.num_ranks, run.schedule.num_microbatches) == (2, 4)
+    assert len(run.profiled_steps) == 2 and 0 < run.timeline.bubble_fraction < 1

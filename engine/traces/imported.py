@@ -445,8 +445,9 @@ def _notes(by_rank, steps, inferred, estimated, applied) -> tuple[str, ...]:
     notes = []
     if inferred:
         notes.append(
-            "inferred: these traces label no pipeline action (PyTorch's Schedule1F1B writes none); each action was "
-            "read from its autograd events, in micro-batch order"
+            "inferred: these traces label no pipeline action (PyTorch's Schedule1F1B, DeepSpeed and Megatron-Core "
+            "write none); each action was read from its autograd events, in micro-batch order, on the evidence of "
+            "sends and receives between the ranks"
         )
     if any(t.has_gpu for t in by_rank.values()) and inferred:
         notes.append(

@@ -99,6 +99,19 @@ KEEP_NAMES = re.compile(
     r"autograd::engine::evaluate_function|Optimizer\.step|ncclDevKernel|ncclKernel"
 )
 KEEP_CATEGORIES = ("kernel", "gpu_user_annotation", "gpu_memcpy", "F", "B", "I", "W")
+OLD_CATEGORIES = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime",
+                  "Operator": "cpu_op", "Trace": "trace"}  # fmt: skip
+"""Older Kineto (PyTorch 1.8–1.10) wrote these category names; read as today's."""
+
+
+def category_of(event: dict) -> str:
+    """The event's category as today's Kineto names it ("" when it has none or it is not text)."""
+    category = event.get("cat", "")
+    if not isinstance(category, str):
+        return ""
+    return OLD_CATEGORIES.get(category, category)
+
+
 """GPU work, and the lab's own traces' actions (``Timeline.to_chrome_trace`` files them under their kind)."""
 
 
@@ -108,7 +121,7 @@ def keeps(event: dict) -> bool:
     if event.get("ph") != "X":
         return False
     name = event.get("name")
-    return event.get("cat") in KEEP_CATEGORIES or (isinstance(name, str) and KEEP_NAMES.match(name) is not None)
+    return category_of(event) in KEEP_CATEGORIES or (isinstance(name, str) and KEEP_NAMES.match(name) is not None)
 
 
 class KeptBudget:
@@ -276,8 +289,7 @@ def _kept_events(
         for raw in parser.items(text, "traceEvents.item", use_float=True):
             if not isinstance(raw, dict):
                 continue
-            category = raw.get("cat", "")
-            category = category if isinstance(category, str) else str(type(category).__name__)
+            category = category_of(raw)
             counts[category] = counts.get(category, 0) + 1
             has_gpu = has_gpu or category == "kernel"
             if keep(raw):
@@ -324,10 +336,10 @@ def _event(raw: dict, name: str, number: int) -> Event:
     args = raw.get("args", {})
     if not isinstance(args, dict):
         raise TraceError(f'{where}: "args" is {_type_name(args)}, not an object')
-    category = raw.get("cat", "")
+    category = category_of(raw)
     return Event(
         name=label,
-        category=category if isinstance(category, str) else "",
+        category=category,
         start=float(start),
         duration=float(duration),
         thread=thread,
