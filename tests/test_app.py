@@ -515,3 +515,30 @@ def test_your_run_marks_where_the_order_differs_and_warns_about_a_bad_link():
     assert any("differs from looped-bfs" in e.value for e in at.error)
     assert any("<-- here" in c.value for c in at.code)
     assert any("step=`x`: expected a whole number" in w.value for w in at.warning)
+
+
+def test_your_run_shows_the_prediction_as_a_card_and_its_outlines_and_the_arrows_only_when_asked():
+    """Issue 35: measured and predicted step side by side (one simulation for the card and the outlines); the
+    outlines off and the arrows on by default, each behind its toggle; the time axis ends at the step."""
+    from engine import simulate
+    from engine.traces import import_traces
+    from engine.traces.examples import DEFAULT_EXAMPLE, example_files
+
+    run = import_traces(example_files(DEFAULT_EXAMPLE))
+    predicted = simulate(run.schedule, run.costs, check=False).makespan
+    at = open_app({}, page="views/your_run.py")
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Step (predicted)"] == f"{predicted:.3g} ms"
+
+    def drawn(app) -> tuple[set, list]:
+        figure = json.loads(app.get("plotly_chart")[0].proto.spec)
+        return {trace.get("meta") or trace.get("name") for trace in figure["data"]}, figure["layout"]["xaxis"]["range"]
+
+    names, axis = drawn(at)
+    assert "pplab-arrows" in names and "predicted (outline)" not in names
+    assert axis[1] == pytest.approx(run.timeline.makespan, rel=0.05)  # the step's end, a margin at most
+    toggles = {t.label: t for t in at.toggle}
+    toggles["Show the prediction's outlines"].set_value(True)
+    toggles["Show the hand-off arrows"].set_value(False)
+    names, _ = drawn(at.run())
+    assert "pplab-arrows" not in names and "predicted (outline)" in names

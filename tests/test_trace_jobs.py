@@ -248,3 +248,20 @@ def test_deepspeed_and_megatron_pipelines_read_as_the_1f1b_they_run(engine):
     assert run.inferred and run.order_check is None and run.order_checkable
     assert (run.schedule.num_ranks, run.schedule.num_microbatches) == (2, 4)
     assert len(run.profiled_steps) == 2 and 0 < run.timeline.bubble_fraction < 1
+
+
+def test_old_kineto_category_names_read_as_todays(tmp_path):
+    """PyTorch 1.8–1.10's Kineto wrote "Kernel", "Runtime" and "Operator" for today's kernel, cuda_runtime and
+    cpu_op: the GPU pair reads the same either way (timed by its kernels)."""
+    old = {"kernel": "Kernel", "cuda_runtime": "Runtime", "cpu_op": "Operator"}
+
+    def older(trace):
+        for event in trace["traceEvents"]:
+            event["cat"] = old.get(event.get("cat"), event.get("cat"))
+
+    paths = _rewritten(tmp_path, "gpu-synthetic-2ranks", older)
+    assert '"Kernel"' in gzip.open(paths[0]).read().decode()
+    today = import_traces(files(TRACES / "gpu-synthetic-2ranks"))
+    then = import_traces(paths)
+    assert then.schedule.ranks == today.schedule.ranks
+    assert then.timeline.makespan == pytest.approx(today.timeline.makespan)

@@ -54,6 +54,10 @@ def lanes_for(timeline: Timeline) -> Lanes:
     return TWO_LANES if timed or waited else ONE_LANE
 
 
+ARROWS = "pplab-arrows"
+"""The ``meta`` of the trace that draws the hand-off arrows (the player and the Your run page find it by it)."""
+
+
 def add_transfers(traces: list, timeline: Timeline, show_legend: bool, lanes: Lanes) -> None:
     """Each hand-off between ranks on the communication lanes — a send bar on the producer's rank, a receive bar
     on the consumer's — with an arrow from one to the other (only when transfers take time, and not too many)."""
@@ -105,7 +109,7 @@ def add_transfers(traces: list, timeline: Timeline, show_legend: bool, lanes: La
             name="transfer: from producer to consumer",
             legendgroup="transfer",
             showlegend=False,
-            meta="pplab-arrows",  # the browser hides them where they would be too dense to see (player.py)
+            meta=ARROWS,  # the browser hides them where they would be too dense to see (player.py)
             x=x.astype(np.float32),
             y=y.astype(np.float32),
             mode="lines+markers",

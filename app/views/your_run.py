@@ -10,6 +10,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app import state
 from app.charts import timeline_figure
+from app.charts.lanes import ARROWS
 from app.charts.player import player
 from app.charts.run_figure import prediction_outlines
 from app.codec import plain, shown
@@ -147,15 +148,22 @@ def gantt(run: ImportedRun, predicted, projector: bool) -> None:
     schedule = run.schedule
     title = (f"{len(run.files)} ranks, {schedule.num_microbatches} micro-batches, {schedule.num_chunks} chunk(s) each"
              + (f", ProfilerStep#{run.step}" if run.step is not None else ""))  # fmt: skip
-    outlines = st.toggle(
+    left, right = st.columns(2)
+    outlines = left.toggle(
         "Show the prediction's outlines", value=False, key=f"{PAGE}_outlines",
         help="The simulator's timeline with this run's measured costs, drawn as outlines over the measured bars",
+    )  # fmt: skip
+    arrows = right.toggle(
+        "Show the hand-off arrows", value=True, key=f"{PAGE}_arrows",
+        help="An arrow from each producer's send to its consumer's receive; the send and receive bars stay",
     )  # fmt: skip
     figure = timeline_figure(
         run.timeline, title=title, time_unit="ms", memory=False, projector=projector,
         extra=[prediction_outlines(predicted)] if outlines else None,
         end=max(run.timeline.makespan, predicted.makespan) if outlines else run.timeline.makespan,
     )  # fmt: skip
+    if not arrows:
+        figure.data = tuple(trace for trace in figure.data if trace.meta != ARROWS)
     player(f"{PAGE}_gantt", figure, name=title, summary=chart_summary(run.timeline, title, memory=False))
     st.plotly_chart(figure, width="stretch", key=f"{PAGE}_gantt")
     st.caption(

@@ -394,16 +394,20 @@ def _schedule(steps: dict[int, RankStep], name: str) -> Schedule:
 def _timeline(schedule: Schedule, steps, origins) -> tuple[Timeline, np.ndarray, float]:
     c = compiled(schedule)
     timed = [action for rank in sorted(steps) for action in steps[rank].actions]
-    ms = lambda rank, us: (us - origins[rank]) / 1e3  # noqa: E731 - local unit conversion
     ranks = [rank for rank in sorted(steps) for _ in steps[rank].actions]
+    # time 0 is the step's first compute, as its makespan counts: a rank that entered its first action earlier
+    # and waited for its input shows that wait from 0 (the chart's axis and the step then agree)
+    lead = min(a.compute_start - origins[r] for r, a in zip(ranks, timed, strict=True)) if timed else 0.0
+    origins = {rank: origin + lead for rank, origin in origins.items()}
+    ms = lambda rank, us: (us - origins[rank]) / 1e3  # noqa: E731 - local unit conversion
     starts = np.array([ms(r, a.compute_start) for r, a in zip(ranks, timed, strict=True)])
     ends = np.array([ms(r, a.end) for r, a in zip(ranks, timed, strict=True)])
     waits = pd.DataFrame(
         [
-            {"rank": r, "start": ms(r, a.start), "end": ms(r, a.compute_start), "waiting_for": f"the input of {a.slot}",
-             "action": str(a.slot)}
+            {"rank": r, "start": max(ms(r, a.start), 0.0), "end": ms(r, a.compute_start),
+             "waiting_for": f"the input of {a.slot}", "action": str(a.slot)}
             for r, a in zip(ranks, timed, strict=True)
-            if a.compute_start > a.start
+            if a.compute_start > a.start and ms(r, a.compute_start) > 0
         ],
         columns=["rank", "start", "end", "waiting_for", "action"],
     )  # fmt: skip
