@@ -542,3 +542,16 @@ def test_your_run_shows_the_prediction_as_a_card_and_its_outlines_and_the_arrows
     toggles["Show the hand-off arrows"].set_value(False)
     names, _ = drawn(at.run())
     assert "pplab-arrows" not in names and "predicted (outline)" in names
+
+
+def test_your_run_zooms_to_a_time_window_and_a_rank():
+    at = open_app({}, page="views/your_run.py")
+    window = next(s for s in at.slider if s.label == "Time window, ms")
+    low, high = window.value
+    window.set_value((high / 4, high / 2))
+    next(s for s in at.selectbox if s.label == "Ranks").set_value("rank 1")
+    at.run()
+    assert not at.exception
+    layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    assert layout["xaxis"]["range"] == pytest.approx([high / 4, high / 2], rel=0.02)
+    assert layout["yaxis"]["range"] == pytest.approx([1.55, 0.45])

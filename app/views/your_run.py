@@ -164,6 +164,7 @@ def gantt(run: ImportedRun, predicted, projector: bool) -> None:
     )  # fmt: skip
     if not arrows:
         figure.data = tuple(trace for trace in figure.data if trace.meta != ARROWS)
+    zoom(figure, run)
     player(f"{PAGE}_gantt", figure, name=title, summary=chart_summary(run.timeline, title, memory=False))
     st.plotly_chart(figure, width="stretch", key=f"{PAGE}_gantt")
     st.caption(
@@ -172,6 +173,25 @@ def gantt(run: ImportedRun, predicted, projector: bool) -> None:
         "simulator with this run's measured per-stage costs and the median hand-off; where the two part, something "
         "the costs alone do not explain — waiting for the other ranks' transfers, the host, the framework."
     )
+
+
+def zoom(figure, run: ImportedRun) -> None:
+    """A time window and one rank, chosen below the toggles, set the chart's axes: bars wide enough for their
+    labels show them (Plotly hides a label only where it does not fit)."""
+    step = float(run.timeline.makespan)
+    which = f"{PAGE}_{len(run.files)}_{run.step}_{step:.6g}"  # a new run: fresh controls, never a stale window
+    left, right = st.columns([3, 1])
+    window = left.slider(
+        "Time window, ms", 0.0, step, (0.0, step), step=step / 200 if step > 0 else 1.0, key=f"{which}_window",
+        help="Zoom into part of the step: the bars widen and show their labels",
+    )  # fmt: skip
+    ranks = ["all ranks", *(f"rank {rank}" for rank in range(run.schedule.num_ranks))]
+    focus = right.selectbox("Ranks", ranks, key=f"{which}_rank", help="One rank's row across the whole chart")
+    if window != (0.0, step):
+        figure.update_layout(xaxis=dict(range=list(window), autorange=False))
+    if focus != ranks[0]:
+        rank = ranks.index(focus) - 1
+        figure.update_layout(yaxis=dict(range=[rank + 0.55, rank - 0.55], autorange=False))
 
 
 def families(run: ImportedRun) -> None:
