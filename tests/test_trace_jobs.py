@@ -265,3 +265,70 @@ def test_old_kineto_category_names_read_as_todays(tmp_path):
     then = import_traces(paths)
     assert then.schedule.ranks == today.schedule.ranks
     assert then.timeline.makespan == pytest.approx(today.timeline.makespan)
+
+
+def _gpu_data_parallel_rank(rank: int, world: int, with_nccl: bool) -> dict:
+    """A GPU training step as Kineto records it (forward ops with sequence numbers, autograd's backward functions,
+    kernels on stream 7 matched to their launches), and, across ranks, DDP's gradient buckets all-reduced by NCCL
+    kernels under ``record_param_comms`` — no send, no receive."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#0", "ts": 0.0, "dur": 5000.0, "pid": 1, "tid": 1}]
+    clock, correlation = 100.0, 0
+    for kind, count in (("F", 4), ("B", 4)):
+        for index in range(count):
+            name = "aten::linear" if kind == "F" else "autograd::engine::evaluate_function: AddmmBackward0"
+            tid = 1 if kind == "F" else 2
+            sequence = 10 + (index if kind == "F" else count - 1 - index)
+            events.append({"ph": "X", "cat": "cpu_op", "name": name, "ts": clock, "dur": 10.0, "pid": 1, "tid": tid,
+                           "args": {"Sequence number": sequence}})  # fmt: skip
+            correlation += 1
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": clock + 2, "dur": 4.0,
+                           "pid": 1, "tid": tid, "args": {"correlation": correlation}})  # fmt: skip
+            events.append({"ph": "X", "cat": "kernel", "name": "ampere_sgemm_64x64_nn", "ts": clock + 100,
+                           "dur": 30.0, "pid": 0, "tid": 7, "args": {"correlation": correlation}})  # fmt: skip
+            if kind == "B" and with_nccl and index % 2 == 1:  # a gradient bucket is ready: all-reduce it
+                events.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": clock + 12,
+                               "dur": 5.0, "pid": 1, "tid": tid, "args": {"Collective name": "allreduce"}})  # fmt: skip
+                events.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                               "ts": clock + 140, "dur": 50.0, "pid": 0, "tid": 20, "args": {}})  # fmt: skip
+            clock += 20.0
+    info = {"backend": "nccl", "rank": rank, "world_size": world}
+    return {"distributedInfo": info, "baseTimeNanoseconds": 0, "traceEvents": events}
+
+
+@pytest.mark.parametrize(
+    ("world", "given", "says"),
+    [
+        (1, [0], "one rank's trace and no pipeline labels"),  # a single-GPU job
+        (2, [0, 1], "2 all-reduce"),  # DDP over NCCL: its kernels counted
+        (8, [0, 1], "missing rank(s) 2, 3, 4, 5 and 2 more"),  # two ranks of a bigger DDP job
+    ],
+)
+def test_gpu_jobs_that_are_not_pipelines_are_refused_with_the_reason(tmp_path, world, given, says):
+    paths = []
+    for rank in given:
+        path = tmp_path / f"rank{rank}.json.gz"
+        path.write_bytes(gzip.compress(json.dumps(_gpu_data_parallel_rank(rank, world, world > 1)).encode()))
+        paths.append(str(path))
+    message = refused(paths, says)
+    assert "micro-batch" not in message
+
+
+def test_an_explicit_kind_map_names_a_frameworks_own_words(tmp_path):
+    """--kinds: words no rule knows ("dgradient", "wgradient"), mapped by the user."""
+    words = {"F": "fprop", "B": "bprop", "I": "dgradient", "W": "wgradient"}
+
+    def relabel(trace):
+        for event in trace["traceEvents"]:
+            found = re.fullmatch(r"PP:([0-9]+)([FBIW])([0-9]+)", str(event.get("name", "")))
+            if found:
+                event["name"] = f"s{found.group(1)}.{words[found.group(2)]}.{found.group(3)}"
+
+    run = "scheduleinterleavedzerobubble-2ranks"
+    paths = _rewritten(tmp_path, run, relabel)
+    pattern = r"s(?P<stage>[0-9]+)\.(?P<kind>[a-z]+)\.(?P<microbatch>[0-9]+)"
+    kinds = "fprop=F,bprop=B,dgradient=I,wgradient=W"
+    assert import_traces(paths, ImportOptions(pattern=pattern, kinds=kinds)).schedule.ranks == (
+        import_traces(files(TRACES / run)).schedule.ranks
+    )
+    with pytest.raises(ValueError, match="a kind map takes WORD=KIND pairs"):
+        import_traces(paths, ImportOptions(pattern=pattern, kinds="fprop=X"))

@@ -36,6 +36,9 @@ def add_trace_parser(commands) -> None:
         help="names of other frameworks' actions: a regex with groups (?P<stage>…)(?P<kind>…)(?P<microbatch>…)",
     )
     parser.add_argument(
+        "--kinds", metavar="WORD=K,...", help="with --pattern: what its kind words mean, e.g. fwd=F,bwd_in=I,bwd_w=W"
+    )
+    parser.add_argument(
         "--offsets", metavar="RANK:MS,...", help="clock offset per rank, ms (traces from several hosts)"
     )
     parser.add_argument("--expect", metavar="FAMILY|FILE.csv", help="check the order read against a family or a CSV")
@@ -56,6 +59,7 @@ def options_from(args) -> ImportOptions:
         step=args.step,
         ranks=_ranks(args.ranks) if args.ranks else None,
         pattern=args.pattern,
+        kinds=args.kinds,
         offsets_ms=_offsets(args.offsets) if args.offsets else None,
         expected=expected,
     )

@@ -51,6 +51,8 @@ class ImportOptions:
     """The rank of each file, in the order given, for traces that do not say (no ``distributedInfo``)."""
     pattern: str | None = None
     """A name pattern for other frameworks' labels (``engine.traces.names.compile_pattern``)."""
+    kinds: str | None = None
+    """With ``pattern``: an explicit map of its kind words, "fwd=F,bwd_in=I,bwd_w=W" (``names.kind_map``)."""
     offsets_ms: dict[int, float] | None = None
     """Clock offset per rank to add (traces from several hosts); None: estimated when the clocks disagree."""
     expected: str | None = None
@@ -166,7 +168,7 @@ def import_traces(
     ``progress(file, bytes read, bytes in all files)`` is called as the files are read. ``names``: each file as
     the user named it (what messages and ``files`` say; default the paths). In this process: a stranger's files
     go through ``engine.traces.isolated.import_traces_isolated``, which calls this in a child with limits."""
-    pattern = compile_pattern(options.pattern) if options.pattern else None
+    pattern = compile_pattern(options.pattern, options.kinds) if options.pattern else None
     if options.expected is not None and options.expected.lower() in FAMILIES:  # "1F1B" is the family 1f1b
         options = replace(options, expected=options.expected.lower())
     budget = KeptBudget()

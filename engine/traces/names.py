@@ -102,7 +102,11 @@ def _by_pattern(name: str, pattern: Any) -> Label:
     match = pattern.fullmatch(name)
     if match is None:
         return NOTHING
-    kind = kind_of(match.group("kind") or "")
+    word = match.group("kind") or ""
+    kinds = getattr(pattern, "kinds", None) or {}
+    kind = kinds.get(_plain(word))
+    if kind is None:  # not "or": Kind.F is 0
+        kind = kind_of(word)
     if kind is None:
         return NOTHING
     try:
@@ -124,16 +128,46 @@ KIND_WORDS = (
 def kind_of(word: str) -> Kind | None:
     """The kind a pattern's ``kind`` group names: F, B, I or W, or a word for one (Forward, fwd, Backward, bwd,
     BackwardInput, Input, BackwardWeight, Weight…; case, spaces, "-" and "_" ignored); None for any other."""
-    plain = re.sub(r"[^a-z]", "", word.lower())
+    plain = _plain(word)
     for kind, words in KIND_WORDS:
         if plain in words:
             return kind
     return None
 
 
-def compile_pattern(text: str):
+def _plain(word: str) -> str:
+    return re.sub(r"[^a-z]", "", word.lower())
+
+
+@dataclass(frozen=True)
+class NamePattern:
+    """A user's compiled name pattern (RE2), and the explicit map of its kind words, if given."""
+
+    regex: Any
+    kinds: dict[str, Kind]
+
+    def fullmatch(self, name: str):
+        return self.regex.fullmatch(name)
+
+
+def kind_map(text: str) -> dict[str, Kind]:
+    """ "fwd=F,bwd_in=I,bwd_w=W" → each word (case, spaces, "-" and "_" ignored) and the kind it names; ValueError
+    with the reason for anything else."""
+    found: dict[str, Kind] = {}
+    for part in (p for p in text.split(",") if p.strip()):
+        word, _, letter = part.partition("=")
+        if not _plain(word) or letter.strip().upper() not in COMPUTE:
+            raise ValueError(
+                f"a kind map takes WORD=KIND pairs with KIND one of F, B, I, W, like fwd=F,bwd_w=W; got {part[:40]!r}"
+            )
+        found[_plain(word)] = Kind[letter.strip().upper()]
+    return found
+
+
+def compile_pattern(text: str, kinds: str | None = None) -> NamePattern:
     """A user's name pattern, e.g. ``stage(?P<stage>[0-9]+)_(?P<kind>fwd|bwd)_mb(?P<microbatch>[0-9]+)``:
-    named groups ``stage``, ``kind`` (F, B, I or W, or a word for one: ``kind_of``) and
+    named groups ``stage``, ``kind`` (F, B, I or W, or a word for one: ``kinds``, an explicit ``kind_map``, else
+    ``kind_of``) and
     ``microbatch``. It runs on RE2 (``google-re2``), whose matching takes time linear in the name whatever the
     pattern holds: a pattern from a link reaches the server, and on Python's backtracking matcher twenty ``.*``
     in a row froze it for good (issue 34). RE2 has no backreferences and no look-arounds; such a pattern is
@@ -156,4 +190,4 @@ def compile_pattern(text: str):
         raise ValueError(
             f"the name pattern needs the named groups {', '.join(sorted(missing))}, e.g. (?P<stage>[0-9]+)"
         )
-    return compiled
+    return NamePattern(compiled, kind_map(kinds) if kinds else {})
