@@ -168,19 +168,26 @@ def test_a_four_rank_pipeline_group_of_an_eight_rank_job_is_read(tmp_path):
 
 
 # -- other frameworks' names -------------------------------------------------------------------------------------
-def test_kind_words_are_read_as_their_kinds_not_their_first_letter(tmp_path):
-    """A zero-bubble run relabelled "Stage{s}-BackwardInput{m}": read as I (before: B by its first letter, and
-    "3B0 appears twice")."""
-    words = {"F": "Forward", "B": "Backward", "I": "BackwardInput", "W": "BackwardWeight"}
+def _relabel_compute(words: dict[str, str], form: str):
+    """A trace change: each PyTorch compute label PP:<stage><kind><micro-batch> renamed as ``form`` says, its
+    kind as ``words`` names it."""
 
     def relabel(trace):
         for event in trace["traceEvents"]:
             found = re.fullmatch(r"PP:([0-9]+)([FBIW])([0-9]+)", str(event.get("name", "")))
             if found:
-                event["name"] = f"Stage{found.group(1)}-{words[found.group(2)]}{found.group(3)}"
+                stage, kind, microbatch = found.groups()
+                event["name"] = form.format(stage=stage, word=words[kind], microbatch=microbatch)
 
+    return relabel
+
+
+def test_kind_words_are_read_as_their_kinds_not_their_first_letter(tmp_path):
+    """A zero-bubble run relabelled "Stage{s}-BackwardInput{m}": read as I (before: B by its first letter, and
+    "3B0 appears twice")."""
+    words = {"F": "Forward", "B": "Backward", "I": "BackwardInput", "W": "BackwardWeight"}
     run = "scheduleinterleavedzerobubble-2ranks"
-    paths = _rewritten(tmp_path, run, relabel)
+    paths = _rewritten(tmp_path, run, _relabel_compute(words, "Stage{stage}-{word}{microbatch}"))
     pattern = r"Stage(?P<stage>[0-9]+)-(?P<kind>[A-Za-z]+?)(?P<microbatch>[0-9]+)"
     labelled = import_traces(files(TRACES / run))
     relabelled = import_traces(paths, ImportOptions(pattern=pattern))
@@ -316,15 +323,8 @@ def test_gpu_jobs_that_are_not_pipelines_are_refused_with_the_reason(tmp_path, w
 def test_an_explicit_kind_map_names_a_frameworks_own_words(tmp_path):
     """--kinds: words no rule knows ("dgradient", "wgradient"), mapped by the user."""
     words = {"F": "fprop", "B": "bprop", "I": "dgradient", "W": "wgradient"}
-
-    def relabel(trace):
-        for event in trace["traceEvents"]:
-            found = re.fullmatch(r"PP:([0-9]+)([FBIW])([0-9]+)", str(event.get("name", "")))
-            if found:
-                event["name"] = f"s{found.group(1)}.{words[found.group(2)]}.{found.group(3)}"
-
     run = "scheduleinterleavedzerobubble-2ranks"
-    paths = _rewritten(tmp_path, run, relabel)
+    paths = _rewritten(tmp_path, run, _relabel_compute(words, "s{stage}.{word}.{microbatch}"))
     pattern = r"s(?P<stage>[0-9]+)\.(?P<kind>[a-z]+)\.(?P<microbatch>[0-9]+)"
     kinds = "fprop=F,bprop=B,dgradient=I,wgradient=W"
     assert import_traces(paths, ImportOptions(pattern=pattern, kinds=kinds)).schedule.ranks == (
