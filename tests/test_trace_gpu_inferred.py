@@ -79,3 +79,22 @@ def test_an_unlabelled_gpu_pipeline_is_timed_by_its_kernels(tmp_path: Path):
         expected = [(kernels[rank][a][1] - kernels[rank][a][0]) / 1e3 for a in ORDER[rank]]  # kernel time, ms
         assert durations == pytest.approx(expected), (rank, durations)  # not the CPU ops' 0.01 ms
     assert any("timed by the kernels its autograd ops launched" in note for note in run.notes)
+
+
+def test_a_sendrecv_kernel_waiting_for_its_partner_is_a_wait_not_wire_time():
+    """The labelled synthetic GPU pair (tests/fixtures/make_traces.py): a send and its receive end together,
+    ``NCCL_US`` after the later of the two kernels starts. The hand-off is that wire time; the sender's kernel
+    waiting for the receiver's is a wait to leave ("made" → "depart")."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+    from make_traces import NCCL_US
+
+    from engine.traces.examples import example_files
+
+    run = import_traces(example_files("gpu-synthetic-2ranks"))
+    assert run.transfer_ms == pytest.approx(NCCL_US / 1e3, abs=1e-5)  # the trace's times have 0.001 µs steps
+    moves = run.timeline.transfers
+    assert (moves["arrive"] - moves["depart"]).tolist() == pytest.approx([NCCL_US / 1e3] * len(moves), abs=1e-5)
+    waited = moves[moves["depart"] > moves["made"] + 1e-9]
+    assert list(waited["what"]) == ["0F1"]  # rank 1's stream ran 1B0 and its send before it took 0F1's activation

@@ -204,7 +204,8 @@ def _one_step(by_rank, step, windows, pattern, budget, reread, options, offsets,
     steps, inferred = _rank_steps(by_rank, windows, pattern, budget, step, reread)
     origins, estimated, applied = common_clock(by_rank, steps, offsets)
     schedule = _schedule(steps, name=_name(options.expected))
-    timeline, compute_ms, transfer_ms = _timeline(schedule, steps, origins)
+    gpu = any(trace.has_gpu for trace in by_rank.values())
+    timeline, compute_ms, transfer_ms = _timeline(schedule, steps, origins, gpu)
     notes = _notes(by_rank, steps, inferred, estimated, applied)
     if group is not None:
         notes = (
@@ -393,7 +394,7 @@ def _schedule(steps: dict[int, RankStep], name: str) -> Schedule:
         raise TraceError(f"the actions read do not form a complete pipeline step: {error}") from None
 
 
-def _timeline(schedule: Schedule, steps, origins) -> tuple[Timeline, np.ndarray, float]:
+def _timeline(schedule: Schedule, steps, origins, gpu: bool = False) -> tuple[Timeline, np.ndarray, float]:
     c = compiled(schedule)
     timed = [action for rank in sorted(steps) for action in steps[rank].actions]
     ranks = [rank for rank in sorted(steps) for _ in steps[rank].actions]
@@ -418,6 +419,11 @@ def _timeline(schedule: Schedule, steps, origins) -> tuple[Timeline, np.ndarray,
     producer = c.producer_of_neighbour[remote]
     end_of = ends[c.slot]
     depart = end_of[producer]
+    if gpu:  # a SendRecv kernel moves data only once its partner's runs too: the time before is a wait, not wire
+        both = _both_kernels_running(steps, origins)
+        depart = np.array(
+            [max(d, both.get(_input_key(c, i), d)) for i, d in zip(remote.tolist(), depart.tolist(), strict=True)]
+        )
     arrive = np.array(
         [max(arrivals.get(_input_key(c, i), d), d) for i, d in zip(remote.tolist(), depart.tolist(), strict=True)]
     )
@@ -431,6 +437,23 @@ def _timeline(schedule: Schedule, steps, origins) -> tuple[Timeline, np.ndarray,
     gaps = arrive - depart
     transfer_ms = float(np.median(gaps)) if len(gaps) else 0.0
     return timeline, slot_ms, transfer_ms
+
+
+def _both_kernels_running(steps, origins) -> dict[tuple[int, str, int], float]:
+    """GPU traces: for each hand-off seen from both sides, when the sender's and the receiver's NCCL kernels were
+    both running (ms on the common clock), by the consumer's (stage, F or B, micro-batch). Before that moment the
+    product waited for its partner (drawn as a wait to leave, "made" → "depart"); after it, the data moved."""
+    sent = {}
+    for rank, step in steps.items():
+        for hand in step.sends:
+            consumer = hand.stage + 1 if hand.direction == "F" else hand.stage - 1
+            sent[(consumer, hand.direction, hand.microbatch)] = (hand.start - origins[rank]) / 1e3
+    received = {
+        (hand.stage, hand.direction, hand.microbatch): (hand.start - origins[rank]) / 1e3
+        for rank, step in steps.items()
+        for hand in step.receives
+    }
+    return {key: max(sent[key], received[key]) for key in sent.keys() & received.keys()}
 
 
 def _input_key(c, action: int) -> tuple[int, str, int]:
