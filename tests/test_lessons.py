@@ -204,6 +204,57 @@ def test_no_question_is_answered_on_the_screen_before_it_is_asked(lesson, step):
     assert not step.shows_before_answer("explore")
 
 
+COMPARATIVE = re.compile(
+    r"\b(smaller|larger|bigger|shorter|longer|fewer|less|more|lower|higher)\s+(\w+(?:\s+\w+)?)", re.IGNORECASE
+)
+RATIO_WORDS = re.compile(r"\b(half|halves|third|thirds|quarter|quarters|twice|double|triple|thrice)\b", re.IGNORECASE)
+SAME_WORDS = re.compile(r"\b(same|equal|unchanged|no different)\b", re.IGNORECASE)
+
+
+def title_gives_away(lesson, step) -> str | None:
+    """Issue 36: the titles a learner reads before answering (the lesson's, shown in the header and the sidebar,
+    its summary, the step's) must not state the answer in words: a tie called "the same" in a title, the
+    question's own comparison ("a smaller bubble fraction") stated as a fact, or a ratio ("a third of the idle
+    time") from which a number follows. Numbers are ``answer_on_screen``'s job."""
+    asked = step.question
+    titles = {"lesson title": lesson.title, "lesson summary": lesson.summary, "step title": step.title}
+    sidebar = {f"sidebar's lesson {other.number}": other.title for other in LESSONS}  # every lesson's title
+    if asked.kind == "choice":
+        right = check_answer(asked, step, None)[1].split(" (")[0]
+        if right == asked.tie:
+            for where, title in titles.items():
+                if SAME_WORDS.search(title):
+                    return f"the {where} {title!r} says the answer, {asked.tie!r}"
+        claim = COMPARATIVE.search(render(asked.prompt, step))
+        if claim is not None:
+            phrase = claim.group(0).lower()
+            for where, title in (titles | sidebar).items():
+                if phrase in title.lower():
+                    return f"the {where} {title!r} states the question's comparison, {phrase!r}"
+        return None
+    for where, title in titles.items():
+        if where != "lesson summary" and (ratio := RATIO_WORDS.search(title)):
+            return f"the {where} {title!r} gives a ratio ({ratio.group(0)!r}) the answer follows from"
+    return None
+
+
+@pytest.mark.parametrize("lesson, step", ASKED, ids=[step_id(s) for s in ASKED])
+def test_no_title_states_or_implies_its_questions_answer(lesson, step):
+    assert title_gives_away(lesson, step) is None
+
+
+def test_the_title_rule_catches_the_titles_issue_36_found():
+    """As they were: lesson 4's title beside its tie question, lesson 6 step 4's comparison, lesson 6 step 2's
+    ratio."""
+    four, six = BY_NUMBER[4], BY_NUMBER[6]
+    same = replace(four, title="1F1B: less memory, the same bubble on free links")
+    assert "says the answer" in title_gives_away(same, four.steps[2])
+    trap = replace(six.steps[3], title="A trap: more work, a smaller bubble fraction")
+    assert "states the question's comparison" in title_gives_away(six, trap)
+    third = replace(six.steps[1], title="ZB-H1: the same memory, a third of the idle time")
+    assert "gives a ratio" in title_gives_away(six, third)
+
+
 def test_the_checker_catches_an_answer_on_the_screen():
     """Lesson 2 step 3 as it was: the card above the question showed 46.7 %, the bubble of 8 × 8."""
     lesson, step = BY_NUMBER[2], BY_NUMBER[2].steps[2]
@@ -550,3 +601,15 @@ def test_the_glossary_is_in_the_sidebar_and_the_playground_points_to_lesson_1():
     at.switch_page("views/playground.py")
     at.run()
     assert not any("New here?" in m.value for m in at.markdown)  # dismissed for the session
+
+
+def test_lesson_11s_warm_up_formula_gives_the_numbers_beside_it():
+    """Issue 36: the text's 2(p − 1) + (v − 1)·p + 1 chunk forwards, each 1/v of a share, at p = 16 equals the
+    planner's micro-batches in flight on rank 0 (before: the text had no + 1, which gives 17.75 and 23, not the
+    17.875 and 23.5 shown)."""
+    lesson = BY_NUMBER[11]
+    step = next(s for s in lesson.steps if "2(p − 1) + (v − 1)·p + 1" in (s.reveal or ""))
+    p = 16
+    for name, v in (("trained", 8), ("v2", 2), ("rule", 1)):
+        assert evaluate(f"{name}.in_flight_rank0", step) == pytest.approx((2 * (p - 1) + (v - 1) * p + 1) / v
+                                                                          if v > 1 else p)  # fmt: skip
