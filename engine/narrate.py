@@ -75,8 +75,10 @@ class Narration:
 
     @property
     def times(self) -> np.ndarray:
-        """The distinct times at which some slot starts, in order."""
-        return np.unique(self.slot_start)
+        """The distinct times at which some slot that takes time starts, in order: an action of no duration (the
+        backwards of a forwards-only lesson, B = 0) is no event to narrate."""
+        lasting = self.slot_end > self.slot_start
+        return np.unique(self.slot_start[lasting] if lasting.any() else self.slot_start)
 
     def event(self, index: int) -> Event:
         t = float(self.times[index])

@@ -37,3 +37,14 @@ def test_the_story_of_gpipes_first_moments():
     assert first.ranks[1].text == (
         "has not started: its first action 1F0 waits for 0F0 from rank 0 (finishes at 1, arrives at 1.5)"
     )
+
+
+def test_an_action_of_no_duration_is_no_event():
+    """Issue 36: lesson 2's forwards-only chart (B = 0) ended on an event narrating "rank 0 starts 0B0 (… full
+    backward …)" on every rank, under a text that says the backwards take no time."""
+    costs = Costs.of({"F": 1, "B": 0})
+    schedule = build_schedule("gpipe", 4, 6)
+    narration = Narration(schedule, simulate(schedule, costs), costs.comm)
+    assert list(narration.times) == list(range(9))  # each forward's start; the last forward starts at 8
+    told = [state.text for index in range(len(narration.times)) for state in narration.event(index).ranks]
+    assert not any("backward" in words for words in told)
