@@ -127,6 +127,18 @@ class LabSettings(Declared):
         """The family's record (``engine.schedules.Family``)."""
         return FAMILIES[self.family]
 
+    @classmethod
+    def _after_query(cls, settings, query, problems):
+        """A link that names a family without chunks (GPipe, 1F1B…) gets no warning about its chunks, a value that
+        family does not use (issue 36: /?schedule=gpipe&chunks=1 warned "expected 2 to 8; using 2"); a link that
+        names no family, or one that cannot be read, is warned as before."""
+        options = dict(cls.options())
+        named = query.get(options["family"].key)
+        if named == settings.family and not settings.family_spec.takes_chunks:
+            key = options["num_chunks"].key
+            problems = [problem for problem in problems if not problem.startswith(f"{key}=")]
+        return settings, problems
+
     @property
     def requested_chunks(self) -> int | None:
         """v as ``build_schedule`` takes it: None for a family that fixes its own."""

@@ -103,3 +103,13 @@ def test_the_code_toggle_shows_each_familys_own_generator_first(name):
     sources = generator_sources(family)
     assert sources[0][1] == inspect.getsource(family.build)
     assert all("def " in source for _, source in sources) and len({n for n, _ in sources}) == len(sources)
+
+
+def test_a_links_chunks_warn_only_for_a_family_that_takes_chunks():
+    """Issue 36: /?schedule=gpipe&chunks=1 warned "expected 2 to 8; using 2" about a value GPipe does not use."""
+    from app.settings import LabSettings
+
+    assert LabSettings.from_query({"schedule": "gpipe", "chunks": "1"})[1] == []
+    assert LabSettings.from_query({"schedule": "1f1b", "chunks": "99"})[1] == []
+    problems = LabSettings.from_query({"schedule": "interleaved-1f1b", "chunks": "1"})[1]
+    assert problems == ["chunks=`1`: expected a whole number from 2 to 8; using 2"]
