@@ -208,6 +208,7 @@ PLAN_METRICS = (
     Metric("microbatches", "plan", lambda r: r.num_microbatches),
     Metric("parameters_billion", "plan", lambda r: r.parameters / 1e9),
     Metric("first_stage_memory_gb", "plan", lambda r: r.memory[0].total / 1e9),
+    Metric("busiest_rank", "plan", lambda r: max(range(len(r.memory)), key=lambda rank: r.memory[rank].total)),
     Metric("activations_rank0_gb", "plan", lambda r: r.memory[0].activations / 1e9),
     Metric("in_flight_rank0", "plan", lambda r: r.memory[0].peak_microbatches_in_flight),
     Metric("fits", "plan", lambda r: float(r.fits)),
