@@ -280,6 +280,66 @@ TERMS: tuple[Term, ...] = (
         "TFLOP/s",
         "Trillions of floating-point operations a second: a GPU's peak from its datasheet, or what a run "
         "achieves per GPU.",
+        ("TFLOP",),
+    ),
+    Term(
+        "GPU",
+        "Graphics processing unit: the accelerator a pipeline rank runs on (an NVIDIA H100 in the lab's plans).",
+        ("GPUs",),
+        scan=False,
+    ),
+    Term(
+        "GEMM",
+        "General matrix multiply, C = A·B: the dense matrix products that make up most of a transformer layer's "
+        "work and run nearest a GPU's peak speed.",
+        ("GEMMs",),
+        scan=False,
+    ),
+    Term(
+        "FLOP",
+        "One floating-point operation (a multiply or an add); FLOPs counts them, FLOP/s is a rate.",
+        ("FLOPs",),
+        scan=False,
+    ),
+    Term(
+        "TP",
+        "Tensor parallelism and its degree: each layer's matrices split across GPUs of one server, which "
+        "all-reduce their partial results inside every layer (Megatron-LM's column and row splits).",
+        ("tensor parallelism",),
+        scan=False,
+    ),
+    Term("PP", "Pipeline parallelism and its degree: the number of pipeline stages, one rank each.", scan=False),
+    Term(
+        "DP",
+        "Data parallelism and its degree: copies of the whole pipeline, each on its own share of the batch, their "
+        "gradients averaged by an all-reduce.",
+        ("data parallelism",),
+        scan=False,
+    ),
+    Term(
+        "CP",
+        "Context parallelism and its degree: a long sequence's tokens split across GPUs, which exchange keys and "
+        "values for attention.",
+        ("context parallelism",),
+        scan=False,
+    ),
+    Term(
+        "MLP",
+        "A transformer layer's feed-forward block: matrix products around a nonlinearity (three of them with "
+        "SwiGLU, as in Llama).",
+        scan=False,
+    ),
+    Term(
+        "QKV",
+        "An attention layer's query, key and value projections, computed together as one matrix product.",
+        scan=False,
+    ),
+    Term(
+        "BF16",
+        "Brain floating point, the 16-bit format most training runs compute in (FP32's range, 8 bits of "
+        "precision); FP32 is the 32-bit format, FP8 an 8-bit one.",
+        ("FP32", "FP8"),
+        scan=False,
     ),
     Term(
         "HBM",

@@ -555,3 +555,24 @@ def test_your_run_zooms_to_a_time_window_and_a_rank():
     layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
     assert layout["xaxis"]["range"] == pytest.approx([high / 4, high / 2], rel=0.02)
     assert layout["yaxis"]["range"] == pytest.approx([1.55, 0.45])
+
+
+ABBREVIATION = re.compile(r"\b[A-Z][A-Z0-9]*[A-Z][A-Za-z0-9]*\b")
+NOT_TERMS = {"GB": "a unit", "MB": "a unit", "TB": "a unit", "NVIDIA": "a maker's name", "SXM": "part of the name "
+             "H100 SXM", "LM": "part of the name Megatron-LM", "ZB": "part of the names ZB-H1, ZB-V"}  # fmt: skip
+
+
+def test_every_abbreviation_the_plan_page_shows_is_in_the_glossary():
+    """Issue 36: "GEMM" was used throughout the Plan page and defined nowhere. Every capitalised abbreviation in
+    its text, cards and tables is a glossary term (by name or alias), or a unit or a name (``NOT_TERMS``)."""
+    from app.glossary import TERMS
+
+    at = open_app({}, page="views/plan.py")
+    texts = [str(element.value) for kind in ("markdown", "caption", "title", "header", "subheader", "info",
+             "warning", "error", "success") for element in getattr(at, kind)]  # fmt: skip
+    texts += [f"{m.label} {m.value} {m.help or ''}" for m in at.metric] + [e.label for e in at.expander]
+    texts += [str(table.value) for table in at.table]
+    defined = {word for term in TERMS for word in (term.name, *term.aliases)}
+    found = set(ABBREVIATION.findall("\n".join(texts)))
+    assert found, "the page shows abbreviations (the test reads its text)"
+    assert found - defined - set(NOT_TERMS) == set()
