@@ -7,6 +7,7 @@ layout, and a direct link such as /real-run then runs the page without this rout
 
 import streamlit as st
 
+from app.clicker import clicker_script
 from app.navigation import PAGES, sidebar_links
 from app.style import PAGE_CSS
 from engine.runtime.workdirs import sweep
@@ -22,7 +23,7 @@ def folders_of_killed_runs_removed() -> list[str]:
 # no page_icon: a Material icon is fetched from fonts.gstatic.com, a request to another host on every visit
 st.set_page_config(page_title="Pipeline-parallelism lab", layout="wide")
 current = st.navigation([page.streamlit_page() for page in PAGES], position="hidden")
-st.html(f"<style>{PAGE_CSS}</style>")
+st.html(f"<style>{PAGE_CSS}</style>{clicker_script()}", unsafe_allow_javascript=True)  # style, and clicker keys
 sidebar_links()
 folders_of_killed_runs_removed()
 current.run()

@@ -84,3 +84,35 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, 
             _save(page, f"lesson-2-3-right-{width}", tmp_path)
         finally:
             browser.close()
+
+
+def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
+    """Issue 36: a presentation clicker (PageDown / PageUp) walks lesson 2 as a deck — through lecture mode's events
+    where a step shows them, then on to the next step — and back, without the mouse."""
+    from app.lessons import load_lessons
+
+    steps = len(next(lesson for lesson in load_lessons() if lesson.number == 2).steps)
+    sync_api = require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1920, "height": 1080})
+            page.goto(f"{url}/lessons?lesson=2&step=1")
+            _settled(page)
+            heading = page.locator('[data-testid="stHeading"]', has_text="Step ")
+            seen = [heading.first.inner_text()]
+            for _ in range(400):  # events and steps; a lecture has tens of events
+                if seen[-1].startswith(f"Step {steps} of {steps}"):
+                    break
+                page.keyboard.press("PageDown")
+                _settled(page)
+                seen.append(heading.first.inner_text())
+            assert seen[-1].startswith(f"Step {steps} of {steps}"), seen[-3:]
+            assert [f"Step {k} of {steps}" for k in range(1, steps + 1)] == sorted(
+                {text.split(":")[0] for text in seen}, key=lambda text: int(text.split()[1])
+            )
+            page.keyboard.press("PageUp")
+            _settled(page)
+            assert heading.first.inner_text().startswith(f"Step {steps - 1} of {steps}")
+        finally:
+            browser.close()
