@@ -8,6 +8,11 @@ import dataclasses
 
 import streamlit as st
 
+from app.charts import timeline_figure
+from app.charts.plan import allreduce_traces
+from app.charts.player import player
+from app.explain import chart_summary
+from engine import FAMILIES
 from engine.scale import LAYOUT_PRESETS
 from engine.scale.calibration import Comparison, planned_tflops
 from engine.scale.costs import step_flops
@@ -116,3 +121,20 @@ def why_these_numbers(result) -> None:
             f"below that, memory-bound work and communication at none of it, the bubble and the exposed DP "
             f"reduction idle: together an **MFU of {result.mfu:.1%}** (model FLOPs / (GPUs × peak × step time))."
         )
+
+
+def pipeline_gantt(settings: PlanRequest, result, projector: bool, *, key: str) -> None:
+    """One pipeline's step of a plan, in seconds (its DP all-reduce drawn under each row), with the playback
+    controls: the Plan page's chart, and lesson 11's staircase in seconds."""
+    title = f"{FAMILIES[settings.family].title}: {settings.pp} ranks, {result.num_microbatches} micro-batches"
+    figure = timeline_figure(
+        result.timeline,
+        title=title,
+        time_unit="seconds",
+        memory=False,
+        projector=projector,
+        extra=allreduce_traces(result),
+        end=max((row.end for row in result.allreduce), default=0.0),
+    )
+    player(key, figure, name=title, summary=chart_summary(result.timeline, title, memory=False))
+    st.plotly_chart(figure, width="stretch", key=key)

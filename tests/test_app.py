@@ -576,3 +576,17 @@ def test_every_abbreviation_the_plan_page_shows_is_in_the_glossary():
     found = set(ABBREVIATION.findall("\n".join(texts)))
     assert found, "the page shows abbreviations (the test reads its text)"
     assert found - defined - set(NOT_TERMS) == set()
+
+
+def test_lesson_11_step_1_shows_the_staircase_in_seconds_beside_its_memory():
+    """Issue 36: "The staircase, in seconds" showed only a memory chart; now one pipeline's Gantt in seconds (the
+    Plan page's, one engine call) comes first, its time axis the plan's step."""
+    from app.lessons import load_lessons
+    from app.simulation import planned
+
+    step = next(lesson for lesson in load_lessons() if lesson.number == 11).steps[0]
+    result = planned(step.plans[step.plan])
+    at = open_app({"lesson": "11", "step": "1"}, page="views/lessons.py")
+    figures = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    gantt = next(f for f in figures if f["layout"].get("xaxis", {}).get("title", {}).get("text") == "seconds")
+    assert len(figures) >= 2 and gantt["layout"]["xaxis"]["range"][1] >= result.timeline.makespan

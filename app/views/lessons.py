@@ -34,6 +34,7 @@ from app.lessons import (
 )
 from app.metrics import LESSON_PLAN_CARDS, PLAN_CARDS
 from app.navigation import link_to
+from app.plan_panels import pipeline_gantt
 from app.settings import LabSettings
 from app.simulation import planned
 
@@ -245,11 +246,13 @@ def step_buttons(by_number: dict[int, Lesson], lesson: Lesson, index: int) -> No
 
 
 def plan_block(step: Step, projector: bool) -> None:
-    """A step about a real model: the plan's cards, its memory per GPU, and the way to the Plan page."""
+    """A step about a real model: the plan's cards, one pipeline's step in seconds (the staircase), its memory per
+    GPU, and the way to the Plan page."""
     settings = step.plans[step.plan]
     result = planned(settings)
     for column, name in zip(st.columns(len(LESSON_PLAN_CARDS)), LESSON_PLAN_CARDS, strict=True):
         column.metric(PLAN_CARDS[name].card, PLAN_CARDS[name].shown(result))
+    pipeline_gantt(settings, result, projector, key=f"{PAGE}_plan_gantt")
     st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key=f"{PAGE}_plan_memory")
     link_to("pl", settings.to_query(), "Open this on the Plan page", icon=":material/dns:")
 

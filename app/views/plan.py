@@ -4,14 +4,11 @@ the lab's own simulator (``engine.scale``), for the same inputs as ``python -m e
 import streamlit as st
 
 from app import state
-from app.charts import timeline_figure
-from app.charts.plan import allreduce_traces, memory_figure, time_figure
-from app.charts.player import player
+from app.charts.plan import memory_figure, time_figure
 from app.codec import plain
 from app.controls import projector_query, projector_toggle, read_back, seed_from_link, warn_about
-from app.explain import chart_summary
 from app.metrics import PLAN_CARDS
-from app.plan_panels import kept_per_layer, measured_against_roofline, paper, why_these_numbers
+from app.plan_panels import kept_per_layer, measured_against_roofline, paper, pipeline_gantt, why_these_numbers
 from app.simulation import planned
 from app.widgets import draw
 from engine import FAMILIES
@@ -127,18 +124,7 @@ def plan_page() -> None:
     st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key="pl_memory")
     kept_per_layer(result)
     st.subheader("One pipeline's step, in seconds")
-    title = f"{FAMILIES[settings.family].title}: {settings.pp} ranks, {result.num_microbatches} micro-batches"
-    figure = timeline_figure(
-        result.timeline,
-        title=title,
-        time_unit="seconds",
-        memory=False,
-        projector=projector,
-        extra=allreduce_traces(result),
-        end=max((row.end for row in result.allreduce), default=0.0),
-    )
-    player("pl_gantt", figure, name=title, summary=chart_summary(result.timeline, title))
-    st.plotly_chart(figure, width="stretch", key="pl_gantt")
+    pipeline_gantt(settings, result, projector, key="pl_gantt")
     with st.expander("Every family at this layout (a few seconds at large sizes)"):
         if st.button("Compare every family", key=f"{PAGE}_compare"):
             rows = [
