@@ -21,26 +21,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from ..attribution import IdleAttribution, attribute, measured_levels
 from ..costs import Costs, Durations
-from ..dependencies import ScheduleError, compiled
 from ..ir import Action, Schedule
-from ..pytorch_csv import read_csv
 from ..runtime.result import measured_stage_costs
 from ..schedules import FAMILIES
 from ..timeline import Timeline
-from ..validation import validate
 from .actions import RankStep, rank_step
 from .check import check_order, comparable
 from .clocks import common_clock
 from .evidence import few, refuse_broken_order, refuse_unless_pipeline
 from .inferred import inferred_rank_step, keeps_autograd
 from .loading import keeps_pattern, read_all
-from .names import STEP, compile_pattern, read_label
+from .names import compile_pattern, read_label
+from .profiled_steps import steps_to_read
 from .reading import KeptBudget, RankTrace, TraceError, keeps, read_rank_trace
+from .step_timeline import measured_timeline, schedule_of
 
 
 @dataclass(frozen=True)
@@ -178,7 +174,7 @@ def import_traces(
     offsets = options.offsets_ms
     if offsets is not None and group is not None:  # the user names ranks as the traces do
         offsets = {group.index(rank) if rank in group else rank: ms for rank, ms in offsets.items()}
-    candidates = _steps_to_read(by_rank, options.step)
+    candidates = steps_to_read(by_rank, options.step)
     reread: dict[int, RankTrace] = {}  # the autograd events, read once for every step (unlabelled traces)
     runs: list[ImportedRun] = []
     left_out: list[tuple[int | None, str]] = []
@@ -203,9 +199,9 @@ def _one_step(by_rank, step, windows, pattern, budget, reread, options, offsets,
     """Steps 4 to 6 for one profiled step."""
     steps, inferred = _rank_steps(by_rank, windows, pattern, budget, step, reread)
     origins, estimated, applied = common_clock(by_rank, steps, offsets)
-    schedule = _schedule(steps, name=_name(options.expected))
+    schedule = schedule_of(steps, name=_name(options.expected))
     gpu = any(trace.has_gpu for trace in by_rank.values())
-    timeline, compute_ms, transfer_ms = _timeline(schedule, steps, origins, gpu)
+    timeline, compute_ms, transfer_ms = measured_timeline(schedule, steps, origins, gpu)
     notes = _notes(by_rank, steps, inferred, estimated, applied)
     if group is not None:
         notes = (
@@ -285,51 +281,6 @@ def _rank_in_name(trace: RankTrace) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
-# -- 3. the step -----------------------------------------------------------------------------------------------
-Windows = dict[int, tuple[float, float]]
-
-
-def _steps_to_read(by_rank: dict[int, RankTrace], wanted: int | None) -> list[tuple[int | None, Windows]]:
-    """The profiled steps to read, each with every rank's window (µs): the one asked for, else every
-    ``ProfilerStep#N`` on every rank (those with labelled actions on every rank, when any has), in order; the
-    whole trace when it marks no step."""
-    found = {rank: _profiler_steps(trace) for rank, trace in by_rank.items()}
-    if not any(found.values()):
-        if wanted is not None:
-            raise TraceError(f"step {wanted} asked for, but the traces mark no ProfilerStep#N")
-        return [(None, {rank: (-np.inf, np.inf) for rank in by_rank})]
-    common = set.intersection(*(set(steps) for steps in found.values()))
-    if not common:
-        listed = "; ".join(f"rank {rank} has {', '.join(map(str, sorted(steps))) or 'none'}" for rank, steps in
-                           sorted(found.items()))  # fmt: skip
-        raise TraceError(f"the ranks' ProfilerStep#N do not line up: {listed}")
-    if wanted is not None:
-        if wanted not in common:
-            raise TraceError(
-                f"step {wanted} is not on every rank; steps on every rank: {', '.join(map(str, sorted(common)))}"
-            )
-        return [(wanted, {rank: steps[wanted] for rank, steps in found.items()})]
-    every: list[tuple[int | None, Windows]] = [
-        (step, {rank: steps[step] for rank, steps in found.items()}) for step in sorted(common)
-    ]
-    complete = [(step, windows) for step, windows in every if all(
-        _has_actions(by_rank[rank], windows[rank]) for rank in by_rank)]  # fmt: skip
-    return complete or every
-
-
-def _profiler_steps(trace: RankTrace) -> dict[int, tuple[float, float]]:
-    steps = {}
-    for event in trace.events:
-        match = STEP.fullmatch(event.name)
-        if match is not None:
-            steps[int(match.group(1))] = (event.start, event.end)
-    return steps
-
-
-def _has_actions(trace: RankTrace, window: tuple[float, float]) -> bool:
-    return any(window[0] <= e.start <= window[1] and read_label(e.name).compute is not None for e in trace.events)
-
-
 # -- 4. each rank's actions ------------------------------------------------------------------------------------
 def _rank_steps(
     by_rank, windows, pattern, budget: KeptBudget, step: int | None, reread: dict[int, RankTrace]
@@ -382,92 +333,6 @@ def _forwards_and_backwards_pair(step: RankStep) -> bool:
     """Inference found a forward for every backward (and at least one): the bursts were a pipeline's."""
     kinds = [str(action.slot)[len(str(step.rank)) :][:1] for action in step.actions]
     return kinds.count("F") > 0 and kinds.count("F") == kinds.count("B")
-
-
-# -- 6. the schedule and the timeline ------------------------------------------------------------------------------
-def _schedule(steps: dict[int, RankStep], name: str) -> Schedule:
-    rows = [",".join(str(action.slot) for action in steps[rank].actions) for rank in sorted(steps)]
-    try:
-        reading = read_csv("\n".join(rows) + "\n", name=name)
-        return validate(reading.schedule)
-    except (ScheduleError, ValueError) as error:
-        raise TraceError(f"the actions read do not form a complete pipeline step: {error}") from None
-
-
-def _timeline(schedule: Schedule, steps, origins, gpu: bool = False) -> tuple[Timeline, np.ndarray, float]:
-    c = compiled(schedule)
-    timed = [action for rank in sorted(steps) for action in steps[rank].actions]
-    ranks = [rank for rank in sorted(steps) for _ in steps[rank].actions]
-    # time 0 is the step's first compute, as its makespan counts: a rank that entered its first action earlier
-    # and waited for its input shows that wait from 0 (the chart's axis and the step then agree)
-    lead = min(a.compute_start - origins[r] for r, a in zip(ranks, timed, strict=True)) if timed else 0.0
-    origins = {rank: origin + lead for rank, origin in origins.items()}
-    ms = lambda rank, us: (us - origins[rank]) / 1e3  # noqa: E731 - local unit conversion
-    starts = np.array([ms(r, a.compute_start) for r, a in zip(ranks, timed, strict=True)])
-    ends = np.array([ms(r, a.end) for r, a in zip(ranks, timed, strict=True)])
-    waits = pd.DataFrame(
-        [
-            {"rank": r, "start": max(ms(r, a.start), 0.0), "end": ms(r, a.compute_start),
-             "waiting_for": f"the input of {a.slot}", "action": str(a.slot)}
-            for r, a in zip(ranks, timed, strict=True)
-            if a.compute_start > a.start and ms(r, a.compute_start) > 0
-        ],
-        columns=["rank", "start", "end", "waiting_for", "action"],
-    )  # fmt: skip
-    arrivals = _arrivals(steps, origins)
-    remote = np.flatnonzero(c.neighbour_is_remote)
-    producer = c.producer_of_neighbour[remote]
-    end_of = ends[c.slot]
-    depart = end_of[producer]
-    if gpu:  # a SendRecv kernel moves data only once its partner's runs too: the time before is a wait, not wire
-        both = _both_kernels_running(steps, origins)
-        depart = np.array(
-            [max(d, both.get(_input_key(c, i), d)) for i, d in zip(remote.tolist(), depart.tolist(), strict=True)]
-        )
-    arrive = np.array(
-        [max(arrivals.get(_input_key(c, i), d), d) for i, d in zip(remote.tolist(), depart.tolist(), strict=True)]
-    )
-    departures, arrivals_at = np.zeros(c.num_actions), np.zeros(c.num_actions)  # per consuming action
-    departures[remote], arrivals_at[remote] = depart, arrive
-    timeline = Timeline.from_slots(
-        schedule, starts, ends, np.zeros(c.num_actions), source="measured", waits=waits,
-        transfer_times=(departures, arrivals_at),
-    )  # fmt: skip
-    slot_ms = (ends - starts)[c.slot] / np.diff(c.slot_first_action)[c.slot]  # a pair's two halves share it
-    gaps = arrive - depart
-    transfer_ms = float(np.median(gaps)) if len(gaps) else 0.0
-    return timeline, slot_ms, transfer_ms
-
-
-def _both_kernels_running(steps, origins) -> dict[tuple[int, str, int], float]:
-    """GPU traces: for each hand-off seen from both sides, when the sender's and the receiver's NCCL kernels were
-    both running (ms on the common clock), by the consumer's (stage, F or B, micro-batch). Before that moment the
-    product waited for its partner (drawn as a wait to leave, "made" → "depart"); after it, the data moved."""
-    sent = {}
-    for rank, step in steps.items():
-        for hand in step.sends:
-            consumer = hand.stage + 1 if hand.direction == "F" else hand.stage - 1
-            sent[(consumer, hand.direction, hand.microbatch)] = (hand.start - origins[rank]) / 1e3
-    received = {
-        (hand.stage, hand.direction, hand.microbatch): (hand.start - origins[rank]) / 1e3
-        for rank, step in steps.items()
-        for hand in step.receives
-    }
-    return {key: max(sent[key], received[key]) for key in sent.keys() & received.keys()}
-
-
-def _input_key(c, action: int) -> tuple[int, str, int]:
-    kind = "F" if int(c.kind[action]) == 0 else "B"
-    return int(c.stage[action]), kind, int(c.microbatch[action])
-
-
-def _arrivals(steps, origins) -> dict[tuple[int, str, int], float]:
-    """When each received input arrived (ms on the common clock), by (stage, F or B, micro-batch)."""
-    return {
-        (hand.stage, hand.direction, hand.microbatch): (hand.end - origins[rank]) / 1e3
-        for rank, step in steps.items()
-        for hand in step.receives
-    }
 
 
 def _notes(by_rank, steps, inferred, estimated, applied) -> tuple[str, ...]:
