@@ -18,7 +18,7 @@ from . import state
 from .codec import shown
 from .real_run_settings import RealRunSettings
 from .settings import COST_BOXES, FULL_KEYS, SPLIT_KEYS, LabSettings
-from .style import PROJECTOR_CSS
+from .style import PROJECTOR_CSS, PROJECTOR_HIDES_SIDEBAR
 from .widgets import draw, draw_option
 
 LINK_PROBLEM = re.compile(r"[a-z_]+=`")
@@ -33,7 +33,9 @@ PROJECTOR_VALUES = ("1", "0", "true", "false")
 
 
 def projector_toggle(link: dict[str, str] | None) -> bool:
-    """Larger fonts and rows for a lecture hall; ``&projector=1`` in a link turns it on."""
+    """Larger fonts and rows for a lecture hall; ``&projector=1`` in a link turns it on. In projector mode the
+    sidebar is gone (not a strip, and out of the Tab order): a bar fixed at the top right brings the settings
+    back and leaves projector mode (``presenter_bar``)."""
     if link and state.PROJECTOR_KEY in link:
         asked = link[state.PROJECTOR_KEY]
         if asked not in PROJECTOR_VALUES:
@@ -44,8 +46,39 @@ def projector_toggle(link: dict[str, str] | None) -> bool:
     value = st.sidebar.toggle("Projector mode", key=PROJECTOR, help="Fonts of 18 px and more, taller rows.")
     state.remember([PROJECTOR])
     if value:  # Streamlit sizes its text in rem: a larger root font enlarges the whole page
-        st.html(f"<style>html {{ font-size: {PROJECTOR_ROOT_PX}px; }}{PROJECTOR_CSS}</style>")
+        settings_shown = presenter_bar()
+        hidden = "" if settings_shown else PROJECTOR_HIDES_SIDEBAR
+        st.html(f"<style>html {{ font-size: {PROJECTOR_ROOT_PX}px; }}{PROJECTOR_CSS}{hidden}</style>")
     return value
+
+
+PRESENTER_SETTINGS = "app_projector_settings"
+"""Whether the sidebar is shown in projector mode (for the session; off when projector mode is turned on)."""
+
+
+def _leave_projector() -> None:
+    st.session_state[PROJECTOR] = False
+    st.session_state[PRESENTER_SETTINGS] = False
+
+
+def _flip_settings() -> None:
+    st.session_state[PRESENTER_SETTINGS] = not st.session_state.get(PRESENTER_SETTINGS, False)
+
+
+def presenter_bar() -> bool:
+    """Two buttons fixed at the top right of a projected page (``.st-key-presenter_bar`` in
+    ``style.PROJECTOR_CSS``): show or hide the settings, leave projector mode. Whether the settings are shown."""
+    shown_now = bool(st.session_state.get(PRESENTER_SETTINGS, False))
+    with st.container(key="presenter_bar", horizontal=True):
+        st.button(
+            "Hide settings" if shown_now else "Settings",
+            key="presenter_settings",
+            icon=":material/tune:",
+            on_click=_flip_settings,
+            help="The sidebar: schedule, sizes, costs and the pages",
+        )
+        st.button("Leave projector mode", key="presenter_leave", on_click=_leave_projector)
+    return shown_now
 
 
 def projector_query(on: bool) -> dict[str, str]:
@@ -162,3 +195,11 @@ def warn_about(problems: list[str]) -> None:
     (the values in it are already quoted as code or escaped)."""
     for problem in problems:
         st.warning(f"The link's {problem}." if LINK_PROBLEM.match(problem) else f"{problem}.")
+
+
+def page_heading(title: str, intro: str) -> None:
+    """A page's title and the paragraph that says what the page does; projector mode leaves the paragraph out
+    (``.st-key-page_intro`` in ``style.PROJECTOR_CSS``): the teacher says it, and the chart needs the room."""
+    st.title(title)
+    with st.container(key="page_intro"):
+        st.caption(intro)

@@ -3,6 +3,8 @@ per-rank table, and the lecture's event-by-event story. Every number is the engi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -35,18 +37,20 @@ def card_rows(
 
 
 def metric_cards(
-    timeline: Timeline, *, cards: tuple[str, ...] | None = None, time_unit: str = "", projector: bool = False
+    timeline: Timeline,
+    *,
+    cards: tuple[str, ...] | None = None,
+    time_unit: str = "",
+    stacked: bool = False,
 ) -> None:
     """The metric cards of ``timeline``: the Playground's set, or only ``cards`` (a lesson shows the quantities
-    it has taught)."""
+    it has taught); in one row, or ``stacked`` one under another (beside a projected chart)."""
     rows = card_rows(timeline, cards, time_unit=time_unit)
     if not rows:
         return
-    per_row = 3 if projector else len(rows)  # large fonts need wider cards
-    for first in range(0, len(rows), per_row):
-        row = rows[first : first + per_row]
-        for column, (label, value, help_text) in zip(st.columns(per_row), row, strict=False):
-            column.metric(label, value, help=help_text)
+    places = [st.container() for _ in rows] if stacked else st.columns(len(rows))
+    for place, (label, value, help_text) in zip(places, rows, strict=True):
+        place.metric(label, value, help=help_text)
     summary = timeline.summary()
     idle, span_idle = sum(summary["idle"]), sum(summary["span_idle"])
     shows_span = any(label == CARDS["idle_inside_span"].card for label, _, _ in rows)
@@ -272,15 +276,23 @@ JUMP_AFTER_EVENTS = 60
 
 
 def lecture_controls(
-    prefix: str, schedule: Schedule, timeline: Timeline, comm: float, fingerprint, *, start_on: bool = False
+    prefix: str,
+    schedule: Schedule,
+    timeline: Timeline,
+    comm: float,
+    fingerprint,
+    *,
+    start_on: bool = False,
+    narrow: bool = False,
 ):
     """The lecturer's "next": the switch, then (when on) the buttons and the event's headline. Returns the event
-    to draw and tell (``narrate``), or None when lecture mode is off."""
+    to draw and tell (``narrate``) with its headline, or None when lecture mode is off. ``narrow``: drawn in the
+    column beside a projected chart, the buttons wrap and the caller writes the headline."""
     if start_on and st.session_state.get(f"{prefix}_lecture_for") != fingerprint:
         st.session_state[f"{prefix}_lecture_for"] = fingerprint
         st.session_state[f"{prefix}_lecture"] = True
     if not st.toggle(
-        "Step through events (lecture mode)",
+        "Lecture mode" if narrow else "Step through events (lecture mode)",
         key=f"{prefix}_lecture",
         help="Advance one event at a time — each moment some rank starts work — with what every "
         "rank is doing and why the idle ones wait.",
@@ -292,7 +304,11 @@ def lecture_controls(
     if st.session_state.get(f"{prefix}_event_for") != fingerprint:
         st.session_state[f"{prefix}_event_for"] = fingerprint
         st.session_state[index_key] = 0
-    columns = st.columns([1.3, 1.2, 1, 4])
+    if narrow:
+        row = st.container(horizontal=True, gap="small")
+        columns = [row, row, row]
+    else:
+        columns = st.columns([1.3, 1.2, 1, 4])
     if columns[0].button("◀ Previous event", key=f"{prefix}_event_previous", disabled=st.session_state[index_key] == 0):
         st.session_state[index_key] -= 1
     if columns[1].button(
@@ -316,8 +332,22 @@ def lecture_controls(
             st.session_state[index_key] = min(int(np.searchsorted(narration.times, jump - 1e-9)), count - 1)
     index = min(st.session_state[index_key], count - 1)
     event = narration.event(index)
-    columns[3].markdown(f"**Event {index + 1} of {count}** · {event.headline()}")
-    return event
+    headline = f"**Event {index + 1} of {count}** · {event.headline()}"
+    if not narrow:
+        columns[3].markdown(headline)
+    return Lectured(event, headline)
+
+
+@dataclass(frozen=True)
+class Lectured:
+    """The event lecture mode is at, and the line that names it ("Event 3 of 40 · …")."""
+
+    event: object
+    headline: str
+
+    @property
+    def time(self) -> float:
+        return self.event.time
 
 
 NARRATED_RANKS = 16
@@ -332,17 +362,42 @@ def narrate(event) -> None:
     )
 
 
-def chart_with_lecture(event, draw_chart, draw_cards) -> None:
+def chart_with_lecture(lecture, draw_chart, draw_cards, *, projector: bool = False, words=None) -> None:
     """The chart and, in lecture mode, the narration beside it (stacked under it on a phone), with the cards
-    after them, so that a lecturer at a projector has the chart and the words on one screen; without lecture
-    mode, the cards then the chart."""
-    if event is None:
-        draw_cards()
-        draw_chart()
+    after them, so that a lecturer has the chart and the words on one screen; without lecture mode, the cards
+    then the chart. ``lecture()`` draws the lecture's switch and buttons and returns the event (or None);
+    ``draw_chart(lectured)`` draws the chart at that event.
+
+    On a projector everything that explains or steps the chart sits in a column beside it — ``words`` (a
+    lesson's step text), the lecture's switch, buttons, headline and narration, or else the cards — so the
+    chart starts right under the title and all its ranks are on a 1280 × 720 screen."""
+    if projector:
+        chart, side = st.columns([5, 2], gap="medium")
+        with side:  # stepping: the buttons and what happens first, the step's text after; else the text first
+            switch, text = st.container(), st.container()
+            with switch:
+                lectured = lecture(narrow=True)
+                if lectured is not None:
+                    st.markdown(lectured.headline)
+                    narrate(lectured.event)
+            with text:
+                if words is not None:
+                    words()
+                if lectured is None:
+                    draw_cards(stacked=True)
+        with chart:
+            draw_chart(lectured)
+        if lectured is not None:
+            draw_cards()
         return
-    chart, words = st.columns([5, 2], gap="medium")
+    lectured = lecture(narrow=False)
+    if lectured is None:
+        draw_cards()
+        draw_chart(None)
+        return
+    chart, words_column = st.columns([5, 2], gap="medium")
     with chart:
-        draw_chart()
-    with words:
-        narrate(event)
+        draw_chart(lectured)
+    with words_column:
+        narrate(lectured.event)
     draw_cards()

@@ -16,7 +16,7 @@ from engine import FAMILIES
 from engine.scale import LAYOUT_PRESETS
 from engine.scale.calibration import Comparison, planned_tflops
 from engine.scale.costs import step_flops
-from engine.scale.presets import PAPER
+from engine.scale.presets import LLAMA3_MEMORY_NOTE, PAPER
 from engine.scale.records import layers_text
 from engine.scale.request import PlanRequest
 
@@ -37,6 +37,58 @@ def matching_preset(settings: PlanRequest):
         if (preset.model, preset.gpu) == (settings.model, settings.gpu) and layout == resolved(preset.layout):
             return preset
     return None
+
+
+def fit_banner(settings: PlanRequest, result) -> None:
+    """Whether the plan fits each GPU, in proportion. A layout that fits: green. One that does not: red — unless it
+    is a published run, which trained: then the count against the GPU, the gap and why the lab's count can be
+    above the run's, all visible, as a warning (the lab's count, not the run, is what is in question)."""
+    message = result.memory_message
+    said = message[:1].upper() + message[1:] + "."
+    if result.fits:
+        st.success(said)
+        return
+    words = "" if result.shortfall is None else result.shortfall.words()
+    gap = " " + words[:1].upper() + words[1:] if words else ""
+    preset = matching_preset(settings)
+    if preset is None:
+        st.error(said + gap)
+        return
+    worst = max(result.memory, key=lambda rank: rank.total)
+    over = worst.total - worst.capacity
+    unknown = " " + UNPUBLISHED_LAYERS if LLAMA3_MEMORY_NOTE in preset.notes else ""
+    st.warning(
+        f"**A published run that trained on these GPUs: the lab counts {over / 1e9:.1f} GB "
+        f"({over / worst.capacity:.1%}) more than the {worst.capacity / 1e9:g} GB on its fullest GPU.**{gap}"
+        f"{unknown}"
+    )
+
+
+UNPUBLISHED_LAYERS = (
+    "Which tensors Meta's layers keep, and in what precision, is not published: the lab counts what a Megatron-LM "
+    "layer with Transformer Engine keeps (checked against torch's saved tensors), the one assumption it cannot check."
+)
+
+
+def mfu_note(settings: PlanRequest, result) -> None:
+    """MFU defined where it is shown: the lab's count, and beside a published run the paper's count of the same
+    step (a different FLOP count over the same seconds, so a different MFU)."""
+    gpus, peak = result.num_gpus, result.gpu.peak_tflops
+    said = (
+        f"**MFU** = model FLOPs per step / (GPUs × peak × step time) = {result.model_flops_per_step:.3e} / "
+        f"({gpus:,} × {peak:g} TFLOP/s × {result.step_seconds:.3g} s) = **{result.mfu:.1%}** (the lab's count: a "
+        f"forward and a backward of every layer, attention over the whole s × s square)."
+    )
+    preset = matching_preset(settings)
+    if preset is not None:
+        tflops = planned_tflops(result, preset)
+        counted = "with the recomputed forward" if preset.counts_recomputation else "as the paper counts"
+        said += (
+            f" Counted {counted}, the same step is {tflops:,.0f} TFLOP/s per GPU = **{tflops / peak:.1%}** of "
+            f"peak; the paper reports {preset.reported_tflops_per_gpu:g} TFLOP/s = "
+            f"{preset.reported_tflops_per_gpu / peak:.1%}."
+        )
+    st.caption(said)
 
 
 def paper(settings: PlanRequest, result) -> None:

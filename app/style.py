@@ -96,13 +96,48 @@ class Sizes:
     max_gantt: int
     """The tallest the Gantt gets (so 32 ranks fit the screen)."""
     memory: int
+    label: int
+    """A memory line's name at its peak."""
+    title_characters: int
+    """A chart title longer than this wraps (a phone's chart is about 46 characters wide)."""
+    smallest_text: int
+    """Letters on bars shrink to fit down to this size, and are hidden below it."""
+    legend_above: bool
+    """The legend in one row between the title and the plots, without the memory lines (named at their peaks):
+    a projector's chart keeps its width; otherwise under the plots, in rows (a phone's chart is narrow)."""
+
+    gantt_padding: int = 70
+    """Added to the rank rows (the bars' gaps at the top and bottom of the Gantt)."""
 
     def gantt_height(self, num_rows: int) -> int:
-        return max(200, min(self.max_gantt, 70 + self.row * num_rows))
+        return max(200, min(self.max_gantt, self.gantt_padding + self.row * num_rows))
 
 
-NORMAL = Sizes(font=13, title=16, row=42, max_gantt=560, memory=200)
-PROJECTOR = Sizes(font=20, title=24, row=64, max_gantt=700, memory=240)
+NORMAL = Sizes(
+    font=13,
+    title=16,
+    row=42,
+    max_gantt=560,
+    memory=200,
+    label=12,
+    title_characters=46,
+    smallest_text=9,
+    legend_above=False,
+)
+PROJECTOR = Sizes(
+    font=20,
+    title=22,
+    row=44,
+    max_gantt=400,
+    memory=120,
+    label=20,
+    title_characters=120,
+    smallest_text=18,
+    legend_above=True,
+    gantt_padding=24,
+)
+"""Projector mode fits the Playground's default chart, all four ranks and the memory, on the first screen of a
+1280 × 720 projector (``tests/test_browser_projector.py``); bars' letters are 18 px or more, every other text 20 px."""
 
 
 def sizes(projector: bool) -> Sizes:
@@ -118,6 +153,9 @@ PAGE_CSS = """
 .js-plotly-plot g[class^="g-y"][class$="title"] text, .js-plotly-plot .legendtext, .js-plotly-plot .legendtitletext,
 .js-plotly-plot .gtitle { fill: #3d4049 !important; }
 .js-plotly-plot .gridlayer path { stroke: #767676 !important; stroke-width: 1px !important; }
+/* a block that only carries a style sheet takes no room (it would add a row's gap above the content) */
+[data-testid="stElementContainer"]:has(> [data-testid="stHtml"]):not(
+  :has(> [data-testid="stHtml"] > :not(style, script))) { display: none; }
 /* a phone (below ~700 px): metric cards as a compact two-column block, so the chart starts on the first screen */
 @media (max-width: 700px) {
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; padding-top: 2.5rem; }
@@ -134,14 +172,33 @@ PAGE_CSS = """
 
 
 PROJECTOR_CSS = """
-/* a lecture hall: the sidebar wide enough for every choice's whole name, chosen schedules never cut short */
+/* a lecture hall: the sidebar (when shown) wide enough for every choice's whole name */
 section[data-testid="stSidebar"] { width: 25rem !important; min-width: 25rem !important; }
 [data-testid="stSidebar"] [data-tag], [data-testid="stSidebar"] [data-tag] > span[title] {
   max-width: none !important; white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; }
 [data-testid="stSidebar"] [data-baseweb="select"] [value], [data-testid="stSidebar"] [data-baseweb="select"] div {
   white-space: normal !important; text-overflow: clip !important; }
-/* less blank space above the title, so the chart comes up on the first screen */
-[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; }
+/* the chart comes up on the first screen of a 1280 x 720 projector: less space above and around the title,
+   the page's full width, compact cards */
+[data-testid="stMainBlockContainer"] { padding-top: 1.2rem; padding-left: 1.5rem; padding-right: 1.5rem;
+  max-width: none; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 1.6rem; padding: 0 0 0.2rem 0; }
+[data-testid="stMainBlockContainer"] h2, [data-testid="stMainBlockContainer"] h3 { font-size: 1.25rem;
+  padding: 0.2rem 0 0.1rem 0; }
+[data-testid="stMetricValue"] { font-size: 1.6rem; }
+/* Streamlit's header (its menu and the sidebar's arrows) is replaced by the presenter's bar; the intro is said */
+[data-testid="stHeader"], [data-testid="stSidebarCollapseButton"], .st-key-page_intro { display: none !important; }
+/* the presenter's bar: at the top right of every page, above everything, whatever is scrolled */
+[data-testid="stLayoutWrapper"]:has(> .st-key-presenter_bar) { position: fixed; top: 0.4rem; right: 0.6rem;
+  z-index: 1000001; width: auto !important; }
+.st-key-presenter_bar { width: auto !important; gap: 0.4rem; }
+.st-key-presenter_bar button { min-height: 2rem; padding: 0.1rem 0.6rem; }
 """
 """Added in projector mode only (with the larger root font: ``app.controls.projector_toggle``)."""
+
+PROJECTOR_HIDES_SIDEBAR = """
+section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"]
+{ display: none !important; }
+"""
+"""Projector mode with the settings put away: the sidebar gone, not a strip, and so out of the Tab order."""

@@ -27,6 +27,7 @@ GAP_PX = 46
 AXIS_PX = 52
 """Below the plots: the time axis and its title."""
 LEGEND_ROW_PX = 24
+LEGEND_ABOVE_PX = 34
 LEGEND_PER_ROW = 4
 """The legend sits below the chart, in rows (on a phone it would take the chart's width at its side); its
 height is estimated from the entries, and Plotly's automargin grows it if a narrow screen wraps more."""
@@ -57,29 +58,29 @@ def _downsampled(x: np.ndarray, y: np.ndarray, points: int = MEMORY_POINTS) -> t
     return edges[:-1][keep], highest[keep]
 
 
-def memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
-    """The engine's memory series of each rank (``Timeline.memory_curve``: the peak card is its maximum)."""
-    peaks = timeline.peak_memory_per_rank()
+def memory_ranks(timeline: Timeline) -> list[int]:
+    """The ranks that get a memory line: all up to ``MEMORY_LINES``, else rank 0, the last and the busiest."""
     ranks = list(range(timeline.num_ranks))
     if len(ranks) > MEMORY_LINES:
-        ranks = sorted({0, len(ranks) - 1, int(np.argmax(peaks))})
+        ranks = sorted({0, len(ranks) - 1, int(np.argmax(timeline.peak_memory_per_rank()))})
+    return ranks
+
+
+def memory_traces(timeline: Timeline, axes: dict, in_legend: bool = True) -> list[dict]:
+    """The engine's memory series of each rank (``Timeline.memory_curve``: the peak card is its maximum);
+    ``in_legend`` False: named only at their peaks (``peak_labels``)."""
     traces = []
-    for rank in ranks:
+    for rank in memory_ranks(timeline):
         x, y = _downsampled(*timeline.memory_curve(rank))
-        label = [""] * len(x)
-        if len(x):
-            label[int(np.argmax(y))] = f"r{rank}"  # named at its peak: the lines part without colour
         traces.append(
             dict(
                 type="scatter",
                 name=f"memory, rank {rank}",
                 legendgroup="memory",
+                showlegend=in_legend,
                 x=x.astype(np.float32),
                 y=y.astype(np.float32),
-                mode="lines+text",
-                text=label,
-                textposition="top center",
-                textfont=dict(size=11, color=RANK_COLOURS[rank % len(RANK_COLOURS)]),
+                mode="lines",
                 line=dict(
                     shape="hv",
                     width=1.5,
@@ -91,6 +92,50 @@ def memory_traces(timeline: Timeline, axes: dict) -> list[dict]:
             )
         )
     return traces
+
+
+def _longest_stretch_at_peak(x: np.ndarray, y: np.ndarray) -> float:
+    """The middle of the longest stretch the curve (steps: "hv", each level held until the next point) spends at
+    its highest level: there the name has room, and ranks that peak at the same moment are named apart."""
+    ends = np.append(x[1:], x[-1])
+    at_peak = y >= np.max(y)
+    best, best_length, start = float(x[int(np.argmax(y))]), -1.0, None
+    for i in range(len(x) + 1):
+        if i < len(x) and at_peak[i]:
+            start = i if start is None else start
+            continue
+        if start is not None:
+            length = float(ends[i - 1] - x[start])
+            if length > best_length:
+                best, best_length = (float(x[start]) + float(ends[i - 1])) / 2, length
+            start = None
+    return best
+
+
+def peak_labels(timeline: Timeline, *, xref: str, yref: str, font_size: int) -> list[dict]:
+    """Each memory line named at its peak ("r0"), so the lines part without colour: an annotation on a white
+    ground above the peak, drawn over the lines, so no line crosses the name."""
+    labels = []
+    for rank in memory_ranks(timeline):
+        x, y = timeline.memory_curve(rank)
+        if not len(x) or float(np.max(y)) <= 0:
+            continue
+        x_mid = _longest_stretch_at_peak(x, y)
+        labels.append(
+            dict(
+                text=f"r{rank}",
+                x=x_mid,
+                y=float(np.max(y)),
+                xref=xref,
+                yref=yref,
+                yanchor="bottom",
+                showarrow=False,
+                bgcolor="rgba(255,255,255,0.9)",
+                borderpad=1,
+                font=dict(size=font_size, color=RANK_COLOURS[rank % len(RANK_COLOURS)]),
+            )
+        )
+    return labels
 
 
 PHASE_LABEL_PX = 20
@@ -116,8 +161,12 @@ def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, 
     """A layout of subplots stacked top to bottom on one time axis. Each row: {"height": px, "title": text,
     "yaxis": extra y-axis settings}. Axes are named x, x2, … and y, y2, … from the top."""
     total = sum(row["height"] for row in rows) + GAP_PX * (len(rows) - 1)
-    legend_px = LEGEND_ROW_PX * int(np.ceil(legend_entries / LEGEND_PER_ROW)) + 8
-    title_lines = wrapped(title).count("<br>") + 1
+    legend_px = 0 if size.legend_above else LEGEND_ROW_PX * int(np.ceil(legend_entries / LEGEND_PER_ROW)) + 8
+    title = wrapped(title, size.title_characters)
+    title_lines = title.count("<br>") + 1
+    # no title: room for the first subplot's name; a projector's legend row under the title
+    head_px = TITLE_PX * title_lines if title else (30 if size.legend_above else 45)
+    head_px += LEGEND_ABOVE_PX if size.legend_above else 0
     layout: dict = dict(annotations=[])
     top = 1.0
     bottom_axis = "x" if len(rows) == 1 else f"x{len(rows)}"
@@ -154,7 +203,7 @@ def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, 
     layout.update(
         # Plotly places a multi-line title by its last line: the lines above it need their height as padding
         title=dict(
-            text=wrapped(title),
+            text=title,
             x=0,
             xanchor="left",
             y=1,
@@ -167,8 +216,11 @@ def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, 
         barmode="overlay",
         bargap=0.1,
         font=dict(size=size.font),
-        uniformtext=dict(minsize=max(8, size.font - 4), mode="hide"),
-        legend=dict(
+        uniformtext=dict(minsize=size.smallest_text, mode="hide"),
+        legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=size.font))
+        | dict(groupclick="toggleitem")
+        if size.legend_above
+        else dict(
             orientation="h",
             x=0,
             xanchor="left",
@@ -178,8 +230,8 @@ def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, 
             font=dict(size=size.font - 1),
             groupclick="toggleitem",
         ),
-        height=total + AXIS_PX + legend_px + (TITLE_PX * title_lines if title else 45),
-        margin=dict(l=4, r=6, t=TITLE_PX * title_lines if title else 45, b=AXIS_PX + legend_px),
+        height=total + AXIS_PX + legend_px + head_px,
+        margin=dict(l=4, r=6, t=head_px, b=AXIS_PX + legend_px),
         hoverlabel=dict(font=dict(size=size.font)),
     )
     return layout
@@ -227,12 +279,15 @@ def timeline_figure(
     traces += [trace | dict(xaxis="x", yaxis="y") for trace in extra or []]
     rows = [dict(height=size.gantt_height(timeline.num_ranks), yaxis=rank_axis(timeline.num_ranks))]
     if memory:
-        traces += memory_traces(timeline, dict(xaxis="x2", yaxis="y2"))
+        traces += memory_traces(timeline, dict(xaxis="x2", yaxis="y2"), in_legend=not size.legend_above)
+        labels = peak_labels(timeline, xref="x2", yref="y2", font_size=size.label)
         rows.append(
             dict(height=size.memory, title=f"activation memory ({memory_unit})", yaxis=dict(rangemode="tozero"))
         )
     entries = sum(1 for trace in traces if trace.get("showlegend", True) and trace.get("name"))
     layout = stacked_layout(rows, title=title, time_unit=time_unit, end=end, size=size, legend_entries=entries)
+    if memory:
+        layout["annotations"] += labels
     if marked and phases:
         layout["annotations"] += phase_labels(timeline, font_size=size.font - 1)
         layout["margin"]["t"] += PHASE_LABEL_PX  # the names sit above rank 0's row
@@ -256,9 +311,9 @@ def timeline_figure(
 
 CHART_INK = "#3d4049"
 """Text a chart writes itself (subplot titles): 10:1 on white, where Streamlit's theme grey is about 3.7:1."""
-PROJECTOR_COMPARE_PX = 540
+PROJECTOR_COMPARE_PX = 330
 """In projector mode the stacked schedules share this many pixels, so that three of them and their time axis fit
-a 1080-pixel screen under the page's title and controls (the browser test measures it)."""
+a 1280 × 720 screen under the page's title (the browser test measures it)."""
 
 
 def compare_figure(

@@ -7,7 +7,7 @@ from app import state
 from app.charts import compare_figure, tradeoff_figure
 from app.charts.player import player
 from app.codec import plain
-from app.controls import LabInputs, bind_lab, projector_query, projector_toggle, warn_about
+from app.controls import LabInputs, bind_lab, page_heading, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, tradeoff_sentences
 from app.settings import COMPARE_DEFAULT, COMPARE_KEYS, CompareSettings
 from app.simulation import simulated
@@ -41,10 +41,10 @@ def bind() -> tuple[CompareSettings, list[str], bool]:
 
 
 def compare() -> None:
-    st.title("Compare schedules")
-    st.caption(
+    page_heading(
+        "Compare schedules",
         "The same model, ranks, micro-batches and costs under different schedules: one time axis, so the "
-        "longer step is visibly longer. B = I + W for the schedules without a split backward."
+        "longer step is visibly longer. B = I + W for the schedules without a split backward.",
     )
     settings, problems, projector = bind()
     state.write_url(PAGE, settings.to_query() | projector_query(projector))

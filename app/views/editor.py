@@ -8,7 +8,7 @@ from app import state
 from app.charts import timeline_figure
 from app.charts.player import player
 from app.codec import plain, shown
-from app.controls import LabInputs, bind_lab, projector_query, projector_toggle
+from app.controls import LabInputs, bind_lab, page_heading, projector_query, projector_toggle
 from app.explain import chart_summary, legend_notes, metric_cards, rank_table
 from app.real_run_settings import RealRunSettings
 from app.simulation import simulated_csv
@@ -103,7 +103,7 @@ def simulate_text(text: str, costs):
 
 def show_timeline(schedule, timeline, costs, projector: bool) -> None:
     """The cards, the played Gantt, its legend notes and the per-rank table."""
-    metric_cards(timeline, projector=projector)
+    metric_cards(timeline)
     title = f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches"
     figure = timeline_figure(timeline, title=title, projector=projector)
     player("ed_gantt", figure, name=title, summary=chart_summary(timeline, title))
@@ -139,10 +139,10 @@ def downloads_and_run(schedule, timeline, valid: bool) -> None:
 
 
 def editor() -> None:
-    st.title("Schedule editor")
-    st.caption(
+    page_heading(
+        "Schedule editor",
         "A schedule in PyTorch's CSV format: one line per rank, actions such as 0F0, 1B3, 2I5, 2W5 or "
-        "(0F7;7B3)OVERLAP_F_B, run left to right. Lowered files with SEND/RECV actions are read too."
+        "(0F7;7B3)OVERLAP_F_B, run left to right. Lowered files with SEND/RECV actions are read too.",
     )
     projector, start = bind_start()
     text = schedule_text()

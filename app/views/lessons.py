@@ -15,7 +15,7 @@ from app.charts import timeline_figure
 from app.charts.plan import memory_figure
 from app.charts.player import player
 from app.codec import shown
-from app.controls import projector_query, projector_toggle
+from app.controls import page_heading, projector_query, projector_toggle
 from app.explain import chart_summary, chart_with_lecture, lecture_controls, legend_notes, metric_cards
 from app.lesson_answers import (
     check_answer,
@@ -118,15 +118,22 @@ def chart_block(
     projector: bool,
     highlight: str = "",
     lecture_for=None,
+    words=None,
 ) -> None:
-    """Cards, chart and legend notes of one configuration of the step (``lecture_for``: offer lecture mode)."""
+    """Cards, chart and legend notes of one configuration of the step (``lecture_for``: offer lecture mode;
+    ``words``: what to draw beside the chart on a projector, the step's text)."""
     schedule, timeline = simulated(settings)
     costs = settings.costs()
     for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
         st.info(note)
-    event = None
-    if lecture_for is not None:
-        event = lecture_controls(PAGE, schedule, timeline, costs.comm, lecture_for, start_on=step.mode == "steps")
+
+    def lecture(narrow: bool):
+        if lecture_for is None:
+            return None
+        return lecture_controls(
+            PAGE, schedule, timeline, costs.comm, lecture_for, start_on=step.mode == "steps", narrow=narrow
+        )
+
     label = None
     if step.bubble_label:
         idle = max(timeline.idle_per_rank(), default=0.0)
@@ -135,12 +142,12 @@ def chart_block(
             label = (pretty(step.bubble_label), idle)
     title = settings.title()
 
-    def chart() -> None:
+    def chart(lectured) -> None:
         figure = timeline_figure(
             timeline,
             title=title,
             projector=projector,
-            cursor_at=None if event is None else event.time,
+            cursor_at=None if lectured is None else lectured.time,
             phases=step.phases,
             highlight=highlight or None,
             bubble_label=label,
@@ -148,7 +155,13 @@ def chart_block(
         player(key, figure, name=title, summary=chart_summary(timeline, title))
         st.plotly_chart(figure, width="stretch", key=key)
 
-    chart_with_lecture(event, chart, lambda: metric_cards(timeline, cards=cards, projector=projector))
+    chart_with_lecture(
+        lecture,
+        chart,
+        lambda stacked=False: metric_cards(timeline, cards=cards, stacked=stacked),
+        projector=projector,
+        words=words,
+    )
     legend_notes(timeline, costs, schedule.num_chunks)
 
 
@@ -265,19 +278,24 @@ def lessons_page() -> None:
     visited.add((lesson.id, step.id))
     progress_in_sidebar(by_number, lesson, visited)
 
-    st.title(f"Lesson {lesson.number} · {lesson.title}")
-    st.caption(lesson.summary)
+    page_heading(f"Lesson {lesson.number} · {lesson.title}", lesson.summary)
     st.subheader(f"Step {index + 1} of {len(lesson.steps)}: {step.title}")
     real_key = (lesson.id, step.id)
     done = revealed(step, real_key)
     live = step.with_values(learner_values(step, real_key)) if done else step
     results = real_runs(step, real_key, PAGE)
-    st.markdown(render(live.text, live, results))
-    if done:
-        explore_and_try(step, real_key)
-    cards = taught_metrics(by_number, lesson, index)
     config = live.config if not (step.stand_in and results) else None
     chart_first = step.shows_before_answer("chart")  # drawn above the question (a reveal draws it below)
+
+    def step_text() -> None:
+        st.markdown(render(live.text, live, results))
+        if done:
+            explore_and_try(step, real_key)
+
+    beside = projector and config is not None and chart_first  # a projector: the text beside the chart
+    if not beside:
+        step_text()
+    cards = taught_metrics(by_number, lesson, index)
     highlight = step.highlight if done and step.question is not None else ""
     if config is not None:
         if step.stand_in:
@@ -294,10 +312,11 @@ def lessons_page() -> None:
                 projector=projector,
                 highlight="" if step.reveal_chart else highlight,
                 lecture_for=(real_key, config),
+                words=step_text if beside else None,
             )
         elif not done:
             if step.shows_before_answer("cards"):
-                metric_cards(simulated(config)[1], cards=cards, projector=projector)
+                metric_cards(simulated(config)[1], cards=cards)
             st.info(
                 "The chart and the numbers that answer the question are kept back: predict first, then check "
                 "your answer (or press Show me) to see them."

@@ -6,9 +6,17 @@ import streamlit as st
 from app import state
 from app.charts.plan import memory_figure, time_figure
 from app.codec import plain
-from app.controls import projector_query, projector_toggle, read_back, seed_from_link, warn_about
+from app.controls import page_heading, projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.metrics import PLAN_CARDS
-from app.plan_panels import kept_per_layer, measured_against_roofline, paper, pipeline_gantt, why_these_numbers
+from app.plan_panels import (
+    fit_banner,
+    kept_per_layer,
+    measured_against_roofline,
+    mfu_note,
+    paper,
+    pipeline_gantt,
+    why_these_numbers,
+)
 from app.simulation import planned
 from app.widgets import draw
 from engine import FAMILIES
@@ -69,24 +77,45 @@ def bind() -> tuple[PlanRequest, bool]:
     return settings, projector
 
 
-def cards(result) -> None:
-    """The plan's cards (``app.metrics.PLAN_CARDS``); peak memory's help says whether it fits this GPU."""
+def cards(result, *, stacked: bool = False) -> None:
+    """The plan's cards (``app.metrics.PLAN_CARDS``), in two rows of three or one under another; peak memory's
+    help says whether it fits this GPU."""
     fits = f"of {result.gpu.memory_gb:g} GB: " + ("fits" if result.fits else "does not fit")
     values = [
         (metric.card, metric.shown(result), fits if name == "peak_memory_gb" else metric.help)
         for name, metric in PLAN_CARDS.items()
     ]
-    for column, (label, value, words) in zip(st.columns(3) * 2, values, strict=True):
-        column.metric(label, value, help=words)
+    places = [st.container() for _ in values] if stacked else st.columns(3) * 2
+    for place, (label, value, words) in zip(places, values, strict=True):
+        place.metric(label, value, help=words)
+
+
+def first_view(settings: PlanRequest, result, projector: bool) -> None:
+    """What the page opens on: the cards, whether it fits (with the gap and why, in proportion), MFU defined,
+    and one pipeline's step in seconds. On a projector the chart comes first with the cards beside it."""
+    if projector:
+        chart, side = st.columns([5, 2], gap="medium")
+        with side:
+            cards(result, stacked=True)
+        with chart:
+            pipeline_gantt(settings, result, projector, key="pl_gantt")
+        fit_banner(settings, result)
+        mfu_note(settings, result)
+        return
+    cards(result)
+    fit_banner(settings, result)
+    mfu_note(settings, result)
+    st.subheader("One pipeline's step, in seconds")
+    pipeline_gantt(settings, result, projector, key="pl_gantt")
 
 
 def plan_page() -> None:
-    st.title("Plan a pipeline at real scale")
-    st.caption(
+    page_heading(
+        "Plan a pipeline at real scale",
         "A real model on real GPUs: each layer's operations (GEMMs, attention, norms, activations) timed on the GPU's "
         "roofline, the pipeline simulated with the lab's own simulator (one pipeline; the data-parallel replicas run "
         "it side by side and meet in the gradient reduction), memory per GPU from the model states and what each "
-        "layer keeps × the simulator's micro-batches in flight. The same numbers as `python -m engine plan`."
+        "layer keeps × the simulator's micro-batches in flight. The same numbers as `python -m engine plan`.",
     )
     settings, projector = bind()
     try:
@@ -100,11 +129,7 @@ def plan_page() -> None:
         settings, result = good
         st.caption("Below: the last layout that worked.")
 
-    cards(result)
-    message = result.memory_message
-    (st.success if result.fits else st.error)(message[:1].upper() + message[1:] + ".")
-    if result.shortfall is not None:
-        st.caption(result.shortfall.words())
+    first_view(settings, result, projector)
     layers = result.layers_per_stage
     gpu = result.gpu
     st.markdown(
@@ -123,8 +148,6 @@ def plan_page() -> None:
     st.subheader("Memory per GPU")
     st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key="pl_memory")
     kept_per_layer(result)
-    st.subheader("One pipeline's step, in seconds")
-    pipeline_gantt(settings, result, projector, key="pl_gantt")
     with st.expander("Every family at this layout (a few seconds at large sizes)"):
         if st.button("Compare every family", key=f"{PAGE}_compare"):
             rows = [

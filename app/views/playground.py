@@ -9,7 +9,7 @@ from app import state
 from app.charts import timeline_figure
 from app.charts.player import player
 from app.codec import plain
-from app.controls import bind_lab, projector_query, projector_toggle, warn_about
+from app.controls import PROJECTOR, bind_lab, page_heading, projector_query, projector_toggle, warn_about
 from app.explain import (
     chart_summary,
     chart_with_lecture,
@@ -38,8 +38,8 @@ def dismiss_welcome() -> None:
 
 def welcome() -> None:
     """A first visit opens here, on the simulator: point to Lesson 1, until the visitor dismisses the line
-    (remembered for the session)."""
-    if st.session_state.get(WELCOME_DISMISSED):
+    (remembered for the session); not on a projector, where a teacher shows the chart."""
+    if st.session_state.get(WELCOME_DISMISSED) or st.session_state.get(PROJECTOR):
         return
     with st.container(border=True, key=f"{PAGE}_welcome"):
         text, go, dismiss = st.columns([5, 2, 1], vertical_alignment="center")
@@ -80,15 +80,19 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
     """The cards, the chart (with the lecture's cursor and the generator's code), and what changes the step."""
     for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
         st.info(note)
-    event = lecture_controls(PAGE, schedule, timeline, costs.comm, (settings, projector))
 
-    def chart() -> None:
-        cursor = None if event is None else event.time
+    def lecture(narrow: bool):
+        return lecture_controls(PAGE, schedule, timeline, costs.comm, (settings, projector), narrow=narrow)
+
+    def chart(lectured) -> None:
+        cursor = None if lectured is None else lectured.time
         figure = timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor)
         player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
         st.plotly_chart(figure, width="stretch", key="pg_gantt")
 
-    chart_with_lecture(event, chart, lambda: metric_cards(timeline, projector=projector))
+    chart_with_lecture(
+        lecture, chart, lambda stacked=False: metric_cards(timeline, stacked=stacked), projector=projector
+    )
     show_generator_code(settings.family_spec, key=f"{PAGE}_show_code")
     legend_notes(timeline, costs, schedule.num_chunks)
     if costs.shared_links and costs.comm > 0:  # where occupying the links changes the step, against pure delays
@@ -136,13 +140,15 @@ def render_explanations(settings: LabSettings, costs: Costs, schedule: Schedule,
 
 def playground() -> None:
     """bind → engine → render."""
-    st.title("Playground")
-    welcome()
-    st.caption(
-        "Choose a schedule and the sizes; the exact simulator times every action. Costs are per micro-batch "
-        "through one rank's share of the model."
-    )
+    header = st.container()  # filled once the settings are bound: projector mode leaves out the welcome
     settings, projector = bind()
+    with header:
+        page_heading(
+            "Playground",
+            "Choose a schedule and the sizes; the exact simulator times every action. Costs are per micro-batch "
+            "through one rank's share of the model.",
+        )
+        welcome()
     settings, costs, schedule, timeline = run_engine(settings)
     render_step(settings, costs, schedule, timeline, projector)
     render_explanations(settings, costs, schedule, timeline, projector)

@@ -13,7 +13,7 @@ from app.charts import memory_unit, run_figure
 from app.charts.player import player
 from app.charts.run_figure import CROWDED_ACTIONS
 from app.codec import plain
-from app.controls import bind_real_run, projector_query, projector_toggle, warn_about
+from app.controls import bind_real_run, page_heading, projector_query, projector_toggle, warn_about
 from app.explain import chart_summary, idle_causes, per_rank_frame
 from app.limits import REAL_RUN_MAX_RANKS
 from app.navigation import link_to
@@ -263,11 +263,11 @@ def memory_model_note(result, summary: dict) -> None:
 
 
 def real_run() -> None:
-    st.title("Real run")
-    st.caption(
+    page_heading(
+        "Real run",
         "The same schedule executed on a real model: every action runs on real tensors and is timed; the "
         "gradients are checked against the unsplit model; the simulator predicts the timeline from the "
-        "costs this run measured."
+        "costs this run measured.",
     )
     cores = cpu_count()
     st.caption(

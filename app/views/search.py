@@ -12,7 +12,7 @@ from app.charts import compare_figure
 from app.charts.player import player
 from app.charts.search import frontier_figure
 from app.codec import plain
-from app.controls import projector_query, projector_toggle, read_back, seed_from_link, warn_about
+from app.controls import page_heading, projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.explain import chart_summary
 from app.real_run_settings import RealRunSettings
 from app.search_settings import PLACEMENT_TITLES, SEARCH_KEYS, SearchSettings
@@ -217,12 +217,12 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
 
 def search_page() -> None:
     fork_server_starting()
-    st.title("Search for a schedule")
-    st.caption(
+    page_heading(
+        "Search for a schedule",
         "Every other page draws hand-made schedules. Here the lab searches for the order of each rank's work "
         "that gives the shortest step without any rank holding more activations than the budget: an exact "
         "constraint model (CP-SAT) proves the optimum for small sizes, a Zero-Bubble-style greedy answers large "
-        "ones, and a lower bound says how far from the optimum the answer can be."
+        "ones, and a lower bound says how far from the optimum the answer can be.",
     )
     settings, projector, linked = bind()
     _, one_f_one_b = simulated(

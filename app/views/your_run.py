@@ -14,7 +14,7 @@ from app.charts.lanes import ARROWS
 from app.charts.player import player
 from app.charts.run_figure import prediction_outlines
 from app.codec import plain, shown
-from app.controls import projector_query, projector_toggle, read_back, seed_from_link, warn_about
+from app.controls import page_heading, projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.explain import chart_summary, idle_causes
 from app.navigation import link_to
 from app.search_settings import SearchSettings
@@ -233,11 +233,11 @@ def families(run: ImportedRun) -> None:
 
 
 def your_run() -> None:
-    st.title("Your run")
-    st.caption(
+    page_heading(
+        "Your run",
         "Open the per-rank profiler traces of a real pipeline-parallel job (torch.profiler / Kineto, one file per "
         "rank) and see one step as the lab sees its own runs. No traces yet? An example run of PyTorch's own "
-        "schedules, profiled on this machine, stands in."
+        "schedules, profiled on this machine, stands in.",
     )
     settings, stored, projector = bind()
     with st.expander("How to profile your own job"):
