@@ -214,7 +214,7 @@ def test_projector_mode_fits_a_1080p_screen(tmp_path):
         browser = launch(playwright)
         try:
             page, _ = open_page(browser, f"{url}/?projector=1", 1920, 1080)
-            page.get_by_text("Step through events (lecture mode)").click()
+            page.get_by_text("Lecture mode", exact=True).click()  # beside the chart, with its narration
             page.wait_for_selector("text=Event 1 of", timeout=60_000)
             page.wait_for_selector(IDLE, timeout=60_000)
             page.wait_for_function(f"() => ({DRAWN_MARKS})() > 0", timeout=60_000)

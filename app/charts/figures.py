@@ -28,6 +28,8 @@ AXIS_PX = 52
 """Below the plots: the time axis and its title."""
 LEGEND_ROW_PX = 24
 LEGEND_ABOVE_PX = 34
+LEGEND_ABOVE_ENTRIES = 4
+"""A projector's legend with up to this many entries fits one row above the plots."""
 LEGEND_PER_ROW = 4
 """The legend sits below the chart, in rows (on a phone it would take the chart's width at its side); its
 height is estimated from the entries, and Plotly's automargin grows it if a narrow screen wraps more."""
@@ -161,12 +163,15 @@ def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, 
     """A layout of subplots stacked top to bottom on one time axis. Each row: {"height": px, "title": text,
     "yaxis": extra y-axis settings}. Axes are named x, x2, … and y, y2, … from the top."""
     total = sum(row["height"] for row in rows) + GAP_PX * (len(rows) - 1)
+    # a projector: a short legend in one row above the plots, a long one (groups with titles) at their right
+    above = size.legend_above and legend_entries <= LEGEND_ABOVE_ENTRIES
+    beside = size.legend_above and not above
     legend_px = 0 if size.legend_above else LEGEND_ROW_PX * int(np.ceil(legend_entries / LEGEND_PER_ROW)) + 8
     title = wrapped(title, size.title_characters)
     title_lines = title.count("<br>") + 1
     # no title: room for the first subplot's name; a projector's legend row under the title
     head_px = TITLE_PX * title_lines if title else (30 if size.legend_above else 45)
-    head_px += LEGEND_ABOVE_PX if size.legend_above else 0
+    head_px += LEGEND_ABOVE_PX if above else 0
     layout: dict = dict(annotations=[])
     top = 1.0
     bottom_axis = "x" if len(rows) == 1 else f"x{len(rows)}"
@@ -219,7 +224,10 @@ def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, 
         uniformtext=dict(minsize=size.smallest_text, mode="hide"),
         legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=size.font))
         | dict(groupclick="toggleitem")
-        if size.legend_above
+        if above
+        else dict(orientation="v", x=1.01, xanchor="left", y=1, yanchor="top", font=dict(size=size.font))
+        | dict(groupclick="toggleitem")
+        if beside
         else dict(
             orientation="h",
             x=0,

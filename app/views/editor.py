@@ -101,9 +101,10 @@ def simulate_text(text: str, costs):
     return reading, timeline, False
 
 
-def show_timeline(schedule, timeline, costs, projector: bool) -> None:
-    """The cards, the played Gantt, its legend notes and the per-rank table."""
-    metric_cards(timeline)
+def show_timeline(schedule, timeline, costs, projector: bool, *, cards: bool = True) -> None:
+    """The cards (unless drawn elsewhere), the played Gantt, its legend notes and the per-rank table."""
+    if cards:
+        metric_cards(timeline)
     title = f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches"
     figure = timeline_figure(timeline, title=title, projector=projector)
     player("ed_gantt", figure, name=title, summary=chart_summary(timeline, title))
@@ -145,10 +146,18 @@ def editor() -> None:
         "(0F7;7B3)OVERLAP_F_B, run left to right. Lowered files with SEND/RECV actions are read too.",
     )
     projector, start = bind_start()
-    text = schedule_text()
-    costs = start.split_costs()
-    reading, timeline, valid = simulate_text(text, costs)
-    show_timeline(reading.schedule, timeline, costs, projector)
+    if projector:  # the chart first, the text that makes it and the cards beside it
+        chart_area, side = st.columns([5, 2], gap="medium")
+    else:
+        side, chart_area = st.container(), st.container()
+    with side:
+        text = schedule_text()
+        costs = start.split_costs()
+        reading, timeline, valid = simulate_text(text, costs)
+        if projector:
+            metric_cards(timeline, stacked=True)
+    with chart_area:
+        show_timeline(reading.schedule, timeline, costs, projector, cards=not projector)
     downloads_and_run(reading.schedule, timeline, valid)
 
 

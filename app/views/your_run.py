@@ -128,7 +128,7 @@ def run_engine(settings: YourRunSettings, stored: StoredUpload | None) -> Import
     return imported_upload(stored.digest, stored.paths, stored.names, options)
 
 
-def cards(run: ImportedRun, predicted) -> None:
+def cards(run: ImportedRun, predicted, *, stacked: bool = False) -> None:
     """Measured and predicted step side by side (as on Real run), then the bubble, the idle time and the hand-off:
     the predicted card and the chart's outlines are one simulation (``predicted``)."""
     summary = run.timeline.summary()
@@ -140,8 +140,9 @@ def cards(run: ImportedRun, predicted) -> None:
         ("Idle, all ranks", f"{sum(summary['idle']):.3g} ms", "split by cause below"),
         ("Hand-off (median)", f"{run.transfer_ms:.3g} ms", "a receive's arrival − its producer's end"),
     ]  # fmt: skip
-    for column, (label, value, words) in zip(st.columns(len(values)), values, strict=True):
-        column.metric(label, value, help=words)
+    places = [st.container() for _ in values] if stacked else st.columns(len(values))
+    for place, (label, value, words) in zip(places, values, strict=True):
+        place.metric(label, value, help=words)
 
 
 def gantt(run: ImportedRun, predicted, projector: bool) -> None:
@@ -232,26 +233,14 @@ def families(run: ImportedRun) -> None:
         )
 
 
-def your_run() -> None:
-    page_heading(
-        "Your run",
-        "Open the per-rank profiler traces of a real pipeline-parallel job (torch.profiler / Kineto, one file per "
-        "rank) and see one step as the lab sees its own runs. No traces yet? An example run of PyTorch's own "
-        "schedules, profiled on this machine, stands in.",
-    )
-    settings, stored, projector = bind()
+def how_to_profile() -> None:
     with st.expander("How to profile your own job"):
         st.code(PROFILE_CODE, language="python")
         st.caption("Then upload every rank's file here, or run `python -m engine trace rank*.json.gz`.")
-    try:
-        run = run_engine(settings, stored)
-        state.keep_last_good(PAGE, run)
-    except (TraceError, ValueError) as error:
-        st.error(f"These traces cannot be read: {plain(error)}")
-        run = state.last_good(PAGE)
-        if run is None:
-            st.stop()
-        st.caption("Below: the last traces that were read.")
+
+
+def what_was_read(run: ImportedRun, settings, stored) -> None:
+    """The files (or the example), which step, the reader's notes, and whether the order read is the expected one."""
     source = ", ".join(shown(Path(f).name) for f in run.files) if stored else example_runs()[settings.example]
     st.markdown(f"**Read:** {source}")
     st.caption(run.describe_steps())
@@ -264,9 +253,39 @@ def your_run() -> None:
         st.code(run.order_check, language=None)
     elif settings.expect != "none":
         st.success(f"The order read equals {settings.expect}'s generator on every rank.")
+
+
+def your_run() -> None:
+    page_heading(
+        "Your run",
+        "Open the per-rank profiler traces of a real pipeline-parallel job (torch.profiler / Kineto, one file per "
+        "rank) and see one step as the lab sees its own runs. No traces yet? An example run of PyTorch's own "
+        "schedules, profiled on this machine, stands in.",
+    )
+    settings, stored, projector = bind()
+    if not projector:  # a projector shows the step first; how to profile comes after it
+        how_to_profile()
+    try:
+        run = run_engine(settings, stored)
+        state.keep_last_good(PAGE, run)
+    except (TraceError, ValueError) as error:
+        st.error(f"These traces cannot be read: {plain(error)}")
+        run = state.last_good(PAGE)
+        if run is None:
+            st.stop()
+        st.caption("Below: the last traces that were read.")
     predicted = simulate(run.schedule, run.costs, check=False)  # one simulation: the card and the outlines
-    cards(run, predicted)
-    gantt(run, predicted, projector)
+    if projector:  # the chart first, what was read and the cards beside it
+        chart_area, side = st.columns([5, 2], gap="medium")
+    else:
+        side, chart_area = st.container(), st.container()
+    with side:
+        what_was_read(run, settings, stored)
+        cards(run, predicted, stacked=projector)
+    with chart_area:
+        gantt(run, predicted, projector)
+    if projector:
+        how_to_profile()
     with st.expander("Where the idle time comes from", expanded=True):
         idle_causes(run.idle_attribution(), key=f"{PAGE}_causes", time_unit="ms", projector=projector)
     with st.expander("What another schedule would give, with these measured costs", expanded=True):

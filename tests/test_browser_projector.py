@@ -1,0 +1,101 @@
+"""Issue 36: projector mode, run as a teacher would at the front of the room — every page with a chart, at 1920 ×
+1080 and at a 1280 × 720 projector: the sidebar gone (no strip, nothing of it in the Tab order) with a visible way
+back, the chart's bottom on the first screen with every rank of the page's default configuration named on it, and
+no focusable element outside the screen's width. Screenshots go to SCREENSHOT_DIR when it is set."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.browser_support import IDLE, launch, open_page, require_browser, serve_app
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+PAGES = {
+    # page (with projector=1): the ranks its default chart draws
+    "": 4,
+    "compare": 4,
+    "lessons?lesson=2": 4,
+    "plan": 16,
+    "your-run": 4,
+    "editor": 4,
+}
+
+WHERE = """() => {
+  const charts = [...document.querySelectorAll('.js-plotly-plot')];
+  const gd = charts[0], box = gd.getBoundingClientRect();
+  const ranks = new Set([...gd.querySelectorAll('g[class^="ytick"] > text, g.ytick > text')]
+    .map(t => t.textContent.trim()).filter(t => /^rank \\d+$/.test(t)));
+  const chartText = [...gd.querySelectorAll('text')].filter(t => t.textContent.trim() && t.getBBox().width > 0)
+    .map(t => parseFloat(getComputedStyle(t).fontSize));
+  const sidebar = document.querySelector('[data-testid=stSidebar]');
+  const sidebarShown = !!sidebar && sidebar.getBoundingClientRect().width > 0
+    && getComputedStyle(sidebar).display !== 'none';
+  const focusable = [...document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]')]
+    .filter(e => e.tabIndex >= 0 && !e.disabled && e.getClientRects().length > 0
+                 && getComputedStyle(e).visibility !== 'hidden')
+    .map(e => { const r = e.getBoundingClientRect();
+                return {text: (e.innerText || e.ariaLabel || e.tagName).slice(0, 40), left: r.left, right: r.right}; });
+  // a skip link is 1 px until it takes the focus, then shown: it is on the screen when it matters
+  const outside = focusable.filter(f => (f.right <= 0 || f.left >= innerWidth) && f.right - f.left > 1);
+  return {bottom: box.bottom, top: box.top, height: innerHeight, ranks: ranks.size, sidebarShown,
+          smallestChartText: Math.min(...chartText), outside, focusable: focusable.length};
+}"""
+
+
+def _save(page, name: str) -> None:
+    if os.environ.get("SCREENSHOT_DIR"):
+        page.screenshot(path=os.path.join(os.environ["SCREENSHOT_DIR"], f"{name}.png"))
+
+
+@pytest.mark.parametrize("width,height", [(1920, 1080), (1280, 720)])
+def test_projector_mode_fits_every_page_on_one_screen(width, height):
+    sync_api = require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            for path, ranks in PAGES.items():
+                joiner = "&" if "?" in path else "?"
+                page, _ = open_page(browser, f"{url}/{path}{joiner}projector=1", width, height)
+                page.wait_for_timeout(300)  # the style sheet's last layout pass
+                where = page.evaluate(WHERE)
+                name = path.split("?")[0] or "playground"
+                _save(page, f"projector-{name}-{width}")
+                assert not where["sidebarShown"], (path, where)
+                assert where["ranks"] == ranks, (path, where)
+                assert 0 <= where["top"] and where["bottom"] <= height, (path, where)
+                assert where["smallestChartText"] >= 18, (path, where)
+                assert where["outside"] == [], (path, where)
+                page.close()
+        finally:
+            browser.close()
+
+
+def test_presenter_bar_brings_the_settings_back_and_leaves(tmp_path):
+    """The sidebar is out of the Tab order while hidden; "Settings" brings it back; "Leave projector mode" ends
+    the mode (the root font back to 16 px, the link without projector=1)."""
+    sync_api = require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page, _ = open_page(browser, f"{url}/?projector=1", 1280, 720)
+            for _ in range(6):  # the first Tabs: each lands on something on the screen, never the hidden sidebar
+                page.keyboard.press("Tab")
+                box = page.evaluate(
+                    "() => { const e = document.activeElement, r = e.getBoundingClientRect();"
+                    " return {inSidebar: !!e.closest('[data-testid=stSidebar]'), left: r.left, right: r.right,"
+                    " w: r.width, h: r.height}; }"
+                )
+                assert not box["inSidebar"] and box["w"] > 0 and box["right"] > 0 and box["left"] < 1280, box
+            page.get_by_role("button", name="Settings").click()
+            page.wait_for_selector('[data-testid=stSidebar] >> text=Ranks (devices), p', timeout=30_000)
+            page.get_by_role("button", name="Leave projector mode").click()
+            page.wait_for_function("() => !location.search.includes('projector')", timeout=30_000)
+            page.wait_for_selector(IDLE, timeout=30_000)
+            size = page.evaluate("() => parseFloat(getComputedStyle(document.documentElement).fontSize)")
+            assert size == 16, size
+            assert page.locator("[data-testid=stSidebar]").first.is_visible()
+        finally:
+            browser.close()
