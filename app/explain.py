@@ -392,8 +392,9 @@ def chart_with_lecture(lecture, draw_chart, draw_cards, *, projector: bool = Fal
         return
     lectured = lecture(narrow=False)
     if lectured is None:
-        draw_cards()
-        draw_chart(None)
+        with st.container(key="chart_stage"):  # on a phone the cards go under the chart (style.PAGE_CSS)
+            draw_cards()
+            draw_chart(None)
         return
     chart, words_column = st.columns([5, 2], gap="medium")
     with chart:

@@ -99,3 +99,22 @@ def test_presenter_bar_brings_the_settings_back_and_leaves(tmp_path):
             assert page.locator("[data-testid=stSidebar]").first.is_visible()
         finally:
             browser.close()
+
+
+def test_a_phone_sees_the_playground_chart_on_its_first_screen():
+    """390 × 844: the cards go under the chart, so the Gantt's rows start on the first screen."""
+    sync_api = require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page, _ = open_page(browser, f"{url}/", 390, 844)
+            rank_0 = page.evaluate(
+                "() => [...document.querySelector('.js-plotly-plot').querySelectorAll('g.ytick > text')]"
+                ".find(t => t.textContent.trim() === 'rank 0').getBoundingClientRect().bottom"
+            )
+            cards = page.locator('[data-testid="stMetric"]').first.bounding_box()
+            assert rank_0 <= 844, rank_0
+            assert cards["y"] > rank_0, (cards, rank_0)  # the numbers after the picture
+            _save(page, "phone-playground")
+        finally:
+            browser.close()
