@@ -90,7 +90,7 @@ def test_presenter_bar_brings_the_settings_back_and_leaves(tmp_path):
                 )
                 assert not box["inSidebar"] and box["w"] > 0 and box["right"] > 0 and box["left"] < 1280, box
             page.get_by_role("button", name="Settings").click()
-            page.wait_for_selector('[data-testid=stSidebar] >> text=Ranks (devices), p', timeout=30_000)
+            page.wait_for_selector("[data-testid=stSidebar] >> text=Ranks (devices), p", timeout=30_000)
             page.get_by_role("button", name="Leave projector mode").click()
             page.wait_for_function("() => !location.search.includes('projector')", timeout=30_000)
             page.wait_for_selector(IDLE, timeout=30_000)
