@@ -11,7 +11,7 @@ import streamlit as st
 
 from engine import Costs, Schedule, Timeline
 from engine.attribution import DEFINITIONS, LEVELS, IdleAttribution
-from engine.narrate import Narration
+from engine.narrate import Event, Narration
 from engine.schedules import Family
 
 from .charts import BAR_LIMIT
@@ -342,7 +342,7 @@ def lecture_controls(
 class Lectured:
     """The event lecture mode is at, and the line that names it ("Event 3 of 40 · …")."""
 
-    event: object
+    event: Event
     headline: str
 
     @property
