@@ -362,11 +362,11 @@ def narrate(event) -> None:
     )
 
 
-def chart_with_lecture(lecture, draw_chart, draw_cards, *, projector: bool = False, words=None) -> None:
+def chart_with_lecture(lecture, draw_chart, draw_cards, *, stage: str, projector: bool = False, words=None) -> None:
     """The chart and, in lecture mode, the narration beside it (stacked under it on a phone), with the cards
     after them, so that a lecturer has the chart and the words on one screen; without lecture mode, the cards
     then the chart. ``lecture()`` draws the lecture's switch and buttons and returns the event (or None);
-    ``draw_chart(lectured)`` draws the chart at that event.
+    ``draw_chart(lectured)`` draws the chart at that event; ``stage`` names the block (unique on the page).
 
     On a projector everything that explains or steps the chart sits in a column beside it — ``words`` (a
     lesson's step text), the lecture's switch, buttons, headline and narration, or else the cards — so the
@@ -392,7 +392,7 @@ def chart_with_lecture(lecture, draw_chart, draw_cards, *, projector: bool = Fal
         return
     lectured = lecture(narrow=False)
     if lectured is None:
-        with st.container(key="chart_stage"):  # on a phone the cards go under the chart (style.PAGE_CSS)
+        with st.container(key=f"stage_{stage}"):  # on a phone the cards go under the chart (style.PAGE_CSS)
             draw_cards()
             draw_chart(None)
         return

@@ -165,7 +165,7 @@ PAGE_CSS = """
   [data-testid="stMetricValue"] { font-size: 1.45rem; }
   h1 { font-size: 1.8rem; }
   /* the chart on the first screen: the cards under it */
-  .st-key-chart_stage > [data-testid="stLayoutWrapper"]:has([data-testid="stMetric"]) { order: 1; }
+  [class*="st-key-stage_"] > [data-testid="stLayoutWrapper"]:has([data-testid="stMetric"]) { order: 1; }
   /* Plotly's toolbar, shown on a tap, covered the charts' titles: a phone zooms with its fingers instead */
   .js-plotly-plot .modebar-container { display: none; }
 }

@@ -159,14 +159,25 @@ def wrapped(title: str, width: int = TITLE_CHARACTERS) -> str:
     return "<br>".join(lines)
 
 
+def placed_legend(size, entries: int) -> tuple[dict, int, bool]:
+    """The legend's layout, the height it adds under the plots, and whether it sits in a row above them: on a
+    projector a short legend in one row above the plots, a long one (groups with titles) at their right; else
+    under the plots, in rows (a phone's chart is narrow)."""
+    common = dict(font=dict(size=size.font), groupclick="toggleitem")
+    if size.legend_above and entries <= LEGEND_ABOVE_ENTRIES:
+        return dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom") | common, 0, True
+    if size.legend_above:
+        return dict(orientation="v", x=1.01, xanchor="left", y=1, yanchor="top") | common, 0, False
+    below = dict(orientation="h", x=0, xanchor="left", y=0, yref="container", yanchor="bottom")
+    below |= dict(font=dict(size=size.font - 1), groupclick="toggleitem")
+    return below, LEGEND_ROW_PX * int(np.ceil(entries / LEGEND_PER_ROW)) + 8, False
+
+
 def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, size, legend_entries: int = 8) -> dict:
     """A layout of subplots stacked top to bottom on one time axis. Each row: {"height": px, "title": text,
     "yaxis": extra y-axis settings}. Axes are named x, x2, … and y, y2, … from the top."""
     total = sum(row["height"] for row in rows) + GAP_PX * (len(rows) - 1)
-    # a projector: a short legend in one row above the plots, a long one (groups with titles) at their right
-    above = size.legend_above and legend_entries <= LEGEND_ABOVE_ENTRIES
-    beside = size.legend_above and not above
-    legend_px = 0 if size.legend_above else LEGEND_ROW_PX * int(np.ceil(legend_entries / LEGEND_PER_ROW)) + 8
+    legend, legend_px, above = placed_legend(size, legend_entries)
     title = wrapped(title, size.title_characters)
     title_lines = title.count("<br>") + 1
     # no title: room for the first subplot's name; a projector's legend row under the title
@@ -222,22 +233,7 @@ def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, 
         bargap=0.1,
         font=dict(size=size.font),
         uniformtext=dict(minsize=size.smallest_text, mode="hide"),
-        legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=size.font))
-        | dict(groupclick="toggleitem")
-        if above
-        else dict(orientation="v", x=1.01, xanchor="left", y=1, yanchor="top", font=dict(size=size.font))
-        | dict(groupclick="toggleitem")
-        if beside
-        else dict(
-            orientation="h",
-            x=0,
-            xanchor="left",
-            y=0,
-            yref="container",
-            yanchor="bottom",
-            font=dict(size=size.font - 1),
-            groupclick="toggleitem",
-        ),
+        legend=legend,
         height=total + AXIS_PX + legend_px + head_px,
         margin=dict(l=4, r=6, t=head_px, b=AXIS_PX + legend_px),
         hoverlabel=dict(font=dict(size=size.font)),

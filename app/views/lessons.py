@@ -159,6 +159,7 @@ def chart_block(
         lecture,
         chart,
         lambda stacked=False: metric_cards(timeline, cards=cards, stacked=stacked),
+        stage=key,
         projector=projector,
         words=words,
     )
@@ -270,6 +271,33 @@ def plan_block(step: Step, projector: bool) -> None:
     link_to("pl", settings.to_query(), "Open this on the Plan page", icon=":material/dns:")
 
 
+def after_the_answer(live: Step, config, results, real_key, *, cards, projector: bool, chart_first: bool) -> None:
+    """Once a question is answered: the reveal's words, the step's chart where it waited for the answer, and the
+    chart the reveal adds."""
+    highlight = live.highlight
+    if live.reveal:
+        st.markdown(render(live.reveal, live, results))
+    if config is not None and not chart_first:
+        chart_block(
+            live,
+            config,
+            key=f"{PAGE}_chart",
+            cards=cards,
+            projector=projector,
+            highlight="" if live.reveal_chart else highlight,
+            lecture_for=(real_key, config),
+        )
+    if live.reveal_chart:
+        chart_block(
+            live,
+            live.configs[live.reveal_chart],
+            key=f"{PAGE}_reveal_chart",
+            cards=cards,
+            projector=projector,
+            highlight=highlight,
+        )
+
+
 def lessons_page() -> None:
     by_number = lessons()
     visited: set = st.session_state.setdefault(f"{PAGE}_visited", set())
@@ -325,27 +353,7 @@ def lessons_page() -> None:
         show_real_results(results, projector, PAGE)
     question(step, real_key, results)
     if done and step.question is not None:
-        if step.reveal:
-            st.markdown(render(step.reveal, live, results))
-        if config is not None and not chart_first:
-            chart_block(
-                live,
-                config,
-                key=f"{PAGE}_chart",
-                cards=cards,
-                projector=projector,
-                highlight="" if step.reveal_chart else highlight,
-                lecture_for=(real_key, config),
-            )
-        if step.reveal_chart:
-            chart_block(
-                live,
-                live.configs[step.reveal_chart],
-                key=f"{PAGE}_reveal_chart",
-                cards=cards,
-                projector=projector,
-                highlight=highlight,
-            )
+        after_the_answer(live, config, results, real_key, cards=cards, projector=projector, chart_first=chart_first)
     if config is not None and (done or chart_first):  # the Playground would show what the question keeps back
         link_to("pg", config.to_query(), "Open this in the Playground", icon=":material/science:")
     if step.plan and done:

@@ -91,7 +91,11 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
         st.plotly_chart(figure, width="stretch", key="pg_gantt")
 
     chart_with_lecture(
-        lecture, chart, lambda stacked=False: metric_cards(timeline, stacked=stacked), projector=projector
+        lecture,
+        chart,
+        lambda stacked=False: metric_cards(timeline, stacked=stacked),
+        stage=PAGE,
+        projector=projector,
     )
     show_generator_code(settings.family_spec, key=f"{PAGE}_show_code")
     legend_notes(timeline, costs, schedule.num_chunks)
