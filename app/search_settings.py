@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, replace
 
 from engine import Costs
-from engine.costs import split_backward
+from engine.costs import PER_STAGE_SEPARATOR, split_backward
 from engine.ir import PLACEMENTS
 from engine.options import Declared, Option, Text, choose, code_span, declared
 from engine.search import SearchProblem
@@ -32,6 +32,15 @@ COSTS_HELP = (
 )
 
 
+CHUNK_CHOICES = ("auto", *(str(v) for v in range(1, searched.MAX_SEARCH_CHUNKS + 1)))
+CHUNK_TITLES = {"auto": "auto: every placement, the best kept", "1": "1 (one stage per rank)"} | {
+    str(v): f"{v} in a loop" for v in range(2, searched.MAX_SEARCH_CHUNKS + 1)
+}
+CHUNKS_HELP = (
+    "How many model chunks each rank holds in a loop (Megatron's interleaving, with the backward split); a V "
+    "always has 2. auto searches one stage per rank, the V and loops of 2 to 4 chunks within the time limit and "
+    "keeps the best, so 'optimal' is said of the space it was proven in, with what the others reached."
+)
 OBJECTIVE_TITLES = {"makespan": "the step from time 0 (makespan)", "period": "a repeated step (period, Zero Bubble)"}
 OBJECTIVE_HELP = " · ".join(f"{name}: {words}" for name, words in OBJECTIVES.items())
 
@@ -54,7 +63,12 @@ class SearchSettings(Declared):
             "placement", PLACEMENTS, "Placement", "stage r on rank r, or a V", titles=PLACEMENT_TITLES, widget="radio"
         ),
     )
-    """"loop" (one stage per rank) or "v" (two chunks in a V)."""
+    """"loop" (one stage per rank, or ``chunks`` of them) or "v" (two chunks in a V)."""
+    chunks: str = declared(
+        "auto",
+        choose("chunks", CHUNK_CHOICES, "Chunks per rank", CHUNKS_HELP, titles=CHUNK_TITLES, widget="radio"),
+    )
+    """"auto" (every placement searched, the best kept) or v chunks per rank in a loop ("1"…"4")."""
     costs: str = declared("F=1,I=1,W=1", Option("costs", COSTS, "Costs F, I, W", COSTS_HELP, widget="text"))
     comm: float = declared(0.0, searched.COMM.narrowed(high=limits.MAX_COST))
     # a number box with fixed bounds: a slider whose maximum followed p would be a new widget at each p, and
@@ -81,15 +95,31 @@ class SearchSettings(Declared):
         return settings, problems
 
     @property
+    def every_space(self) -> bool:
+        """``auto`` chunks: every placement searched (``engine.search.spaces``)."""
+        return self.chunks == "auto"
+
+    @property
+    def loop_chunks(self) -> int | None:
+        """The chunks per rank the engine is asked for: a number in a loop; None on a V (always 2) or with auto."""
+        return None if self.every_space or self.placement == "v" else int(self.chunks)
+
+    @property
     def num_stages(self) -> int:
-        return self.num_ranks * PLACEMENTS[self.placement].chunks()
+        return self.num_ranks * PLACEMENTS[self.placement].chunks(self.loop_chunks)
 
     def engine_costs(self) -> Costs:
-        """The costs as the engine reads them (ValueError in words for a bad costs text)."""
+        """The costs as the engine reads them (ValueError in words for a bad costs text). With auto, one cost per
+        kind: a stage is a different part of the model in each placement."""
+        if self.every_space and PER_STAGE_SEPARATOR in self.costs:
+            raise ValueError(
+                "costs per stage need one placement and number of chunks: choose the chunks, or give one F, I, W"
+            )
         return Costs.parse(self.costs, num_stages=self.num_stages, where="the search", comm=self.comm)
 
     def to_problem(self) -> SearchProblem:
-        """The engine's search problem (ValueError with the arithmetic when it cannot be searched)."""
+        """The engine's search problem (ValueError with the arithmetic when it cannot be searched); with auto,
+        the problem in its placement, which ``engine.search.spaces`` searches in every other too."""
         return SearchProblem(
             self.num_ranks,
             self.num_microbatches,
@@ -98,6 +128,7 @@ class SearchSettings(Declared):
             placement=self.placement,
             time_limit_s=self.time_limit_s,
             objective=self.objective,
+            chunks=self.loop_chunks,
         )
 
     def frontier_budgets(self) -> tuple[float, ...]:
@@ -128,7 +159,8 @@ class SearchSettings(Declared):
             f"{name}=" + ":".join(f"{max(round(value / unit), 1) * unit:.10g}" for value in values)
             for name, values in (("F", forward), ("I", inputs), ("W", weights))
         )
-        return cls(num_ranks, num_microbatches, placement, text, memory_budget=float(num_ranks))
+        chunks = str(PLACEMENTS[placement].chunks())  # the run's own placement: 1 in a loop, 2 on a V
+        return cls(num_ranks, num_microbatches, placement, chunks, text, memory_budget=float(num_ranks))
 
 
 SEARCH_KEYS = SearchSettings.url_keys()

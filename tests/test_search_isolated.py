@@ -36,7 +36,7 @@ def test_a_search_in_a_child_finds_what_it_finds_here():
 
 def test_the_childs_start_is_counted_in_the_visitors_limit():
     problem = SearchProblem(2, 4, UNIT, memory_budget=4, time_limit_s=5)
-    result = _search_counting_start(problem, time.time() - 3.0, progress=lambda *_: None)
+    result = _search_counting_start(problem, time.time() - 3.0, False, progress=lambda *_: None)
     assert 1.7 <= result.problem.time_limit_s <= 1.8  # 5 s asked, 3 s gone before the child started, 0.2 s to return
 
 
@@ -57,7 +57,7 @@ def test_a_search_stopped_at_the_visitors_limit_answers_with_its_best_so_far():
     threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()  # what the parent sends at the limit
     started = time.monotonic()
     with stop_signals():
-        result = _search_counting_start(problem, time.time(), progress=lambda *_: None)
+        result = _search_counting_start(problem, time.time(), False, progress=lambda *_: None)
     assert time.monotonic() - started < 15  # not the 30 s the search had
     assert result.detail.endswith("; stopped at the time limit") and result.makespan > 0
 

@@ -27,6 +27,7 @@ from app.search_settings import SearchSettings
 from app.settings import LAB_KEYS, LabSettings
 from app.simulation import idle_attribution, simulated
 from engine import Costs, Schedule, Timeline
+from engine.costs import PER_STAGE_SEPARATOR
 
 PAGE = "pg"
 WELCOME_DISMISSED = f"{PAGE}_welcome_dismissed"
@@ -103,11 +104,13 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
         _, delayed = simulated(replace(settings, shared_links=False))
         st.caption(shared_links_effect(timeline, delayed))
     if schedule.num_chunks == 1 or schedule.placement == "v":
+        per_share = settings.costs_text(split=True, overlapped=False)
         search = SearchSettings(
             num_ranks=settings.num_ranks,
             num_microbatches=settings.num_microbatches,
             placement=schedule.placement,
-            costs=settings.costs_text(split=True, overlapped=False),
+            chunks="auto" if PER_STAGE_SEPARATOR not in per_share else str(schedule.num_chunks),  # per stage: one
+            costs=per_share,
             comm=settings.comm,
             memory_budget=float(settings.num_ranks),
         )

@@ -15,7 +15,7 @@ from app.codec import plain
 from app.controls import page_heading, projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.explain import chart_summary
 from app.real_run_settings import RealRunSettings
-from app.search_settings import PLACEMENT_TITLES, SEARCH_KEYS, SearchSettings
+from app.search_settings import SEARCH_KEYS, SearchSettings
 from app.settings import LabSettings
 from app.simulation import simulated
 from app.widgets import draw
@@ -79,7 +79,7 @@ def run_search(settings: SearchSettings):
             notice.empty()
             with st.spinner(f"Searching (at most {settings.time_limit_s:g} s)…"):
                 began = time.perf_counter()
-                result = search_isolated(settings.to_problem())
+                result = search_isolated(settings.to_problem(), every_space=settings.every_space)
                 took = time.perf_counter() - began
     except Refused as refusal:
         notice.empty()
@@ -113,13 +113,17 @@ def step_columns(timeline) -> dict[str, str]:
     }
 
 
+def space_words(placement: str, chunks: int) -> str:
+    """A schedule's placement and chunks per rank, short, for the comparison table."""
+    if placement == "v":
+        return "V, 2 chunks"
+    return "loop, 1 chunk" if chunks == 1 else f"loop, {chunks} chunks"
+
+
 def show_result(settings: SearchSettings, result, projector: bool) -> None:
     costs = settings.engine_costs()
-    status = (
-        "optimal (proven)"
-        if result.status == OPTIMAL
-        else f"best found, not proven: within {result.gap:.1%} of the lower bound {result.lower_bound:g}"
-    )
+    searched = result.problem  # with auto chunks, the space of the best schedule
+    status = result.claim[:1].upper() + result.claim[1:]
     cards = st.columns(4)
     if settings.objective == "period":
         cards[0].metric("Period", f"{result.period:.4g}", help=f"the longest rank span: {OBJECTIVES['period']}")
@@ -133,26 +137,30 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
         cards[1].metric("Bubble fraction", f"{result.bubble_fraction:.1%}")
     cards[2].metric("Peak memory", f"{max(result.peak_memory):.3g}", help=f"budget {settings.memory_budget:g}")
     cards[3].metric("Status", "optimal" if result.status == OPTIMAL else f"gap {result.gap:.1%}", help=status)
-    st.caption(f"{result.method}: {result.detail}; {result.wall_time_s:.2f} s. {status.capitalize()}.")
+    st.markdown(f"**{status}.**")
+    st.caption(f"{result.method}: {result.detail}; {result.wall_time_s:.2f} s.")
     fits = [
         point
         for point in hand_made(settings.num_ranks, settings.num_microbatches, costs)
         if point.peak_memory <= settings.memory_budget + 1e-9 and point.timeline is not None
     ]
-    rows = [{"schedule": "searched", **step_columns(result.timeline), "peak memory": f"{max(result.peak_memory):.3g}",
-             "against the bound": status}]  # fmt: skip
+    rows = [{"schedule": "searched", "placement": space_words(searched.placement, searched.num_chunks),
+             **step_columns(result.timeline), "peak memory": f"{max(result.peak_memory):.3g}",
+             "against the bound": "optimal" if result.status == OPTIMAL else f"within {result.gap:.1%}"}]  # fmt: skip
     score = (lambda t: t.period) if settings.objective == "period" else (lambda t: t.makespan)
     fits.sort(key=lambda point: score(point.timeline))
     for point in fits:
+        same_space = (point.placement, point.num_chunks) == (searched.placement, searched.num_chunks)
         rows.append(
             {
                 "schedule": point.title,
+                "placement": space_words(point.placement, point.num_chunks),
                 **step_columns(point.timeline),
                 "peak memory": f"{point.peak_memory:.3g}",
-                # the bound is for this page's placement; a family in the other one is not held to it
+                # the bound holds in the searched schedule's space; a family in another is not held to it
                 "against the bound": f"{score(point.timeline) / result.lower_bound - 1:+.1%}"
-                if point.placement == settings.placement
-                else f"other placement ({PLACEMENT_TITLES[point.placement]})",
+                if same_space
+                else "another space",
             }
         )
     st.table(rows)
@@ -201,6 +209,7 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
                     budgets,
                     time_limit_per_budget_s=seconds,
                     objective=settings.objective,
+                    chunks=settings.loop_chunks,  # auto: the frontier of the page's placement, one chunk a rank
                 )
             st.session_state[f"{PAGE}_frontier_for"] = (settings, found)
         except Refused as refusal:

@@ -102,7 +102,7 @@ def _round_trip_idle(table: StageTable, chain: ChainTimes, stages: tuple[int, ..
     # before I(a, 0) can start (with two chunks): forwards, and the deep stage's backwards, of micro-batches
     # the rank has started; each holds a's share until its I on a, so the budget caps how many
     started = min(m, math.floor(budget / shares[a] + 1e-9))
-    if a != d:
+    if len(stages) == 2:  # (a loop of 3 or more chunks gets the first-I and last-forward windows only)
         per_microbatch = sum(forward(t) for t in stages) + backward(d) + weight(d)
         before[a] = chain.input_start[a] - head - started * per_microbatch
     # after the last forward, F(d, m−1): until I(a, m−1) can start, only that micro-batch's own I's and W's
@@ -115,7 +115,7 @@ def _round_trip_idle(table: StageTable, chain: ChainTimes, stages: tuple[int, ..
     # the two windows are apart when the budget cannot hold every micro-batch's shares up to s at once: an I
     # at or after I(s, 0)'s earliest start then runs before the last forward
     idle = after
-    for s in stages:
+    for s in before:
         apart = m * sum(shares[t] for t in stages if t <= s) > budget + 1e-9
         idle = max(idle, max(0.0, before[s]) + (after if apart else 0.0))
     return idle

@@ -7,17 +7,18 @@ runs it), whose ``main`` turns a ValueError into one line on stderr and exit sta
 
 from __future__ import annotations
 
-from ..costs import Costs
+from ..costs import PER_STAGE_SEPARATOR, Costs
 from ..files import check_output, write_text
 from ..ir import PLACEMENTS
 from ..limits import MAX_RANKS, whole_number
 from ..options import option_type
 from ..runtime.lifetime import command_age_s
 from ..terminal import print_json, say
-from .options import COMM, MEMORY, MICROBATCHES, MIN_TIME_LIMIT_S, RANKS, TIME_LIMIT
+from .options import COMM, MAX_SEARCH_CHUNKS, MEMORY, MICROBATCHES, MIN_TIME_LIMIT_S, RANKS, TIME_LIMIT
 from .problem import OBJECTIVES, SearchProblem
 from .result import SearchInterrupted, SearchResult
 from .solve import SEARCH_METHODS, search
+from .spaces import search_every_space
 
 DEFAULT_TIME_LIMIT_S = 10.0
 
@@ -36,6 +37,13 @@ def add_search_command(commands) -> None:
     parser.add_argument("--ranks", type=option_type(RANKS), required=True, help=RANKS.help)
     parser.add_argument("--microbatches", type=option_type(MICROBATCHES), required=True, help=MICROBATCHES.help)
     parser.add_argument("--placement", choices=PLACEMENTS, default="loop", help="stage r on rank r, or a V")
+    parser.add_argument(
+        "--chunks",
+        choices=[*map(str, range(1, MAX_SEARCH_CHUNKS + 1)), "auto"],
+        default=None,
+        help="model chunks per rank in a loop (Megatron's interleaving, the backward split; a V has 2); auto: "
+        "search one stage per rank, the V and loops of 2 to 4 chunks within the time limit and keep the best",
+    )
     parser.add_argument(
         "--costs",
         default="F=1,I=1,W=1",
@@ -81,13 +89,20 @@ def _summary(result: SearchResult) -> dict:
 def search_command(args) -> int:
     if args.out is not None:  # fail before the search, not after it
         check_output(args.out, what="schedule")
-    num_stages = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search") * PLACEMENTS[args.placement].chunks()
-    costs = Costs.parse(args.costs, num_stages=num_stages, where="the search", comm=args.comm)
+    every_space = args.chunks == "auto"
+    chunks = None if args.chunks in (None, "auto") else int(args.chunks)
+    ranks = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search")
+    num_stages = ranks * PLACEMENTS[args.placement].chunks(chunks)
+    if every_space and PER_STAGE_SEPARATOR in args.costs:  # a stage is another part of the model in each space
+        raise ValueError("search: --chunks auto takes one cost per kind (a rank's share), not one per stage")
+    costs = Costs.parse(args.costs, num_stages=None if every_space else num_stages, where="the search", comm=args.comm)
     # the limit is the visitor's: counted from the command's start (its imports take about half a second)
     left = max(MIN_TIME_LIMIT_S, args.time_limit - command_age_s())
-    problem = SearchProblem(args.ranks, args.microbatches, costs, args.memory, args.placement, left, args.objective)
+    problem = SearchProblem(
+        args.ranks, args.microbatches, costs, args.memory, args.placement, left, args.objective, chunks
+    )
     try:
-        result = search(problem, args.method)
+        result = search_every_space(problem, args.method) if every_space else search(problem, args.method)
     except SearchInterrupted as interrupted:
         keep = args.keep_best_on_interrupt and args.out is not None
         if keep and interrupted.best is not None:  # atomically: a temporary file renamed into place
@@ -110,8 +125,8 @@ def search_command(args) -> int:
     if args.grid:
         print(result.schedule.grid())
         print()
-    print(f"searched: {problem.describe()}")
-    print(f"status          {result.status} ({result.proof})")
+    print(f"searched: {result.problem.describe()}")
+    print(f"status          {result.claim}")
     print(f"makespan        {summary['makespan']:g}")
     print(
         f"period          {summary['period']:g}  (longest rank span; Zero Bubble's bubble rate "

@@ -107,14 +107,22 @@ def frontier(
     method: str = "auto",
     num_workers: int = DEFAULT_WORKERS,
     objective: str = "makespan",
+    chunks: int | None = None,
 ) -> Frontier:
     """Search every budget (``default_budgets`` when None) and simulate the hand-made families.
 
     Budgets run from the smallest up; a smaller budget's schedule also fits a larger one, so each point
     keeps the better of its own search and the point before it: the frontier is monotone by construction.
-    Budgets below the least any schedule needs raise ``ValueError`` with the arithmetic."""
+    Budgets below the least any schedule needs raise ``ValueError`` with the arithmetic. ``chunks``: per rank,
+    in a loop (None: one, or a V's two)."""
     first = SearchProblem(
-        num_ranks, num_microbatches, costs, max(budgets or (2 * num_ranks,)), placement, objective=objective
+        num_ranks,
+        num_microbatches,
+        costs,
+        max(budgets or (2 * num_ranks,)),
+        placement,
+        objective=objective,
+        chunks=chunks,
     )
     chosen = sorted(set(default_budgets(first) if budgets is None else budgets))
     points: list[FrontierPoint] = []

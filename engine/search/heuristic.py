@@ -44,7 +44,8 @@ paper's "fill a bubble with W"); ``eager`` whenever nothing else is ready. (Runn
 I, as ZB-V's steady state does, lost to both in our trials.)"""
 
 CHUNK_SHARING = ("turn", "next", "all", "one")
-"""With two chunks per rank (V placement), how far a rank's shallow forwards may run ahead of its deep ones.
+"""With several chunks per rank (a V, or a loop of v), how far a rank's shallower forwards may run ahead of its
+next deeper ones.
 Each keeps some room for deep forwards, or a rank could fill up with shallow forwards that never reach their
 backward:
 
@@ -94,15 +95,14 @@ def variants(problem: SearchProblem) -> Iterator[Variant]:
 
 
 def lead_caps(problem: SearchProblem) -> list[int]:
-    """Per stage, for the shallower of a rank's two chunks (V placement), how many of its forwards fit in the
-    forwards of the stages between it and its deep chunk (``turn`` in ``CHUNK_SHARING``: ZB-V's 2(p−r)−1 with
-    equal costs; transfers left out, as ZB-V leaves them); 0 elsewhere."""
+    """Per stage, for each but the deepest of a rank's chunks (a V, or a loop of v), how many of its forwards fit
+    in the forwards of the stages between it and the rank's next deeper chunk (``turn`` in ``CHUNK_SHARING``:
+    ZB-V's 2(p−r)−1 with equal costs; transfers left out, as ZB-V leaves them); 0 elsewhere."""
     table = problem.table
     caps = [0] * table.num_stages
     for rank in range(problem.num_ranks):
         stages = table.stages_of(rank)
-        if len(stages) == 2:
-            shallow, deep = stages
+        for shallow, deep in zip(stages, stages[1:], strict=False):  # each chunk and the rank's next deeper one
             window = sum(table.duration[s, Kind.F] for s in range(shallow, deep))
             caps[shallow] = max(1, math.ceil(window / table.duration[shallow, Kind.F] - 1e-9))
     return caps
@@ -201,11 +201,11 @@ class _ListScheduler:
         up_hop = [table.hop(s, s - 1) if s > 0 else 0.0 for s in range(num_stages)]  # I(s) → I(s−1)
         self.down_hop, self.up_hop = down_hop, up_hop
         self.stages_of = [table.stages_of(r) for r in range(p)]
-        # with two chunks, the deep stage of each shallow one (``CHUNK_SHARING``)
+        # with several chunks, the next deeper stage on the same rank of each shallower one (``CHUNK_SHARING``)
         self.partner = [-1] * num_stages
         for stages in self.stages_of:
-            if len(stages) == 2:
-                self.partner[stages[0]] = stages[1]
+            for shallow, deep in zip(stages, stages[1:], strict=False):
+                self.partner[shallow] = deep
         # the variant
         self.budget = problem.memory_budget + MEMORY_TOLERANCE
         self.caps = [cap + MEMORY_TOLERANCE for cap in warmup_caps(problem, variant.warmup)]
@@ -260,7 +260,7 @@ class _ListScheduler:
             kept = {"turn": 1, "next": 1, "all": ahead + 1, "one": 0}[self.sharing or "next"]
             need += kept * self.forward_memory[deeper]
             return memory + need <= self.budget, self.waiting_memory[rank] + need <= self.caps[rank]
-        if len(self.stages_of[rank]) == 2:  # the deep forward: its room was reserved, the cap must not block it
+        if len(self.stages_of[rank]) > 1:  # the deepest forward: its room was reserved, the cap must not block it
             return memory + need <= self.budget, True
         return memory + need <= self.budget, self.waiting_memory[rank] + need <= self.caps[rank]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import replace
+from functools import partial
 
 from ..costs import Costs
 from ..runtime.fork_server import FORK_SERVER, start_fork_server
@@ -24,6 +25,7 @@ from .options import MIN_TIME_LIMIT_S
 from .problem import SearchProblem
 from .result import SearchInterrupted, SearchResult
 from .solve import search
+from .spaces import search_every_space
 
 NICENESS = 2
 """The child's priority a little below the server's (Linux ``nice``: 0.64 of its weight), so the event loop wins a
@@ -40,15 +42,16 @@ RETURN_RESERVE_S = 0.2
 """Kept from the search's limit for sending its result back (pickled, a few MB at 32 × 256) on a busy host."""
 
 
-def search_isolated(problem: SearchProblem) -> SearchResult:
+def search_isolated(problem: SearchProblem, *, every_space: bool = False) -> SearchResult:
     """``search(problem)`` in a child process, its start counted in ``problem.time_limit_s`` (the fork server's
     own start, once per server, is not); a child still searching at that limit (a busy host gives it less than
     its share) is stopped and answers with its best order so far. ValueError when the problem is refused,
-    ``RunFailed`` when the child fails or sends nothing."""
+    ``RunFailed`` when the child fails or sends nothing. ``every_space``: ``auto`` chunks, every placement
+    searched within the limit (``engine.search.spaces``)."""
     start_fork_server()
     return call_isolated(
         _search_counting_start,
-        (problem, time.time()),
+        (problem, time.time(), every_space),
         time_limit_s=problem.time_limit_s,
         what="search",
         niceness=NICENESS,
@@ -66,12 +69,13 @@ def frontier_isolated(
     *,
     time_limit_per_budget_s: float,
     objective: str,
+    chunks: int | None = None,
 ) -> Frontier:
     """``frontier(...)`` in a child process, ended past the budgets' time limits and the grace."""
     start_fork_server()
     return call_isolated(
         _frontier,
-        (num_ranks, num_microbatches, costs, placement, budgets, time_limit_per_budget_s, objective),
+        (num_ranks, num_microbatches, costs, placement, budgets, time_limit_per_budget_s, objective, chunks),
         time_limit_s=len(budgets) * time_limit_per_budget_s + GRACE_S,
         what="search",
         niceness=NICENESS,
@@ -79,20 +83,25 @@ def frontier_isolated(
     )
 
 
-def _search_counting_start(problem: SearchProblem, asked_at: float, progress: Progress) -> SearchResult:
+def _search_counting_start(
+    problem: SearchProblem, asked_at: float, every_space: bool, progress: Progress
+) -> SearchResult:
     """In the child: what is left of the limit once the child has started (the wall clock: the parent's
     monotonic clock means nothing here), then the search."""
     started = max(0.0, time.time() - asked_at)  # a forked child's process age is its fork server's
     left = problem.time_limit_s - started - RETURN_RESERVE_S
     try:
-        return search(replace(problem, time_limit_s=max(MIN_TIME_LIMIT_S, left)), num_workers=WORKERS)
+        problem = replace(problem, time_limit_s=max(MIN_TIME_LIMIT_S, left))
+        if every_space:
+            return search_every_space(problem, search=partial(search, num_workers=WORKERS))
+        return search(problem, num_workers=WORKERS)
     except SearchInterrupted as stop:  # asked to stop at the visitor's limit: the best so far, validated and timed
         if stop.best is None:
             raise stop.stop from None
         return replace(stop.best, detail=stop.best.detail.replace("; interrupted", "; stopped at the time limit"))
 
 
-def _frontier(num_ranks, num_microbatches, costs, placement, budgets, seconds, objective, progress) -> Frontier:
+def _frontier(num_ranks, num_microbatches, costs, placement, budgets, seconds, objective, chunks, progress):
     try:
         return frontier(
             num_ranks,
@@ -102,6 +111,7 @@ def _frontier(num_ranks, num_microbatches, costs, placement, budgets, seconds, o
             budgets,
             time_limit_per_budget_s=seconds,
             objective=objective,
+            chunks=chunks,
             num_workers=WORKERS,
         )
     except SearchInterrupted as stop:  # ended past its limit: no frontier (the parent says so)

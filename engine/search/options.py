@@ -13,6 +13,8 @@ largest, where the greedy alone takes about a second; the simulator's own bound 
 MAX_SEARCH_COST = 1e6
 """The longest an action or a transfer may take, in the search's units: costs are relative, and above this the
 exact model's ticks and the greedy's windows leave the range their arithmetic is exact in (``1e308`` overflowed)."""
+MAX_SEARCH_CHUNKS = 4
+"""The most chunks per rank a loop search takes (Megatron's interleaving is used with 2 to 4 in practice)."""
 MAX_TIME_LIMIT_S = 3600.0
 """The longest a single search may be given."""
 MIN_TIME_LIMIT_S = 0.1

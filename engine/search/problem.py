@@ -12,6 +12,7 @@ reports).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +24,7 @@ from ..ir import PLACEMENTS, Action, Kind, Schedule, all_actions, rank_of_stage
 from ..limits import MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
 from ..simulator import memory_model, slot_durations
 from ..timeline import Timeline, before_on_rank
-from .options import MAX_SEARCH_COST, MAX_SEARCH_PAIRS, MAX_TIME_LIMIT_S
+from .options import MAX_SEARCH_CHUNKS, MAX_SEARCH_COST, MAX_SEARCH_PAIRS, MAX_TIME_LIMIT_S
 
 SPLIT_KINDS = (Kind.F, Kind.I, Kind.W)
 """The kinds a searched schedule uses: the backward is always split (the Zero Bubble paper's B and W)."""
@@ -69,12 +70,12 @@ class StageTable:
         return 0.0 if self.rank_of_stage[from_stage] == self.rank_of_stage[to_stage] else self.comm
 
 
-def probe_schedule(num_ranks: int, placement: str) -> Schedule:
+def probe_schedule(num_ranks: int, placement: str, num_chunks: int | None = None) -> Schedule:
     """[Note: probe schedule] One micro-batch, each rank running F, I, W of each of its stages in turn.
 
     Not a runnable schedule (it is never walked), only the smallest input on which the simulator's cost and
     memory models say what every (stage, kind) costs."""
-    num_chunks = PLACEMENTS[placement].chunks()  # one stage per rank in a loop, two in a V
+    num_chunks = PLACEMENTS[placement].chunks(num_chunks)  # v in a loop (1 unless asked), two in a V
     num_stages = num_ranks * num_chunks
     ranks = tuple(
         tuple(
@@ -88,9 +89,10 @@ def probe_schedule(num_ranks: int, placement: str) -> Schedule:
     return Schedule("probe", num_ranks, 1, num_chunks, placement, ranks)
 
 
-def stage_table(num_ranks: int, placement: str, costs: Costs) -> StageTable:
-    """The per-stage durations and memory changes under ``costs`` (read from the simulator's models)."""
-    probe = probe_schedule(num_ranks, placement)
+def stage_table(num_ranks: int, placement: str, costs: Costs, num_chunks: int | None = None) -> StageTable:
+    """The per-stage durations and memory changes under ``costs`` (read from the simulator's models): a rank's
+    share split into its chunks, each chunk's F, I and W its share of the rank's."""
+    probe = probe_schedule(num_ranks, placement, num_chunks)
     num_stages = probe.num_stages
     placed = list(all_actions(probe))  # (rank, action) in the compiled (rank-then-list) order
     stages = np.array([action.stage for _, action in placed])
@@ -152,6 +154,9 @@ class SearchProblem:
     """Seconds the search may take; it stops with the best found so far and says it is not proven."""
     objective: str = "makespan"
     """What to minimise: "makespan" or "period" (``OBJECTIVES``)."""
+    chunks: int | None = None
+    """v, the model chunks per rank in a loop (1 to ``MAX_SEARCH_CHUNKS``; None: 1), Megatron's interleaving with
+    the backward split; a V always has 2."""
 
     def __post_init__(self) -> None:
         who = "search"
@@ -161,6 +166,11 @@ class SearchProblem:
         whole_number("microbatches", self.num_microbatches, 1, MAX_MICROBATCHES, who)
         if self.placement not in PLACEMENTS:
             raise ValueError(f"search: placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+        fixed = PLACEMENTS[self.placement].chunks_per_rank
+        if self.chunks is not None and fixed is not None and self.chunks != fixed:
+            raise ValueError(f"search: the {self.placement} placement has {fixed} chunks per rank, not {self.chunks}")
+        if self.chunks is not None:
+            whole_number("chunks", self.chunks, 1, MAX_SEARCH_CHUNKS, who)
         check_pairs(self.num_ranks, self.num_microbatches, self.num_chunks, who)
         if self.num_pairs > MAX_SEARCH_PAIRS:
             raise ValueError(
@@ -218,8 +228,18 @@ class SearchProblem:
 
     @property
     def num_chunks(self) -> int:
-        """v: one stage per rank in a loop, two in a V (``PLACEMENTS[placement].chunks()``)."""
-        return PLACEMENTS[self.placement].chunks()
+        """v: ``chunks`` (1 unless asked) in a loop, two in a V (``PLACEMENTS[placement].chunks``)."""
+        return PLACEMENTS[self.placement].chunks(self.chunks)
+
+    @property
+    def space(self) -> str:
+        """The schedules this problem searches among, in words (what "optimal" is relative to)."""
+        v = self.num_chunks
+        if self.placement == "v":
+            return "schedules on a V (2 chunks per rank)"
+        if v == 1:
+            return "schedules with one stage per rank"
+        return f"schedules with {v} chunks per rank in loop placement"
 
     @property
     def num_stages(self) -> int:
@@ -232,7 +252,7 @@ class SearchProblem:
 
     @cached_property
     def table(self) -> StageTable:
-        return stage_table(self.num_ranks, self.placement, self.costs)
+        return stage_table(self.num_ranks, self.placement, self.costs, self.num_chunks)
 
     @cached_property
     def minimum_budget(self) -> float:
@@ -248,7 +268,12 @@ class SearchProblem:
             self.placement,
             self.time_limit_s if time_limit_s is None else time_limit_s,
             self.objective,
+            self.chunks,
         )
+
+    def in_space(self, placement: str, chunks: int | None, time_limit_s: float) -> SearchProblem:
+        """The same sizes, costs and budget in another placement or number of chunks."""
+        return dataclasses.replace(self, placement=placement, chunks=chunks, time_limit_s=time_limit_s)
 
     def score(self, timeline: Timeline) -> float:
         """The objective of a simulated step: its makespan or its period (``Timeline.period``)."""
@@ -257,5 +282,6 @@ class SearchProblem:
     def describe(self) -> str:
         return (
             f"{self.num_ranks} ranks, {self.num_microbatches} micro-batches, {self.placement} placement, "
-            f"memory budget {self.memory_budget:g} micro-batches, minimising the {self.objective}"
+            f"{self.num_chunks} chunk(s) per rank, memory budget {self.memory_budget:g} micro-batches, minimising "
+            f"the {self.objective}"
         )

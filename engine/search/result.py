@@ -64,6 +64,9 @@ class SearchResult:
     """Seconds the search took, the final check included."""
     progress: tuple[Progress, ...] = field(default=())
     """The exact method's solutions and bounds over time (empty for the heuristic alone)."""
+    spaces: tuple = field(default=())
+    """With ``auto`` chunks, what each space searched reached (``engine.search.spaces.SpaceOutcome``); empty
+    when one space was searched."""
 
     def __post_init__(self) -> None:
         budget = self.problem.memory_budget
@@ -73,6 +76,21 @@ class SearchResult:
             raise AssertionError("the makespan must be the simulated one")
         if self.lower_bound > self.objective_value * (1 + 1e-9):
             raise AssertionError(f"lower bound {self.lower_bound:g} above a found {self.objective_value:g}")
+
+    @property
+    def claim(self) -> str:
+        """What the status means, naming its space: "optimal" is always among some schedules, under the budget."""
+        problem = self.problem
+        within = f"among {problem.space}, memory ≤ {problem.memory_budget:g}"
+        if self.status == OPTIMAL:
+            said = f"optimal {within} ({self.proof})"
+        else:
+            said = f"the best found {within}, not proven ({self.proof})"
+        others = [outcome for outcome in self.spaces if not outcome.chosen]
+        if others:
+            reached = "; ".join(f"{outcome.space}: {outcome.value:.6g} ({outcome.status})" for outcome in others)
+            said += f"; the best of {len(self.spaces)} placements searched (the others: {reached})"
+        return said
 
     @property
     def objective_value(self) -> float:
@@ -90,6 +108,19 @@ class SearchResult:
             "microbatches": problem.num_microbatches,
             "placement": problem.placement,
             "chunks": problem.num_chunks,
+            "space": problem.space,
+            "claim": self.claim,
+            "spaces": [
+                {
+                    "space": o.space,
+                    "placement": o.placement,
+                    "chunks": o.chunks,
+                    problem.objective: o.value,
+                    "status": o.status,
+                    "chosen": o.chosen,
+                }
+                for o in self.spaces
+            ],  # fmt: skip
             "memory_budget": problem.memory_budget,
             "status": self.status,
             "optimal": self.status == OPTIMAL,

@@ -1,7 +1,8 @@
-"""The hand-made families as candidates: a family built for the same placement, its full backwards split into
-I then W (same time, same peak), is a schedule the search may return when it fits the budget and beats what
-the greedy found. It makes the search never worse than a family it could have picked (ZB-H1 at p, ZB-H2 at
-2p − 1, ZB-V on a V), whatever the costs.
+"""The hand-made families as candidates: a family built for the same placement and chunks, its full backwards
+split into I then W (same time, same peak), is a schedule the search may return when it fits the budget and
+beats what the greedy found. It makes the search never worse than a family it could have picked (ZB-H1 at p,
+ZB-H2 at 2p − 1, ZB-V on a V, interleaved 1F1B and its zero-bubble variant at v chunks in a loop), whatever
+the costs.
 
 Only orders that keep each stage's forwards, I's and W's in micro-batch order are taken: the exact model
 assumes that order ([Note: micro-batch order] in ``engine.search.exact``) and uses the seed as its hint.
@@ -47,12 +48,17 @@ def family_candidates(problem: SearchProblem) -> Iterator[Callable[[], Candidate
     """For each family with the problem's placement, a function that builds and times it (None when it is
     over the budget or out of micro-batch order); built lazily, so the search's clock decides how many run."""
     for name, family in FAMILIES.items():
-        if family.takes_chunks or family.fixed_chunks != problem.num_chunks:
+        chunked = family.takes_chunks and problem.placement == "loop" and problem.num_chunks > 1
+        if not chunked and (family.takes_chunks or family.fixed_chunks != problem.num_chunks):
             continue
 
-        def build(name: str = name, title: str = family.title) -> Candidate | None:
-            built = build_schedule(name, problem.num_ranks, problem.num_microbatches)
-            if built.placement != problem.placement:
+        def build(name: str = name, title: str = family.title, chunked: bool = chunked) -> Candidate | None:
+            try:  # an interleaved family at the problem's chunks (it may refuse the sizes)
+                chunks = problem.num_chunks if chunked else None
+                built = build_schedule(name, problem.num_ranks, problem.num_microbatches, chunks)
+            except ValueError:
+                return None
+            if built.placement != problem.placement or built.num_chunks != problem.num_chunks:
                 return None
             p, m, v = problem.num_ranks, problem.num_microbatches, problem.num_chunks
             ranks = split_backwards(built)
