@@ -22,7 +22,7 @@ from engine.search.problem import OBJECTIVES
 from . import limits
 from .codec import plain
 
-PLACEMENT_TITLES = {"loop": "one stage per rank", "v": "two chunks in a V"}
+PLACEMENT_TITLES = {"loop": "a loop: stage s on rank s mod p", "v": "a V: two chunks per rank"}
 COSTS = Text(lambda text: text if text.strip() else _empty(), str, "F=1,I=1,W=1, or per stage F=1:2:1:1,I=…,W=…")
 
 
@@ -32,6 +32,7 @@ COSTS_HELP = (
 )
 
 
+PLACEMENT_HELP = "Where each stage lives: a loop (one stage per rank, or several) or a V; auto chunks search both."
 CHUNK_CHOICES = ("auto", *(str(v) for v in range(1, searched.MAX_SEARCH_CHUNKS + 1)))
 CHUNK_TITLES = {"auto": "auto: every placement, the best kept", "1": "1 (one stage per rank)"} | {
     str(v): f"{v} in a loop" for v in range(2, searched.MAX_SEARCH_CHUNKS + 1)
@@ -59,9 +60,7 @@ class SearchSettings(Declared):
     num_microbatches: int = declared(8, searched.MICROBATCHES.narrowed(high=limits.MAX_MICROBATCHES))
     placement: str = declared(
         "loop",
-        choose(
-            "placement", PLACEMENTS, "Placement", "stage r on rank r, or a V", titles=PLACEMENT_TITLES, widget="radio"
-        ),
+        choose("placement", PLACEMENTS, "Placement", PLACEMENT_HELP, titles=PLACEMENT_TITLES, widget="radio"),
     )
     """"loop" (one stage per rank, or ``chunks`` of them) or "v" (two chunks in a V)."""
     chunks: str = declared(
@@ -80,7 +79,9 @@ class SearchSettings(Declared):
         choose("objective", tuple(OBJECTIVES), "Minimise", OBJECTIVE_HELP, titles=OBJECTIVE_TITLES, widget="radio"),
     )
     """What the search minimises (``engine.search.problem.OBJECTIVES``)."""
-    time_limit_s: float = declared(5.0, searched.TIME_LIMIT.narrowed(low=1.0, high=limits.MAX_SEARCH_SECONDS))
+    # 10 s, the command line's default: a search ends as soon as it is proven (4 × 8 in every space: 0.05 s), and
+    # the Zero Bubble paper's 1.5B, p = 8, m = 32 row needs about 10 s to reach its ZB-2p (0.0087 at 5 s)
+    time_limit_s: float = declared(10.0, searched.TIME_LIMIT.narrowed(low=1.0, high=limits.MAX_SEARCH_SECONDS))
 
     @classmethod
     def _after_query(cls, settings, query, problems):
