@@ -14,7 +14,7 @@ from app.charts.player import player
 from app.explain import chart_summary
 from engine import FAMILIES
 from engine.scale import LAYOUT_PRESETS
-from engine.scale.calibration import Comparison, planned_tflops
+from engine.scale.calibration import Comparison, band_of, planned_tflops
 from engine.scale.costs import step_flops
 from engine.scale.presets import LLAMA3_MEMORY_NOTE, PAPER
 from engine.scale.records import layers_text
@@ -68,6 +68,28 @@ UNPUBLISHED_LAYERS = (
     "Which tensors Meta's layers keep, and in what precision, is not published: the lab counts what a Megatron-LM "
     "layer with Transformer Engine keeps (checked against torch's saved tensors), the one assumption it cannot check."
 )
+
+
+def band_note(result) -> None:
+    """The planned step, throughput and MFU as a run like the published ones on this GPU would show them: the
+    planner's error over those runs (``engine.scale.calibration.error_band``), so an engineer sees how sure it is."""
+    band = band_of(result)
+    if band is None:
+        st.caption(
+            f"No published run on {result.gpu.title} besides the one its share is set from (or custom GPU or measured "
+            "costs): the planner's error here is not measured."
+        )
+        return
+    steps, tokens, mfu = (
+        band.step_seconds(result.step_seconds),
+        band.rate(result.tokens_per_second),
+        band.rate(result.mfu),
+    )
+    st.caption(
+        f"**How sure:** {band.words()[:1].upper() + band.words()[1:]}. A run like them would take "
+        f"**{steps[0]:.3g}–{steps[1]:.3g} s** a step, {tokens[0]:,.0f}–{tokens[1]:,.0f} tokens/s, MFU "
+        f"{mfu[0]:.1%}–{mfu[1]:.1%}."
+    )
 
 
 def mfu_note(settings: PlanRequest, result) -> None:

@@ -80,8 +80,10 @@ def test_lower_bounds_hold_for_the_interleaved_families(costs):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("p", "m", "chunks", "costs", "budget"), [(1, 2, 2, UNIT, 1), (2, 1, 2, UNEVEN, 1),
-                                                                  (1, 2, 3, UNEVEN, 1), (2, 1, 3, UNIT, 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("p", "m", "chunks", "costs", "budget"),
+    [(1, 2, 2, UNIT, 1), (2, 1, 2, UNEVEN, 1), (1, 2, 3, UNEVEN, 1), (2, 1, 3, UNIT, 1)],
+)
 def test_exact_method_equals_the_best_of_all_orders_in_a_chunked_loop(p, m, chunks, costs, budget):
     """Against every order of every rank (``tests/test_search.best_of_all_orders``): the exact model and the
     bounds are right for a loop of 2 and 3 chunks."""

@@ -9,6 +9,7 @@ from app.codec import plain
 from app.controls import page_heading, projector_query, projector_toggle, read_back, seed_from_link, warn_about
 from app.metrics import PLAN_CARDS
 from app.plan_panels import (
+    band_note,
     fit_banner,
     kept_per_layer,
     measured_against_roofline,
@@ -99,10 +100,12 @@ def first_view(settings: PlanRequest, result, projector: bool) -> None:
             cards(result, stacked=True)
         with chart:
             pipeline_gantt(settings, result, projector, key="pl_gantt")
+        band_note(result)
         fit_banner(settings, result)
         mfu_note(settings, result)
         return
     cards(result)
+    band_note(result)
     fit_banner(settings, result)
     mfu_note(settings, result)
     st.subheader("One pipeline's step, in seconds")

@@ -6,11 +6,12 @@ run of the same paper is then a prediction (``compare_with_paper``). Nothing els
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 from .bounds import MIN_GEMM_SHARE
 from .costs import step_flops
-from .hardware import GpuSpec, gpu_named
+from .hardware import GPU_PRESETS, GpuSpec, gpu_named
 from .plan import Plan, plan
 from .presets import CALIBRATION_RUNS, LAYOUT_PRESETS, LayoutPreset
 
@@ -89,3 +90,65 @@ def compare_with_paper(gpu: GpuSpec | None = None) -> list[Comparison]:
         result = plan(preset.model, gpu or preset.gpu, preset.layout)
         rows.append(Comparison(preset, result, planned_tflops(result, preset)))
     return rows
+
+
+@dataclass(frozen=True)
+class ErrorBand:
+    """How far the planner has been from the published runs on one GPU: the spread of (planned − published) /
+    published TFLOP/s per GPU over the runs the lab ships for that GPU, the calibrating run left out (it is exact
+    by construction). A planned step then reads as "a run like the published ones would take between …"."""
+
+    gpu: str
+    """The GPU's title."""
+    low: float
+    high: float
+    """The smallest and largest planner error over the runs (+0.05: the planner 5 % faster than the run)."""
+    runs: tuple[str, ...]
+    """The runs' titles."""
+
+    def step_seconds(self, planned: float) -> tuple[float, float]:
+        """The step a run like the published ones would take: a planner ``error`` faster means × (1 + error)."""
+        return planned * (1 + self.low), planned * (1 + self.high)
+
+    def rate(self, planned: float) -> tuple[float, float]:
+        """A throughput (tokens/s, MFU) a run like the published ones would reach: ÷ (1 + error)."""
+        return planned / (1 + self.high), planned / (1 + self.low)
+
+    def words(self) -> str:
+        return (
+            f"the planner against {len(self.runs)} published run(s) on {self.gpu}: {self.low:+.1%} … {self.high:+.1%} "
+            "(TFLOP/s per GPU, planned against published; the calibrating run left out)"
+        )
+
+    def summary(self, result: Plan) -> dict:
+        """The band in ``--json``: the errors and the planned figures' ranges."""
+        return {
+            "gpu": self.gpu,
+            "runs": list(self.runs),
+            "error_low": self.low,
+            "error_high": self.high,
+            "step_seconds": list(self.step_seconds(result.step_seconds)),
+            "tokens_per_second": list(self.rate(result.tokens_per_second)),
+            "mfu": list(self.rate(result.mfu)),
+        }
+
+
+@functools.cache
+def error_band(gpu_name: str) -> ErrorBand | None:
+    """The band of ``gpu_name`` from every published run on it the lab ships (None: no run but the calibrating
+    one, or none at all). Computed from ``compare_with_paper``, so it moves when the model does."""
+    gpu = gpu_named(gpu_name)
+    rows = [row for row in compare_with_paper(gpu) if not row.calibrates]
+    if not rows:
+        return None
+    errors = [row.difference for row in rows]
+    return ErrorBand(gpu.title, min(errors), max(errors), tuple(row.preset.title for row in rows))
+
+
+def band_of(result: Plan) -> ErrorBand | None:
+    """The band that applies to a plan: its GPU's, when the GPU is a preset at its own share and the costs are the
+    roofline's (a custom GPU or measured costs are not what the published runs test)."""
+    preset = GPU_PRESETS.get(result.gpu.name)
+    if preset is None or preset != result.gpu or result.measured is not None:
+        return None
+    return error_band(result.gpu.name)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..files import check_output, write_text
 from ..options import add_flags, given_flags, whole_flag
 from ..schedules import DEFAULT_CHUNKS
+from .calibration import band_of
 from .plan import Plan, plan
 from .presets import LAYOUT_PRESETS
 from .records import gigabytes, layers_text
@@ -120,14 +121,19 @@ def plan_command(args, print_json: Callable[[dict], None]) -> int:
     toml = result.torchtitan_toml(args.csv or "schedule.csv")
     if args.torchtitan is not None and args.torchtitan != "-":
         write_text(args.torchtitan, toml, inputs=[args.csv] if args.csv else [], what="torchtitan config")
+    band = band_of(result)
     if args.json:
         summary = result.summary()
+        summary["band"] = None if band is None else band.summary(result)
         summary["torchtitan_toml"] = toml
         if args.compare:
             summary["families"] = [dataclasses.asdict(row) for row in result.compare_families()]
         print_json(summary)
         return 0
     print(describe(result))
+    if band is not None:
+        low, high = band.step_seconds(result.step_seconds)
+        print(f"band              a run like the published ones: {low:.3f}–{high:.3f} s; {band.words()}")
     if args.compare:
         print()
         print(family_table(result))
