@@ -390,15 +390,21 @@ def chart_with_lecture(lecture, draw_chart, draw_cards, *, stage: str, projector
         if lectured is not None:
             draw_cards()
         return
-    lectured = lecture(narrow=False)
-    if lectured is None:
-        with st.container(key=f"stage_{stage}"):  # on a phone the cards go under the chart (style.PAGE_CSS)
+    # a wide screen: the words, the switch, then the cards and the chart (or, stepping, the chart and the
+    # narration beside it, the cards after); a phone puts the chart (with its narration) first (style.PAGE_CSS)
+    with st.container(key=f"stage_{stage}"):
+        if words is not None:
+            words()
+        lectured = lecture(narrow=False)
+        if lectured is None:
             draw_cards()
-            draw_chart(None)
-        return
-    chart, words_column = st.columns([5, 2], gap="medium")
-    with chart:
-        draw_chart(lectured)
-    with words_column:
-        narrate(lectured.event)
-    draw_cards()
+            with st.container(key=f"phone_first_{stage}"):
+                draw_chart(None)
+            return
+        with st.container(key=f"phone_first_{stage}"):
+            chart, words_column = st.columns([5, 2], gap="medium")
+            with chart:
+                draw_chart(lectured)
+            with words_column:
+                narrate(lectured.event)
+        draw_cards()

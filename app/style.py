@@ -166,6 +166,8 @@ PAGE_CSS = """
   h1 { font-size: 1.8rem; }
   /* the chart on the first screen: the cards under it */
   [class*="st-key-stage_"] > [data-testid="stLayoutWrapper"]:has([data-testid="stMetric"]) { order: 1; }
+  [class*="st-key-stage_"] > [data-testid="stLayoutWrapper"]:has(> [class*="st-key-phone_first"]) { order: -1; }
+  [class*="st-key-stage_"] > [data-testid="stLayoutWrapper"]:has(> [class*="st-key-phone_last"]) { order: 2; }
   /* Plotly's toolbar, shown on a tap, covered the charts' titles: a phone zooms with its fingers instead */
   .js-plotly-plot .modebar-container { display: none; }
 }

@@ -101,20 +101,24 @@ def test_presenter_bar_brings_the_settings_back_and_leaves(tmp_path):
             browser.close()
 
 
-def test_a_phone_sees_the_playground_chart_on_its_first_screen():
-    """390 × 844: the cards go under the chart, so the Gantt's rows start on the first screen."""
+def test_a_phone_sees_a_chart_on_the_first_screen_of_every_page_that_has_one():
+    """390 × 844: on every page with a chart, the chart comes before the cards and notes (and a lesson's text),
+    so its first rank row is on the first screen; the numbers follow the picture."""
     sync_api = require_browser()
     with serve_app() as url, sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         try:
-            page, _ = open_page(browser, f"{url}/", 390, 844)
-            rank_0 = page.evaluate(
-                "() => [...document.querySelector('.js-plotly-plot').querySelectorAll('g.ytick > text')]"
-                ".find(t => t.textContent.trim() === 'rank 0').getBoundingClientRect().bottom"
-            )
-            cards = page.locator('[data-testid="stMetric"]').first.bounding_box()
-            assert rank_0 <= 844, rank_0
-            assert cards["y"] > rank_0, (cards, rank_0)  # the numbers after the picture
-            _save(page, "phone-playground")
+            for path in PAGES:
+                page, _ = open_page(browser, f"{url}/{path}", 390, 844)
+                rank_0 = page.evaluate(
+                    "() => [...document.querySelector('.js-plotly-plot').querySelectorAll('g.ytick > text')]"
+                    ".find(t => t.textContent.trim() === 'rank 0').getBoundingClientRect().bottom"
+                )
+                _save(page, f"phone-{path.split('?')[0] or 'playground'}")
+                assert rank_0 <= 844, (path, rank_0)
+                cards = page.locator('[data-testid="stMetric"]').first
+                if path != "compare" and cards.count():  # Compare has a table, not cards
+                    assert cards.bounding_box()["y"] > rank_0, path  # the numbers after the picture
+                page.close()
         finally:
             browser.close()

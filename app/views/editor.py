@@ -103,12 +103,13 @@ def simulate_text(text: str, costs):
 
 def show_timeline(schedule, timeline, costs, projector: bool, *, cards: bool = True) -> None:
     """The cards (unless drawn elsewhere), the played Gantt, its legend notes and the per-rank table."""
-    if cards:
-        metric_cards(timeline)
-    title = f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches"
-    figure = timeline_figure(timeline, title=title, projector=projector)
-    player("ed_gantt", figure, name=title, summary=chart_summary(timeline, title))
-    st.plotly_chart(figure, width="stretch", key="ed_gantt")
+    with st.container(key="stage_ed_chart"):  # a phone: the chart, then the cards (style.PAGE_CSS)
+        if cards:
+            metric_cards(timeline)
+        title = f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches"
+        figure = timeline_figure(timeline, title=title, projector=projector)
+        player("ed_gantt", figure, name=title, summary=chart_summary(timeline, title))
+        st.plotly_chart(figure, width="stretch", key="ed_gantt")
     legend_notes(timeline, costs, schedule.num_chunks)
     rank_table(timeline)
 
@@ -148,8 +149,9 @@ def editor() -> None:
     projector, start = bind_start()
     if projector:  # the chart first, the text that makes it and the cards beside it
         chart_area, side = st.columns([5, 2], gap="medium")
-    else:
-        side, chart_area = st.container(), st.container()
+    else:  # on a phone the chart comes first, the text that makes it after (style.PAGE_CSS)
+        stage = st.container(key="stage_ed")
+        side, chart_area = stage.container(), stage.container(key="phone_first_ed")
     with side:
         text = schedule_text()
         costs = start.split_costs()

@@ -124,8 +124,6 @@ def chart_block(
     ``words``: what to draw beside the chart on a projector, the step's text)."""
     schedule, timeline = simulated(settings)
     costs = settings.costs()
-    for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
-        st.info(note)
 
     def lecture(narrow: bool):
         if lecture_for is None:
@@ -143,6 +141,8 @@ def chart_block(
     title = settings.title()
 
     def chart(lectured) -> None:
+        for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
+            st.info(note)  # with the chart it is about (a phone draws the chart before the step's text)
         figure = timeline_figure(
             timeline,
             title=title,
@@ -320,7 +320,8 @@ def lessons_page() -> None:
         if done:
             explore_and_try(step, real_key)
 
-    beside = projector and config is not None and chart_first  # a projector: the text beside the chart
+    # the text goes with the chart (beside it on a projector, after it on a phone) where the chart comes first
+    beside = config is not None and chart_first
     if not beside:
         step_text()
     cards = taught_metrics(by_number, lesson, index)

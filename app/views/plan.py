@@ -104,12 +104,15 @@ def first_view(settings: PlanRequest, result, projector: bool) -> None:
         fit_banner(settings, result)
         mfu_note(settings, result)
         return
-    cards(result)
-    band_note(result)
-    fit_banner(settings, result)
-    mfu_note(settings, result)
-    st.subheader("One pipeline's step, in seconds")
-    pipeline_gantt(settings, result, projector, key="pl_gantt")
+    with st.container(key="stage_pl"):  # on a phone: the chart, the cards, then the notes (style.PAGE_CSS)
+        cards(result)
+        with st.container(key="phone_last_pl"):
+            band_note(result)
+            fit_banner(settings, result)
+            mfu_note(settings, result)
+        with st.container(key="phone_first_pl"):
+            st.subheader("One pipeline's step, in seconds")
+            pipeline_gantt(settings, result, projector, key="pl_gantt")
 
 
 def plan_page() -> None:

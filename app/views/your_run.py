@@ -277,8 +277,9 @@ def your_run() -> None:
     predicted = simulate(run.schedule, run.costs, check=False)  # one simulation: the card and the outlines
     if projector:  # the chart first, what was read and the cards beside it
         chart_area, side = st.columns([5, 2], gap="medium")
-    else:
-        side, chart_area = st.container(), st.container()
+    else:  # on a phone the chart comes first (style.PAGE_CSS)
+        stage = st.container(key="stage_yr")
+        side, chart_area = stage.container(), stage.container(key="phone_first_yr")
     with side:
         what_was_read(run, settings, stored)
         cards(run, predicted, stacked=projector)
