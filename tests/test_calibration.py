@@ -52,7 +52,8 @@ def test_flops_are_counted_as_each_paper_counts():
 def test_every_preset_says_where_each_value_comes_from(name):
     preset: LayoutPreset = LAYOUT_PRESETS[name]
     for setting in ("model", "gpu", "tp", "pp", "dp", "global_batch", "microbatch_size", "family", "recompute",
-                    "zero", "flash_attention", "gradient_precision", "dp_overlap", "sequence_parallel"):  # fmt: skip
+                    "zero", "flash_attention", "gradient_precision", "dp_overlap", "p2p_overlap",
+                    "sequence_parallel"):  # fmt: skip
         assert setting in preset.provenance, setting
         assert preset.provenance[setting].words
     assert sum(value.origin == PAPER for value in preset.provenance.values()) >= 5

@@ -23,7 +23,7 @@ def section(title: str) -> str:
 
 def test_every_link_key_of_every_page_is_in_the_links_table():
     table = section("### Links you can share")
-    named = set(re.findall(r"`([a-z_]+)`", table))
+    named = set(re.findall(r"`([a-z0-9_]+)`", table))
     keys = {
         *LAB_KEYS,
         *COMPARE_KEYS,

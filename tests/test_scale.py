@@ -222,7 +222,11 @@ def test_llama_as_trained_loads_the_papers_layout(llama_as_trained):
 def test_step_time_tokens_mfu_and_bubble_follow_from_the_timeline(llama_as_trained):
     result = llama_as_trained
     assert result.pipeline_seconds == result.timeline.makespan
-    assert result.step_seconds == max(step.end for step in result.allreduce) > result.pipeline_seconds
+    reduced = max(step.end for step in result.allreduce)
+    assert result.step_seconds == max(end.end for end in result.step_ends) > reduced > result.pipeline_seconds
+    for end, reduction in zip(result.step_ends, result.allreduce, strict=True):  # Llama 3: untied, no embedding
+        assert end.reduced == end.embedding_start == reduction.end and end.embedding == 0
+        assert end.end == pytest.approx(reduction.end + end.optimizer)
     assert result.tokens_per_second == pytest.approx(2048 * 8192 / result.step_seconds)
     assert result.mfu == pytest.approx(result.model_flops_per_step / (8192 * 989e12 * result.step_seconds))
     assert result.bubble_fraction == result.timeline.bubble_fraction
@@ -339,6 +343,12 @@ def test_where_the_time_goes_adds_up_and_the_bubble_is_the_timelines(llama_as_tr
     assert shares["pipeline bubble"] == pytest.approx(
         result.bubble_fraction * result.pipeline_seconds / result.step_seconds
     )
-    assert shares["DP reduction (exposed)"] == pytest.approx(1 - result.pipeline_seconds / result.step_seconds)
-    busy = sum(shares[c] for c in ("GEMMs", "attention", "memory-bound", "TP communication", "CP communication"))
+    after = shares["DP reduction (exposed)"] + shares["embedding all-reduce"] + shares["optimizer step"]
+    assert after == pytest.approx(1 - result.pipeline_seconds / result.step_seconds)
+    last = max(result.step_ends, key=lambda end: end.end)
+    assert shares["optimizer step"] == pytest.approx(last.optimizer / result.step_seconds)  # p × seconds / (p × step)
+    busy = sum(
+        shares[c]
+        for c in ("GEMMs", "attention", "memory-bound", "TP communication", "CP communication", "PP hand-offs")
+    )
     assert busy * p * result.step_seconds == pytest.approx(sum(result.timeline.busy_per_rank()))

@@ -67,7 +67,7 @@ def memory_figure(result: Plan, *, projector: bool = False) -> go.Figure:
 TIME_PARTS = dict(
     zip(
         CATEGORIES,
-        (("#3B6EA8", ""), ("#D08C2E", "/"), ("#5F8F4E", "."), ("#8E4F8B", "x"), ("#7A7A7A", "+")),
+        (("#3B6EA8", ""), ("#D08C2E", "/"), ("#5F8F4E", "."), ("#8E4F8B", "x"), ("#7A7A7A", "+"), ("#B5524A", "-")),
         strict=True,
     )
 )

@@ -69,7 +69,7 @@ def bind() -> tuple[PlanRequest, bool]:
         if FAMILIES[draw(PlanRequest, "family")].takes_chunks:
             draw(PlanRequest, "chunks")
         for name in ("split", "recompute", "zero", "gradient_precision", "sequence_parallel", "flash_attention",
-                     "tp_overlap", "dp_overlap", "measured"):  # fmt: skip
+                     "tp_overlap", "dp_overlap", "p2p_overlap", "measured"):  # fmt: skip
             draw(PlanRequest, name)
     state.remember([PRESET])
     settings, typed = read_back(PlanRequest, defaults)

@@ -25,7 +25,7 @@ REQUIRED_CUSTOM_MODEL = ("layers", "hidden", "heads", "vocab")
 REQUIRED_CUSTOM_GPU = CUSTOM_GPU[:4]
 LAYOUT = ("tp", "pp", "dp", "cp", "seq", "global_batch", "microbatch_size", "family", "chunks", "split", "recompute",
           "zero", "gradient_precision", "tp_overlap", "measured")  # fmt: skip
-SWITCHED_OFF = ("sequence_parallel", "flash_attention", "dp_overlap")
+SWITCHED_OFF = ("sequence_parallel", "flash_attention", "dp_overlap", "p2p_overlap")
 """Settings on by default: each has a --no-… flag."""
 
 EPILOG = """\

@@ -17,6 +17,7 @@ reduce-scatter (n − 1)/n × bytes/β.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -240,10 +241,21 @@ class Transfer:
         return max(self.hop_seconds, default=0.0)
 
 
+def scatter_gather(layout: Layout) -> bool:
+    """True when a hand-off is split over the TP group (Narayanan et al. 2021 §4.1, the scatter/gather
+    optimisation of 2021 Megatron-LM, which blocked on its exchanges): each of the t GPUs sends 1/t of the
+    activation over its own link and the receiving group all-gathers it over NVLink. With sequence parallelism
+    each GPU holds only its 1/t already, and nothing is gathered."""
+    return not layout.p2p_overlap and layout.tensor_parallel > 1 and not layout.sequence_parallel
+
+
 def pipeline_transfer(model: ModelSpec, gpu: GpuSpec, layout: Layout, placement: str) -> Transfer:
-    """The activation of one micro-batch between neighbouring ranks, each hop over its own link."""
-    divisor = layout.tensor_parallel if layout.sequence_parallel else 1
-    size = BYTES_PER_VALUE * layout.sequence_per_gpu(model) * layout.microbatch_size * model.hidden_size / divisor
+    """The activation of one micro-batch between neighbouring ranks, each hop over its own link (with
+    ``scatter_gather``, 1/t of it, then the all-gather inside the receiving node)."""
+    t = layout.tensor_parallel
+    divisor = t if layout.sequence_parallel or scatter_gather(layout) else 1
+    whole = BYTES_PER_VALUE * layout.sequence_per_gpu(model) * layout.microbatch_size * model.hidden_size
+    size = whole / divisor
     hops = pipeline_hops(layout, placement)
     if not hops:
         return Transfer(size, (), "none")
@@ -251,8 +263,32 @@ def pipeline_transfer(model: ModelSpec, gpu: GpuSpec, layout: Layout, placement:
     inside = [same_node(first, (first + 1) % p, gpu, layout) for first in range(p)]
     used = {inside[first] for first, _ in hops}
     link = " and ".join(name for flag, name in ((True, "NVLink"), (False, "inter-node")) if flag in used)
-    seconds = tuple(size / (gpu.ring_bandwidth_intra if flag else gpu.ring_bandwidth_inter) for flag in inside)
+    gather = all_gather_seconds(whole, t, gpu.ring_bandwidth_intra) if scatter_gather(layout) else 0.0
+    seconds = tuple(size / (gpu.ring_bandwidth_intra if flag else gpu.ring_bandwidth_inter) + gather for flag in inside)
     return Transfer(size, seconds, link)
+
+
+def with_blocking_exchanges(rows: tuple[StageCosts, ...], exchange: float) -> tuple[StageCosts, ...]:
+    """The stages' costs when every hand-off blocks both ranks (``Layout.p2p_overlap`` off): 2021 Megatron-LM
+    exchanged after each pass (send the output on, receive the next input or gradient, then wait), so every F but
+    the last stage's and every I but the first stage's takes the slowest hop's ``exchange`` seconds more, shown as
+    "PP hand-offs"."""
+    last = len(rows) - 1
+    changed = []
+    for row in rows:
+        forward = exchange if row.stage != last else 0.0
+        backward = exchange if row.stage != 0 else 0.0
+        breakdown = dict(row.breakdown)
+        breakdown["PP hand-offs"] = breakdown.get("PP hand-offs", 0.0) + forward + backward
+        changed.append(
+            dataclasses.replace(
+                row,
+                forward=row.forward + forward,
+                backward_input=row.backward_input + backward,
+                breakdown=MappingProxyType(breakdown),
+            )
+        )
+    return tuple(changed)
 
 
 def data_parallel_seconds(parameters_on_gpu: float, gpu: GpuSpec, layout: Layout) -> float:
@@ -266,3 +302,42 @@ def data_parallel_seconds(parameters_on_gpu: float, gpu: GpuSpec, layout: Layout
         return all_reduce_seconds(gradients, n, bandwidth)
     weights = BYTES_PER_VALUE * parameters_on_gpu * (2 if layout.zero == 3 else 1)
     return all_gather_seconds(gradients + weights, n, bandwidth)
+
+
+# -- after the pipeline: the tied embedding's gradient and the optimizer step -------------------------------------
+def embedding_reduction_seconds(model: ModelSpec, gpu: GpuSpec, layout: Layout, first: int, last: int) -> float:
+    """A tied embedding's gradient summed between the two pipeline ranks that hold it: the first stage's word
+    embedding and the last stage's output layer are one V × h matrix (÷ TP) on ranks ``first`` and ``last``, and
+    Megatron-LM all-reduces its gradient between them after the backward (Narayanan et al. 2021 §3.3's
+    "embedding group"; megatron's allreduce of word-embedding gradients), a ring of two. Zero when the matrix is
+    not tied or both ends sit on one rank (the V shape)."""
+    if not model.tied_embeddings or first == last:
+        return 0.0
+    gradient = layout.gradient_bytes * model.vocab_size * model.hidden_size / layout.tensor_parallel
+    inside = same_node(first, last, gpu, layout)
+    return all_reduce_seconds(gradient, 2, gpu.ring_bandwidth_intra if inside else gpu.ring_bandwidth_inter)
+
+
+OPTIMIZER_BYTES = {
+    "Adam's update": 28,  # reads the FP32 weight, gradient, m and v (16 B), writes the weight, m and v (12 B)
+    "the gradient's norm, for clipping": 4,  # reads the FP32 gradient
+    "the BF16 copy of the weight": 6,  # reads the FP32 weight, writes 2 bytes
+}
+"""HBM bytes the optimizer step moves per parameter it updates, kernel by kernel: mixed-precision Adam with FP32
+master weights (Micikevicius et al. 2018; Megatron-LM's optimizer: fused multi-tensor Adam, the clipping norm,
+the copy back to the model's 16-bit weights). Every kernel streams, so the step is memory-bound."""
+GRADIENT_CAST_BYTES = 6
+"""16-bit gradients are first copied into FP32 main gradients (2021 Megatron-LM's FP16 optimizer): read 2, write 4."""
+
+
+def optimizer_bytes_per_parameter(layout: Layout) -> int:
+    """``OPTIMIZER_BYTES`` summed, with the gradients' cast when they are 16-bit."""
+    cast = GRADIENT_CAST_BYTES if layout.gradient_bytes < 4 else 0
+    return sum(OPTIMIZER_BYTES.values()) + cast
+
+
+def optimizer_step_seconds(parameters_on_gpu: float, gpu: GpuSpec, layout: Layout) -> float:
+    """One GPU's optimizer step over the parameters it updates (with ZeRO ≥ 1 its 1/DP shard), at the HBM's
+    streaming rate (``GpuSpec.hbm_bytes_per_second``)."""
+    updated = parameters_on_gpu / (layout.data_parallel if layout.zero >= 1 else 1)
+    return optimizer_bytes_per_parameter(layout) * updated / gpu.hbm_bytes_per_second

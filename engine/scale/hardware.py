@@ -5,9 +5,9 @@ bandwidth in GB/s (10⁹ bytes/s). Taking "80 GB" as 80·10⁹ bytes leaves the 
 80 GiB for the CUDA context, the allocator and the temporary buffers this model does not count.
 
 [Note: bandwidth] NVLink bandwidth is quoted for both directions together (H100: 900 GB/s = 450 each way);
-a ring collective moves data one way around the ring, so the cost model uses half of it per GPU — what
-NCCL's tests call the bus bandwidth a ring can reach. The inter-node bandwidth is one NIC per GPU, one way
-(8 × 400 Gb/s ConnectX-7 per 8-GPU node: 50 GB/s per GPU).
+a ring collective moves data one way around the ring, so the cost model uses half of it per GPU, at the share of
+it NCCL's tests measure as their bus bandwidth (``NVLINK_RING_SHARE``). The inter-node bandwidth is one NIC per
+GPU, one way (8 × 400 Gb/s ConnectX-7 per 8-GPU node: 50 GB/s per GPU), at ``NETWORK_RING_SHARE``.
 """
 
 from __future__ import annotations
@@ -35,12 +35,20 @@ HBM_SHARE = 0.9
 copy and STREAM-triad kernels measure about 87–92 % of the datasheet figure on A100 and H100 (copy-engine
 memcpy tests land lower, about 75 %, but training's element-wise work runs as kernels)."""
 
+NVLINK_RING_SHARE = 0.75
+"""Share of the one-way NVLink rate a large NCCL ring collective reaches inside a node (its "bus bandwidth").
+Stated, not fitted: nccl-tests' all_reduce_perf on 8 × A100 SXM reports about 200–230 GB/s of the 300
+(NVIDIA/nccl-tests issues 149 and 178), and on 8 × H100 SXM about 360 of the 450 without NVLink SHARP."""
+NETWORK_RING_SHARE = 0.9
+"""The same between nodes: all_reduce_perf across nodes of 8 A100s with 200 Gb/s HDR InfiniBand reports
+85–96 % of the NICs' rate (NVIDIA/nccl-tests issue 119: 84.8 to 96 GB/s of 100 for four HDR NICs)."""
+
 # The one calibrated number per GPU: the share of peak a large GEMM's tiles reach, set so that the planner gives
 # one published run's throughput exactly (``engine.scale.calibration.calibrate``; tests/test_calibration.py
 # recomputes both from the runs and checks these constants).
-A100_GEMM_SHARE = 0.692
+A100_GEMM_SHARE = 0.722
 A100_CALIBRATION = "set so that the planner gives Narayanan et al. 2021's 1T run (Table 1) its 163 TFLOP/s per GPU"
-H100_GEMM_SHARE = 0.535
+H100_GEMM_SHARE = 0.568
 H100_CALIBRATION = (
     "set so that the planner gives the Llama 3 paper's 405B run on 8,192 GPUs (Table 4) its 430 TFLOP/s per GPU"
 )
@@ -106,13 +114,14 @@ class GpuSpec:
 
     @property
     def ring_bandwidth_intra(self) -> float:
-        """Bytes/s one GPU sends around a ring inside a node: half the NVLink figure ([Note: bandwidth])."""
-        return self.nvlink_gb_s / 2 * BYTES_PER_GB
+        """Bytes/s one GPU sends around a ring inside a node: half the NVLink figure ([Note: bandwidth]) at the
+        share NCCL reaches (``NVLINK_RING_SHARE``)."""
+        return self.nvlink_gb_s / 2 * BYTES_PER_GB * NVLINK_RING_SHARE
 
     @property
     def ring_bandwidth_inter(self) -> float:
-        """Bytes/s one GPU sends to another node."""
-        return self.internode_gb_s * BYTES_PER_GB
+        """Bytes/s one GPU sends to another node, at the share NCCL reaches (``NETWORK_RING_SHARE``)."""
+        return self.internode_gb_s * BYTES_PER_GB * NETWORK_RING_SHARE
 
 
 GPU_PRESETS: dict[str, GpuSpec] = {

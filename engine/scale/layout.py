@@ -82,6 +82,11 @@ class Layout:
     dp_overlap: bool = True
     """Each stage's DP gradient reduction starts as soon as its last backward ends (bucketed, as Megatron's
     overlap-grad-reduce and FSDP do), instead of after the rank's last action."""
+    p2p_overlap: bool = True
+    """Pipeline hand-offs run beside compute (asynchronous sends, as today's Megatron-LM and torch's pipelining
+    do): a hand-off only delays the action that needs it. False: each exchange blocks both ranks, as 2021
+    Megatron-LM's did (``batch_isend_irecv``, then wait and a device synchronize: megatron/p2p_communication.py),
+    so its time is inside the F and I that send (``costs.blocking_exchange``)."""
     num_gpus: int | None = None
     """The GPUs the job has, if stated; then TP × PP × DP × CP must equal it."""
 

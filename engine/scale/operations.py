@@ -37,7 +37,7 @@ FlashAttention-2, §3.1.2): 2.5 × the forward's FLOPs."""
 CAUSAL_SHARE = 0.5
 """A causal flash-attention kernel skips the blocks above the diagonal: half the s × s square. Without flash
 attention the scores are computed in full and masked (Megatron's fused scale-mask-softmax)."""
-CATEGORIES = ("GEMMs", "attention", "memory-bound", "TP communication", "CP communication")
+CATEGORIES = ("GEMMs", "attention", "memory-bound", "TP communication", "CP communication", "PP hand-offs")
 """Where a stage's time goes, as the Plan page's stacked bar shows it."""
 
 

@@ -5,7 +5,8 @@ measured-style durations in seconds (``Costs.of(stage_costs=...)``, F, B = I + W
 transfer as ``comm``. One pipeline is simulated; the DP replicas run the same one in parallel and meet in the
 gradient all-reduce at the end of the step, drawn after each rank's last action.
 
-    step time      = max over ranks (rank's last action end + its DP all-reduce)
+    step time      = max over ranks (rank's last action end + its DP all-reduce + the tied embedding's
+                     all-reduce + its optimizer step)
     tokens/s       = global batch × s / step time
     MFU            = model FLOPs per step / (GPUs × peak × step time)       (PaLM; Llama 3 paper §3.3.2)
     bubble         = the simulated pipeline's idle / (ranks × makespan)     (``Timeline.bubble_fraction``)
@@ -26,9 +27,12 @@ from ..timeline import Timeline
 from .costs import (
     StageCosts,
     Transfer,
+    embedding_reduction_seconds,
+    optimizer_step_seconds,
     pipeline_transfer,
     stage_costs,
     step_flops,
+    with_blocking_exchanges,
 )
 from .gradients import gradient_reductions
 from .hardware import GpuSpec, gpu_named
@@ -44,7 +48,7 @@ from .memory import (
 from .models import ModelSpec, model_named, narayanan_flops, narayanan_parameters
 from .operations import CATEGORIES, kept_tensors, layer_operations
 from .presets import layout_preset_named
-from .records import AllReduce, FamilyComparison, RankMemory, Shortfall
+from .records import AllReduce, FamilyComparison, RankMemory, Shortfall, StepEnd
 from .summary import plan_summary
 from .torchtitan import torchtitan_toml
 
@@ -80,6 +84,8 @@ class Plan:
     """Narayanan et al.'s Eq. 3 (assumes full recomputation), for a GPT-style model (else None)."""
     transfer: Transfer
     allreduce: tuple[AllReduce, ...]
+    step_ends: tuple[StepEnd, ...]
+    """Per rank, after its DP reduction: the tied embedding's all-reduce and the optimizer step."""
     memory: tuple[RankMemory, ...]
     notes: tuple[str, ...]
     """What was assumed or adjusted, in words."""
@@ -100,8 +106,8 @@ class Plan:
 
     @property
     def step_seconds(self) -> float:
-        """The pipeline plus the DP all-reduce that ends last."""
-        return max([self.pipeline_seconds] + [step.end for step in self.allreduce])
+        """When the last rank's step ends: its DP reduction, embedding all-reduce and optimizer step done."""
+        return max([self.pipeline_seconds] + [step.end for step in self.allreduce + self.step_ends])
 
     @property
     def tokens_per_step(self) -> int:
@@ -186,8 +192,9 @@ class Plan:
 
     def time_shares(self) -> dict[str, float]:
         """Where the GPUs' time over the step goes, as shares of GPUs × step time: each kind of operation and the
-        TP/CP collectives (the roofline's, per stage × m micro-batches), the pipeline's bubble, and the DP
-        reduction that outlasts the pipeline. They add up to 1; MFU is the GEMMs' and attention's share times the
+        TP/CP collectives and any blocking hand-offs (the roofline's, per stage × m micro-batches), the pipeline's
+        bubble, then what outlasts the pipeline: the DP reduction, the tied embedding's all-reduce and the optimizer
+        step. They add up to 1; MFU is the GEMMs' and attention's share times the
         share of peak they reach."""
         p, m = self.layout.pipeline_parallel, self.num_microbatches
         total = p * self.step_seconds
@@ -197,7 +204,15 @@ class Plan:
                 shares[category] += m * seconds / total
         busy = float(sum(self.timeline.busy_per_rank()))
         shares["pipeline bubble"] = (p * self.pipeline_seconds - busy) / total
-        shares["DP reduction (exposed)"] = p * (self.step_seconds - self.pipeline_seconds) / total
+        # after the pipeline: the last rank to finish's optimizer step, embedding all-reduce, and the rest of the
+        # time its DP reduction outlasted the pipeline
+        tail = self.step_seconds - self.pipeline_seconds
+        last = max(self.step_ends, key=lambda end: end.end)
+        optimizer = min(last.optimizer, tail)
+        embedding = min(last.end - last.optimizer - last.reduced, tail - optimizer)
+        shares["DP reduction (exposed)"] = p * (tail - optimizer - embedding) / total
+        shares["embedding all-reduce"] = p * embedding / total
+        shares["optimizer step"] = p * optimizer / total
         return shares
 
     @cached_property
@@ -237,9 +252,12 @@ def plan(
     costs_per_stage = stage_costs(model, gpu, layout, layers)
     measured_rows = None if measured is None else _measured_rows(measured, len(layers))
     transfer = pipeline_transfer(model, gpu, layout, schedule.placement)
+    blocking = not layout.p2p_overlap and bool(transfer.hop_seconds)
+    if blocking:  # the exchanges' time is inside the passes; nothing is left in flight between them
+        costs_per_stage = with_blocking_exchanges(costs_per_stage, transfer.seconds)
     rows = measured_rows or [row.row() for row in costs_per_stage]
-    hops = transfer.hop_seconds or None
-    simulated = Costs.of(stage_costs=rows, comm=transfer.seconds, hop_comm=hops)
+    hops = None if blocking else transfer.hop_seconds or None
+    simulated = Costs.of(stage_costs=rows, comm=0.0 if blocking else transfer.seconds, hop_comm=hops)
     timeline = simulate(schedule, simulated)
 
     # memory: model states of each rank's stages, activations × the simulated in-flight count
@@ -247,6 +265,9 @@ def plan(
     per_rank = rank_parameters(model, layout, schedule, per_stage)
     memory = _rank_memory(model, gpu, layout, schedule, timeline, layers, per_rank)
 
+    reductions = gradient_reductions(
+        timeline, schedule, gpu, layout, stage_gpu_parameters(model, layout, schedule, per_stage)
+    )
     model_flops, hardware_flops = step_flops(model, layout)
     s = layout.sequence(model)
     gpt_style = model.is_gpt_style  # the closed forms (Narayanan et al.) are a GPT layer's
@@ -273,9 +294,8 @@ def plan(
             else None
         ),
         transfer=transfer,
-        allreduce=gradient_reductions(
-            timeline, schedule, gpu, layout, stage_gpu_parameters(model, layout, schedule, per_stage)
-        ),
+        allreduce=reductions,
+        step_ends=_step_ends(model, gpu, layout, schedule, reductions, memory),
         memory=memory,
         notes=_plan_notes(model, layout, transfer),
     )
@@ -289,6 +309,30 @@ def _measured_rows(measured: Sequence[Mapping[str, float]], num_stages: int) -> 
             "give one F, I, W per stage"
         )
     return tuple(resolved(row, measured=True) for row in measured)
+
+
+def _step_ends(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    layout: Layout,
+    schedule: Schedule,
+    reductions: tuple[AllReduce, ...],
+    memory: tuple[RankMemory, ...],
+) -> tuple[StepEnd, ...]:
+    """Each rank's end of step (``StepEnd``): the embedding's two ranks meet once both have reduced."""
+    first, last = schedule.rank_of(0), schedule.rank_of(schedule.num_stages - 1)
+    embedding = embedding_reduction_seconds(model, gpu, layout, first, last)
+    meet = max(reductions[first].end, reductions[last].end)
+    return tuple(
+        StepEnd(
+            rank=reduction.rank,
+            reduced=reduction.end,
+            embedding_start=meet if embedding and reduction.rank in (first, last) else reduction.end,
+            embedding=embedding if reduction.rank in (first, last) else 0.0,
+            optimizer=optimizer_step_seconds(memory[reduction.rank].parameters, gpu, layout),
+        )
+        for reduction in reductions
+    )
 
 
 def _rank_memory(

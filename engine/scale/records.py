@@ -79,6 +79,24 @@ class AllReduce:
 
 
 @dataclass(frozen=True)
+class StepEnd:
+    """How one pipeline rank's step ends after its DP reduction: the tied embedding's all-reduce (ranks 0 and
+    p − 1, once both are there), then the optimizer step, seconds."""
+
+    rank: int
+    reduced: float
+    """When its DP reduction ends (its last action's end without DP)."""
+    embedding_start: float
+    """When its embedding all-reduce starts (both ends of the embedding there), = ``reduced`` without one."""
+    embedding: float
+    optimizer: float
+
+    @property
+    def end(self) -> float:
+        return self.embedding_start + self.embedding + self.optimizer
+
+
+@dataclass(frozen=True)
 class FamilyComparison:
     """One row of ``compare_families``: a family at the same layout."""
 

@@ -163,6 +163,11 @@ class PlanRequest(Declared):
     dp_overlap: bool = declared(
         True, toggle("dp_overlap", "Overlap DP with the backward", "each stage's gradients leave when they are done")
     )
+    p2p_overlap: bool = declared(
+        True,
+        toggle("p2p_overlap", "Overlap pipeline hand-offs", "asynchronous sends; off: each exchange blocks both "
+               "ranks, as 2021 Megatron-LM's did"),
+    )  # fmt: skip
     measured: str = declared("", Option("measured", MEASURED, "Measured costs (ms per stage)", MEASURED_HELP,
                                         widget="text"))  # fmt: skip
     # a custom model (model = "custom")
@@ -307,7 +312,7 @@ LAYOUT_ARGUMENTS = {
     "seq": "seq_length", "global_batch": "global_batch", "microbatch_size": "microbatch_size", "family": "family",
     "recompute": "recompute", "zero": "zero", "sequence_parallel": "sequence_parallel",
     "flash_attention": "flash_attention", "gradient_precision": "gradient_precision", "tp_overlap": "tp_overlap",
-    "dp_overlap": "dp_overlap",
+    "dp_overlap": "dp_overlap", "p2p_overlap": "p2p_overlap",
 }  # fmt: skip
 """Settings → ``Layout``'s fields (the split and v are converted first)."""
 CUSTOM_MODEL = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "style", "tied_embeddings")

@@ -11,6 +11,10 @@ The model, stated once:
   thread-block tiles, the tiles run in waves of one per SM, and a part-filled edge tile or last wave does no
   useful work: efficiency = useful output ÷ (waves × SMs × tile). Of the guide's tile shapes the best for the
   kernel is taken, as cuBLAS's heuristics choose among them.
+* A tile's product is written to HBM after its main loop ends (the kernel's epilogue), while its SM does no math:
+  with one tile per SM at a time, the product's bytes at the HBM's rate add to the math time rather than
+  overlapping it. Per FLOP that is 1/k of the math (2mn bytes against 2mnk FLOPs), so it weighs on GEMMs with a
+  short inner dimension k (a thin TP shard's output projection, a small model) and hardly at all on long ones.
 * Element-wise kernels (norms, activations, residual adds, dropout, softmax without flash attention, the loss)
   move their bytes at ``HBM_SHARE`` of the datasheet bandwidth (``hardware``).
 * Collectives are rings over NVLink inside a node and the network between nodes (``costs``).
@@ -22,7 +26,7 @@ import math
 from collections.abc import Iterable
 
 from .hardware import GpuSpec
-from .operations import Kernel, Operation
+from .operations import BF16, Kernel, Operation
 
 TILE_SHAPES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128))
 """Thread-block tiles, from the guide's most efficient (256 × 128) down; one tile per SM at a time."""
@@ -44,8 +48,12 @@ def kernel_seconds(kernel: Kernel, gpu: GpuSpec) -> float:
     memory = kernel.bytes / gpu.hbm_bytes_per_second
     if kernel.flops == 0:
         return memory
-    share = gpu.gemm_share * (wave_efficiency(kernel.tiles, gpu.sm_count) if kernel.tiles else 1.0)
-    return max(kernel.flops / (gpu.peak_flops * share), memory)
+    if kernel.tiles is None:
+        return max(kernel.flops / (gpu.peak_flops * gpu.gemm_share), memory)
+    count, rows, columns = kernel.tiles
+    share = gpu.gemm_share * wave_efficiency(kernel.tiles, gpu.sm_count)
+    epilogue = BF16 * count * rows * columns / gpu.hbm_bytes_per_second
+    return max(kernel.flops / (gpu.peak_flops * share) + epilogue, memory)
 
 
 def kernels_seconds(kernels: Iterable[Kernel], gpu: GpuSpec) -> float:
