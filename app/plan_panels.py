@@ -193,7 +193,8 @@ def why_these_numbers(result) -> None:
             f"**Where the GPUs' time goes** (GPUs × step time = 100 %): {parts}. GEMMs run at up to "
             f"{result.gpu.gemm_share:.1%} of peak (less where their shape leaves part of a wave idle), attention "
             f"below that, memory-bound work, communication and the optimizer step at none of it, the bubble and "
-            f"the exposed DP reduction idle: together an **MFU of {result.mfu:.1%}** (model FLOPs / (GPUs × peak × step time))."
+            f"the exposed DP reduction idle: together an **MFU of {result.mfu:.1%}** (model FLOPs / (GPUs × peak × "
+            "step time))."
         )
 
 
