@@ -7,7 +7,10 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 
+from ..ir import Schedule
+from ..simulator import simulate
 from .bounds import lower_bounds
+from .coarse import coarse_problem
 from .exact import Progress, SolverInterrupted, model_scales, solve_exact
 from .heuristic import Candidate, greedy, variants
 from .problem import SearchProblem
@@ -90,6 +93,10 @@ def _search(problem, method, pairs, scalable, began, clock, num_workers, found: 
     progress: tuple[Progress, ...] = ()
     auto_pairs = AUTO_EXACT_PAIRS if problem.objective == "makespan" else MAX_EXACT_PAIRS
     if method == "exact" or (method == "auto" and pairs <= auto_pairs and scalable and not proven):
+        coarse = _coarse_pass(problem, best, deadline, clock, began, num_workers, found)
+        if coarse is not best:  # CP-SAT's order on the rounded costs: the exact model starts from it
+            best, used = coarse, "exact"
+            ranks, detail = best.ranks, best.source
         outcome = solve_exact(
             problem, best, bound, began=began, deadline=deadline, clock=clock, num_workers=num_workers
         )
@@ -112,6 +119,33 @@ def _search(problem, method, pairs, scalable, began, clock, num_workers, found: 
         clock=clock,
         progress=progress,
     )
+
+
+COARSE_SHARE = 0.45
+"""Share of the time left that the coarse pass (``exact.coarse_scale``) takes before the exact model starts from
+its answer."""
+
+
+def _coarse_pass(problem, best: Candidate, deadline, clock, began, num_workers, found: list) -> Candidate:
+    """CP-SAT on the costs rounded to a coarser tick (``engine.search.coarse``) for ``COARSE_SHARE`` of the time
+    left, from ``best``; its order timed with the true costs, kept when it beats ``best`` (returned otherwise)."""
+    coarse_pair = coarse_problem(problem)
+    if coarse_pair is None:
+        return best
+    rounded, scale = coarse_pair
+    stop = clock() + COARSE_SHARE * (deadline - clock())
+    bound = max(lower_bounds(rounded).values())
+    outcome = solve_exact(rounded, best, bound, began=began, deadline=stop, clock=clock, num_workers=num_workers)
+    if outcome.ranks is None:
+        return best
+    p, m, v = problem.num_ranks, problem.num_microbatches, problem.num_chunks
+    timeline = simulate(Schedule("coarse", p, m, v, problem.placement, outcome.ranks), problem.costs, check=False)
+    source = f"CP-SAT on the costs × {scale} rounded, started from {best.source}"
+    coarse = Candidate(outcome.ranks, timeline.makespan, source, problem.score(timeline))
+    if coarse.score >= best.score - 1e-9:
+        return best
+    found.append((coarse.ranks, coarse.source, "exact"))
+    return coarse
 
 
 def candidates(problem: SearchProblem) -> Iterator[Callable[[], Candidate | None]]:
