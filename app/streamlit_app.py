@@ -10,6 +10,7 @@ import streamlit as st
 from app.clicker import clicker_script
 from app.navigation import PAGES, sidebar_links
 from app.style import PAGE_CSS
+from engine.fast_walk import server_mode
 from engine.runtime.workdirs import sweep
 
 
@@ -19,6 +20,8 @@ def folders_of_killed_runs_removed() -> list[str]:
     next run would sweep it, but a server that never runs again should not keep it either."""
     return sweep()
 
+
+server_mode()  # a server walks many schedules: Numba's compiled walk from the first large one (engine.fast_walk)
 
 # no page_icon: a Material icon is fetched from fonts.gstatic.com, a request to another host on every visit
 st.set_page_config(page_title="Pipeline-parallelism lab", layout="wide")

@@ -91,12 +91,25 @@ class IdleAttribution:
         }
 
 
-def attribute(schedule: Schedule, levels: list[Costs], run: Timeline) -> IdleAttribution:
-    """Simulate ``schedule`` under each of the four cost levels (S0–S3) and split ``run``'s idle time by cause."""
-    times = [slot_times(schedule, costs) for costs in levels]  # arrays only: no Timeline per level
-    idle = np.array([level.idle_per_rank(schedule) for level in times] + [run.idle_per_rank()])  # (5, ranks)
+def attribute(
+    schedule: Schedule, levels: list[Costs], run: Timeline, run_costs: Costs | None = None
+) -> IdleAttribution:
+    """Simulate ``schedule`` under each of the four cost levels (S0–S3) and split ``run``'s idle time by cause.
+    A level equal to ``run_costs`` (what ``run`` was simulated with) is ``run`` itself, and one equal to an earlier
+    level is not walked again: even costs make S0 = S1, no transfers S2 = S3."""
+    walked: list[tuple[Costs, Any, float]] = []  # (costs, idle per rank, makespan): arrays only, no Timeline
+    for costs in levels:
+        if run_costs is not None and costs == run_costs:
+            walked.append((costs, run.idle_per_rank(), run.makespan))
+            continue
+        earlier = next((level for level in walked if level[0] == costs), None)
+        if earlier is None:
+            times = slot_times(schedule, costs)
+            earlier = (costs, times.idle_per_rank(schedule), times.makespan)
+        walked.append(earlier)
+    idle = np.array([level[1] for level in walked] + [run.idle_per_rank()])  # (5, ranks)
     parts = np.vstack([idle[0], np.diff(idle, axis=0)]).T  # telescoping: part k = idle(level k) − idle(level k−1)
-    makespans = tuple(level.makespan for level in times)
+    makespans = tuple(level[2] for level in walked)
     level_idle = tuple(float(row.sum()) for row in idle[:-1])
     return IdleAttribution(CAUSES, parts, idle[-1], run.makespan, makespans, level_idle, schedule, tuple(levels))
 
@@ -111,7 +124,7 @@ def attribute_simulated(schedule: Schedule, costs: Costs, timeline: Timeline) ->
     imbalanced = _even_split(total, replace(actual, comm=0.0))  # S1: each stage its own work, F = I = W
     textbook = replace(_even_split(total * float(scale.mean()), imbalanced), stage_scale=None)  # S0
     levels = [textbook, imbalanced, replace(actual, comm=0.0), actual]
-    return attribute(schedule, levels, timeline)
+    return attribute(schedule, levels, timeline, run_costs=costs)
 
 
 EVEN = ("F", "B", "I", "W")

@@ -181,7 +181,9 @@ def check_simulate_memory(num_pairs: int, available: int | None = None) -> None:
     room and ``ulimit -v``'s)."""
     if num_pairs > MAX_PAIRS:
         return  # the builder refuses it with its own arithmetic
-    needed = simulate_bytes(num_pairs, compiled=3 * num_pairs >= FIRST_USE_SLOTS)
+    # up to two walks (the step, and the idle attribution's levels when they differ from it) count towards
+    # Numba's load: an upper estimate counts its compiler from half the threshold
+    needed = simulate_bytes(num_pairs, compiled=2 * 3 * num_pairs >= FIRST_USE_SLOTS)
     room = allowance(available)
     if needed > room.allowed:
         raise ValueError(

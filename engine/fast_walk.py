@@ -8,9 +8,13 @@ FIFO queue; a rank that needs a product not yet made is parked on that product's
 order it was parked, when the product is made. Without Numba (or on a deadlock, whose message the Python walk
 writes), ``dependencies.walk`` runs its own loop.
 
-Loading Numba costs a process about 0.8 s once (its import, then its compiler's set-up to load the machine code
-this file caches beside itself, ``cache=True``), which a small schedule's Python walk never takes: so a process
-starts using it at its first schedule of ``FIRST_USE_SLOTS`` slots or more, and then for every schedule.
+Loading Numba costs a process 0.4–0.8 s once (its import, then its compiler's set-up to load the machine code
+this file caches beside itself, ``cache=True``), while the Python walk takes about 2 µs a slot: a process that walks
+less than a few hundred thousand slots in all is done sooner without it. So a process loads it at its first
+schedule of ``FIRST_USE_SLOTS`` slots or more, or once the slots it has walked reach that many, and then uses it for
+every schedule: the command line's one ``simulate`` of ZB-H1 at 32 × 1,024 (98k slots) walks in Python (about
+0.2 s) instead of loading Numba, and a server, which walks many schedules, lowers the threshold
+(``server_mode``) so that its first large one loads it.
 """
 
 from __future__ import annotations
@@ -19,8 +23,25 @@ from typing import Any
 
 import numpy as np
 
-FIRST_USE_SLOTS = 20_000
-"""A schedule this large pays Numba's one-time load back (the Python walk takes about 2 µs a slot)."""
+FIRST_USE_SLOTS = 100_000
+"""A process loads Numba at its first schedule this large, or once it has walked this many slots in all."""
+SERVER_FIRST_USE_SLOTS = 20_000
+"""The same for a server (``server_mode``): a schedule this large, walked again and again by its visitors, pays the
+load back within a few walks."""
+_first_use = FIRST_USE_SLOTS
+_walked = 0
+"""Slots walked in Python by this process so far."""
+
+
+def server_mode() -> None:
+    """Load Numba from ``SERVER_FIRST_USE_SLOTS`` slots on (the app calls this once)."""
+    global _first_use
+    _first_use = SERVER_FIRST_USE_SLOTS
+
+
+def first_use_slots() -> int:
+    """The slots from which this process loads Numba (``FIRST_USE_SLOTS``, or the server's)."""
+    return _first_use
 
 
 def _walk_arrays(durations, first_action, rank_first_slot, from_own, from_neighbour, makes, delay, num_keys):
@@ -127,7 +148,9 @@ def fast_walk(c, durations: np.ndarray, delay: np.ndarray):
     """The walk over a compiled schedule ``c`` (``CompiledSchedule``) with per-slot ``durations`` and per-action
     transfer ``delay``: (starts, ends, order) as arrays, or None for the Python walk — a small schedule before the
     process has loaded Numba, no Numba, or a deadlock (whose message the Python walk writes)."""
-    if _compiled is None and c.num_slots < FIRST_USE_SLOTS:
+    global _walked
+    if _compiled is None and c.num_slots < _first_use and _walked + c.num_slots < _first_use:
+        _walked += c.num_slots
         return None
     if not load():
         return None

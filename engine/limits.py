@@ -48,7 +48,7 @@ SIMULATE_BYTES_PER_ACTION = 640
 timeline's rows): measured as the slope between ZB-H2 at 128 and 256 ranks × 512 micro-batches (230 and 343 MB
 above the imports: 0.57 KB an action), rounded up."""
 SIMULATE_COMPILER_BYTES = 128 * 1024 * 1024
-"""Numba's compiler, loaded for the fast walk once a schedule has ``fast_walk.FIRST_USE_SLOTS`` slots or more
+"""Numba's compiler, loaded for the fast walk once a process walks ``fast_walk.FIRST_USE_SLOTS`` slots
 (the same fit's intercept, about 118 MB, rounded up)."""
 
 

@@ -45,7 +45,7 @@ def test_the_compiled_walk_is_the_python_walk(family):
 
 
 def test_a_large_schedule_takes_the_compiled_walk_and_a_deadlock_the_python_one():
-    schedule = build_schedule("zb-h1", 8, 1024)
+    schedule = build_schedule("zb-h1", 32, 1056)
     assert compiled(schedule).num_slots >= FIRST_USE_SLOTS
     durations = np.ones(compiled(schedule).num_slots)
     assert np.array_equal(walk(schedule, durations).ends, python_walk(schedule, durations, 0.0).ends)
@@ -54,3 +54,33 @@ def test_a_large_schedule_takes_the_compiled_walk_and_a_deadlock_the_python_one(
     assert fast_walk(compiled(two_wait), np.ones(4), np.zeros(4)) is None
     with pytest.raises(ScheduleError, match="deadlock"):
         walk(two_wait)
+
+
+def test_a_one_shot_process_walks_in_python_until_numba_would_pay_its_load():
+    """A fresh process: the command line's ZB-H1 at 32 × 1,024 (98,304 slots, under ``FIRST_USE_SLOTS``) walks in
+    Python without importing Numba; a second walk of it brings the process past the threshold and loads it. A
+    server (``server_mode``) loads it at its first schedule of 20,000 slots."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from engine import UNIT, build_schedule, simulate\n"
+        "from engine import fast_walk\n"
+        "if sys.argv[1] == 'server':\n"
+        "    fast_walk.server_mode()\n"
+        "schedule = build_schedule('zb-h1', 32, int(sys.argv[2]))\n"
+        "simulate(schedule, UNIT)\n"
+        "once = 'numba' in sys.modules\n"
+        "simulate(schedule, UNIT)\n"
+        "print(once, 'numba' in sys.modules)\n"
+    )
+
+    def loaded(mode: str, microbatches: int) -> str:
+        done = subprocess.run([sys.executable, "-c", probe, mode, str(microbatches)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert loaded("cli", 1024) == "False True"  # 98,304 slots: Python, then 196,608 walked in all: Numba
+    assert loaded("server", 256) == "True True"  # 24,576 slots ≥ 20,000
+    assert loaded("cli", 16) == "False False"  # 1,536 slots, twice
