@@ -107,13 +107,24 @@ def next_change(visitor: Visitor, rng: random.Random) -> list | None:
     return None if disabled else [(widget_id, "button", True)]
 
 
+def page_cookies(url: str) -> dict[str, str]:
+    """The cookies the page's first answer sets (a proxy's stickiness: deploy/nginx-two-processes.conf), as the
+    browser would send them with the websocket; none from Streamlit itself."""
+    with urllib.request.urlopen(url + "/", timeout=30) as response:
+        cookies = [header.split(";", 1)[0] for header in response.headers.get_all("Set-Cookie") or []]
+    return {"Cookie": "; ".join(cookies)} if cookies else {}
+
+
 async def attend(url: str, visitor: Visitor, until: float, every: float, rng: random.Random) -> None:
     """One visitor: open the page, then change a setting every ``every`` s (± 50 %) until ``until``; at a
     lesson's last step, open the lesson again (a new session, as a reloaded link)."""
     address = url.replace("http", "ws", 1) + "/_stcore/stream"
     try:
         while time.monotonic() < until:
-            async with websockets.connect(address, subprotocols=["streamlit"], max_size=None) as ws:
+            cookies = await asyncio.to_thread(page_cookies, url)
+            async with websockets.connect(
+                address, subprotocols=["streamlit"], max_size=None, additional_headers=cookies
+            ) as ws:
                 visitor.widgets.clear()
                 visitor.openings.append(await rerun(ws, visitor, []))
                 while time.monotonic() < until:
