@@ -5,6 +5,11 @@
    then the unchanged rerun at 32×256 against 4×8 for ZB-V and DualPipeV, measured alternately, as a ratio.
 2. Browser: a change (the micro-batch slider moved by the keyboard) to the new chart drawn, in Debian's
    Chromium at 4×8 and 32×256, alternating, and their ratio.
+3. Browser: lecture mode's "Next event ▶" to the chart's cursor moved and the next headline shown (4×8).
+4. Browser: a visit with a cold browser (a new context: nothing cached) to the page frame and to the first chart
+   drawn, on a server just started (its first visit) and on the same server warm.
+Every browser figure is the median of --repeat and is printed against issue 38's goals (change ≤ 0.3 s at 4×8,
+≤ 0.6 s at 32×256; Next ≤ 0.2 s; first chart ≤ 3 s, page frame ≤ 1 s) with the host's load.
 
 Run: .venv/bin/python benchmarks/app_speed.py [--repeat 3] [--schedule zb-v]
 Aims: server ≤ 200 ms and figure ≤ 300 KB at 8×32; browser 32×256 ≤ 3× 4×8 (issue 6); an unchanged
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -23,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the browser helpers the tests use (the lab itself is installed)
 
-from browser_support import launch, open_page, serve_app  # noqa: E402
+from browser_support import CHART, DRAWN_MARKS, IDLE, launch, open_page, serve_app  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 SIZES = ((4, 8), (8, 32), (32, 256))
@@ -110,6 +116,77 @@ def browser_draws(schedule: str, repeat: int) -> dict[tuple[int, int], float]:
     return {size: statistics.median(values) for size, values in times.items()}
 
 
+GOALS_S = {"change 4×8": 0.3, "change 32×256": 0.6, "lecture Next": 0.2, "first chart": 3.0, "page frame": 1.0}
+
+
+def against(name: str, seconds: float) -> str:
+    goal = GOALS_S[name]
+    return f"{name:<28}{seconds:>6.2f} s   goal ≤ {goal:g} s: {'met' if seconds <= goal else 'NOT met'}"
+
+
+def lecture_next(schedule: str, repeat: int) -> float:
+    """Median seconds from a click on "Next event ▶" to the cursor moved on the chart and the next headline."""
+    from playwright.sync_api import sync_playwright
+
+    times = []
+    with serve_app() as url, sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page, _ = open_page(browser, f"{url}/?schedule={schedule}&ranks=4&microbatches=8&costs=F=1,I=1,W=1")
+            page.get_by_text("Step through events (lecture mode)").click()
+            page.get_by_role("button", name="Next event ▶").wait_for()
+            page.wait_for_selector(IDLE)
+            for event in range(2, repeat + 3):  # the first Next warms the narration's cache
+                shapes = page.evaluate("() => JSON.stringify(document.querySelector('.js-plotly-plot').layout.shapes)")
+                started = time.perf_counter()
+                page.get_by_role("button", name="Next event ▶").click()
+                page.wait_for_function(
+                    "([k, before]) => document.body.innerText.includes('Event ' + k + ' of') && "
+                    "JSON.stringify(document.querySelector('.js-plotly-plot').layout.shapes) !== before",
+                    arg=[event, shapes],
+                    timeout=60_000,
+                )
+                page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+                if event > 2:
+                    times.append(time.perf_counter() - started)
+                page.wait_for_selector(IDLE)
+        finally:
+            browser.close()
+    return statistics.median(times)
+
+
+def first_visits(schedule: str, repeat: int) -> dict[str, float]:
+    """Seconds to the page frame (the app's container shown) and to the first chart drawn, for a cold browser:
+    on a server's very first visit, and (median of ``repeat``) on the warm server."""
+    from playwright.sync_api import sync_playwright
+
+    link = f"/?schedule={schedule}&ranks=4&microbatches=8&costs=F=1,I=1,W=1"
+    found: dict[str, list[float]] = {"cold server": [], "warm server": []}
+    frames: dict[str, list[float]] = {"cold server": [], "warm server": []}
+    with serve_app() as url, sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            for visit in range(repeat + 1):
+                context = browser.new_context(viewport={"width": 1440, "height": 900})  # nothing cached
+                page = context.new_page()
+                started = time.perf_counter()
+                page.goto(url + link, wait_until="commit")
+                page.wait_for_selector('[data-testid="stApp"]', timeout=90_000)
+                frame = time.perf_counter() - started
+                page.wait_for_selector(CHART, timeout=90_000)
+                page.wait_for_function(f"() => ({DRAWN_MARKS})() > 0", timeout=90_000)
+                which = "cold server" if visit == 0 else "warm server"
+                found[which].append(time.perf_counter() - started)
+                frames[which].append(frame)
+                context.close()
+        finally:
+            browser.close()
+    return {
+        **{f"first chart, {k}": statistics.median(v) for k, v in found.items()},
+        **{f"page frame, {k}": statistics.median(v) for k, v in frames.items()},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--schedule", default="zb-v")
@@ -134,9 +211,19 @@ def main() -> None:
         return
     draws = browser_draws(args.schedule, args.repeat)
     small, large = draws[(4, 8)], draws[(32, 256)]
-    print(f"2. Browser, change to new chart drawn (Chromium, median of {args.repeat})")
+    print(f"2. Browser, change to new chart drawn (Chromium, median of {args.repeat}, load {os.getloadavg()[0]:.2f})")
     print(f"   4×8 {small:.2f} s   32×256 {large:.2f} s   ratio {large / small:.2f}×")
-    print(json.dumps({"browser_4x8_s": round(small, 2), "browser_32x256_s": round(large, 2)}))
+    print(f"   {against('change 4×8', small)}\n   {against('change 32×256', large)}")
+    following = lecture_next(args.schedule, args.repeat)
+    print(f"3. Browser, lecture mode's Next event (4×8, median of {args.repeat}, load {os.getloadavg()[0]:.2f})")
+    print(f"   {against('lecture Next', following)}")
+    visits = first_visits(args.schedule, args.repeat)
+    print(f"4. Browser, a visit with nothing cached (median of {args.repeat} on the warm server, load "
+          f"{os.getloadavg()[0]:.2f})")  # fmt: skip
+    for name, seconds in visits.items():
+        print(f"   {against(name.split(',')[0], seconds)}   ({name.split(', ')[1]})")
+    figures = {"browser_4x8_s": small, "browser_32x256_s": large, "lecture_next_s": following, **visits}
+    print(json.dumps({name: round(value, 2) for name, value in figures.items()}))
 
 
 if __name__ == "__main__":

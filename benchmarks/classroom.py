@@ -133,7 +133,7 @@ async def attend(url: str, visitor: Visitor, until: float, every: float, rng: ra
                     if change is None:
                         break
                     visitor.latencies.append(await rerun(ws, visitor, change))
-    except (OSError, KeyError, asyncio.TimeoutError, websockets.ConnectionClosed) as error:
+    except (TimeoutError, OSError, KeyError, websockets.ConnectionClosed) as error:
         visitor.errors.append(f"{type(error).__name__}: {error}"[:160])
 
 
@@ -146,7 +146,10 @@ class Watch:
         self.samples: list[tuple[float, float, float]] = []  # (seconds since start, CPU %, RSS MB)
         self.stopped = threading.Event()
         self.began = time.monotonic()
-        self.threads = [threading.Thread(target=self.ask, daemon=True), threading.Thread(target=self.sample, daemon=True)]
+        self.threads = [
+            threading.Thread(target=self.ask, daemon=True),
+            threading.Thread(target=self.sample, daemon=True),
+        ]
 
     def ask(self) -> None:
         while not self.stopped.wait(0.5):
@@ -225,10 +228,12 @@ async def lesson_class(url: str, visitors: list[Visitor], seconds: float, every:
 
 def report(visitors: list[Visitor], watch: Watch, seconds: float) -> bool:
     """Print the figures against the goals; True when every goal is met."""
-    print(f"\nper visitor: changes, change-to-result p50 / p95 / max (s), errors")
+    print("\nper visitor: changes, change-to-result p50 / p95 / max (s), errors")
     for visitor in sorted(visitors, key=lambda v: v.name):
-        shown = "no change measured" if not visitor.latencies else "{:.2f} / {:.2f} / {:.2f}".format(
-            *quantiles(visitor.latencies)
+        shown = (
+            "no change measured"
+            if not visitor.latencies
+            else "{:.2f} / {:.2f} / {:.2f}".format(*quantiles(visitor.latencies))
         )
         print(f"  {visitor.name:<20}{len(visitor.latencies):>4}   {shown}   {len(visitor.errors)}")
     latencies = [value for visitor in visitors for value in visitor.latencies]
@@ -241,7 +246,9 @@ def report(visitors: list[Visitor], watch: Watch, seconds: float) -> bool:
     if openings:
         print(f"  page opened             p50 {statistics.median(openings):.2f} s, max {max(openings):.2f} s "
               f"({len(openings)} openings)")  # fmt: skip
-    print(f"  change to result        p50 {p50:.2f} s, p95 {p95:.2f} s, max {worst:.2f} s   (goal p95 ≤ {GOAL_P95_S} s)")
+    print(
+        f"  change to result        p50 {p50:.2f} s, p95 {p95:.2f} s, max {worst:.2f} s   (goal p95 ≤ {GOAL_P95_S} s)"
+    )
     print(f"  /_stcore/health         p50 {h50:.3f} s, p95 {h95:.3f} s, max {hmax:.3f} s   (goal ≤ {GOAL_HEALTH_S} s)")
     print(f"  errors                  {len(errors)}" + "".join(f"\n    {error}" for error in errors[:10]))
     print("  server, each 30 s       until   CPU % (mean, max)   RSS MB (last)")
