@@ -143,13 +143,13 @@ def idle_causes(split: IdleAttribution, *, key: str, time_unit: str, projector: 
     st.plotly_chart(attribution_figure(split, time_unit=time_unit, projector=projector), width="stretch", key=key)
     levels = pd.DataFrame(
         {
-            "timing": [*LEVELS, "the run"],
+            "timing": [*(level.replace("+", "\\+", 1) for level in LEVELS), "the run"],  # a table's cells are Markdown
             "adds": ["—", *split.causes[1:]],
             f"makespan ({time_unit})": [f"{value:.4g}" for value in (*split.level_makespans, split.makespan)],
             f"idle, all ranks ({time_unit})": [f"{value:.4g}" for value in (*split.level_idle, idle)],
         }
     )
-    st.dataframe(levels, hide_index=True)  # the last row's idle minus the one before it is the overhead
+    st.table(levels)  # the last row's idle minus the one before it is the overhead
     st.caption(" ".join(f"{cause.capitalize()}: {words}." for cause, words in DEFINITIONS.items()))
 
 
@@ -268,7 +268,7 @@ def rank_table(timeline: Timeline) -> None:
             "peak memory": summary["peak_memory"],
         }
     )
-    st.dataframe(table, hide_index=True)
+    st.table(table)  # a static table: the grid widget's 1.2 MB of script stays off the page (issue 38)
 
 
 JUMP_AFTER_EVENTS = 60

@@ -1,5 +1,6 @@
 """Playground: pick a schedule and the sizes, play the simulated timeline, see its bubble and memory and why."""
 
+import html
 import json
 from dataclasses import replace
 
@@ -131,7 +132,8 @@ def render_explanations(settings: LabSettings, costs: Costs, schedule: Schedule,
         "the Zero Bubble papers use, since the next step's warm-up can fill it."
     )
     with st.expander("Schedule as text (rank × step grid, PyTorch CSV)"):
-        st.code(schedule.grid(max_rows=200), language=None)
+        # preformatted, not st.code: the syntax highlighter's 1.5 MB of script would load with the page (issue 38)
+        st.html(f'<pre class="pplab-grid">{html.escape(schedule.grid(max_rows=200))}</pre>')
         download = st.columns(2)
         download[0].download_button(
             "Download CSV (PyTorch format)", schedule.to_csv, f"{settings.family}.csv", "text/csv", key="pg_csv"
