@@ -92,13 +92,18 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
         player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
         st.plotly_chart(figure, width="stretch", key="pg_gantt")
 
-    chart_with_lecture(
-        lecture,
-        chart,
-        lambda stacked=False: metric_cards(timeline, stacked=stacked),
-        stage=PAGE,
-        projector=projector,
-    )
+    @st.fragment
+    def lectured_step() -> None:
+        """A partial rerun: a lecture step (its switch, its buttons) redraws this block only, not the page."""
+        chart_with_lecture(
+            lecture,
+            chart,
+            lambda stacked=False: metric_cards(timeline, stacked=stacked),
+            stage=PAGE,
+            projector=projector,
+        )
+
+    lectured_step()
     show_generator_code(settings.family_spec, key=f"{PAGE}_show_code")
     legend_notes(timeline, costs, schedule.num_chunks)
     if costs.shared_links and costs.comm > 0:  # where occupying the links changes the step, against pure delays
