@@ -206,3 +206,30 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [da
 { display: none !important; }
 """
 """Projector mode with the settings put away: the sidebar gone, not a strip, and so out of the Tab order."""
+
+
+_GRID, _MUTED = "#e6eaf1", "#808495"
+STREAMLIT_LOOK = {
+    "layout": {
+        "font": {"color": _MUTED, "family": '"Source Sans", sans-serif', "size": 12, "weight": 400},
+        "title": {"font": {"family": '"Source Sans", sans-serif', "size": 16, "color": "#2F2D2B", "weight": 700},
+                  "pad": {"l": 4},
+                  "xanchor": "left", "x": 0},
+        "legend": {"title": {"font": {"size": 12, "color": _MUTED}, "side": "top"}, "valign": "top",
+                   "bordercolor": "transparent", "borderwidth": 0, "font": {"size": 12, "color": "#262730"}},
+        "paper_bgcolor": "#FFFFFF",
+        "plot_bgcolor": "#FFFFFF",
+        "xaxis": {"zerolinecolor": _GRID, "gridcolor": _GRID, "showgrid": False, "tickcolor": _GRID,
+                  "tickfont": {"color": _MUTED, "size": 12}, "title": {"font": {"color": _MUTED, "size": 14},
+                  "standoff": 20}, "zeroline": False, "automargin": True},
+        "yaxis": {"ticklabelposition": "outside", "zerolinecolor": _GRID, "gridcolor": _GRID, "tickcolor": _GRID,
+                  "tickfont": {"color": _MUTED, "size": 12}, "title": {"font": {"color": _MUTED, "size": 14},
+                  "standoff": 24}, "automargin": True},
+        "margin": {"pad": 8, "r": 0, "l": 0},
+        "hoverlabel": {"bgcolor": "#FFFFFF", "bordercolor": "#DCD8D4",
+                       "font": {"color": _MUTED, "family": '"Source Sans", sans-serif', "size": 12}},
+    }
+}  # fmt: skip
+"""The look Streamlit's chart theme gives a Plotly figure (its template, read from the page), carried by the
+figure itself so the chart can be drawn with ``theme=None``: Streamlit then skips re-theming a large figure on
+every change (about 100 ms of the browser's time at 4 × 8, issue 38)."""

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from engine import Timeline
 
-from ..style import RANK_COLOURS, RANK_DASHES, sizes
+from ..style import RANK_COLOURS, RANK_DASHES, STREAMLIT_LOOK, sizes
 from .gantt import gantt_traces
 from .lanes import time_format
 from .phases import bubble_annotation, emphasise, phase_labels, phase_traces
@@ -237,6 +237,7 @@ def stacked_layout(rows: list[dict], *, title: str, time_unit: str, end: float, 
         height=total + AXIS_PX + legend_px + head_px,
         margin=dict(l=4, r=6, t=head_px, b=AXIS_PX + legend_px),
         hoverlabel=dict(font=dict(size=size.font)),
+        template=STREAMLIT_LOOK,
     )
     return layout
 

@@ -90,7 +90,7 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
         cursor = None if lectured is None else lectured.time
         figure = timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor)
         player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
-        st.plotly_chart(figure, width="stretch", key="pg_gantt")
+        st.plotly_chart(figure, width="stretch", key="pg_gantt", theme=None)  # it carries the look (STREAMLIT_LOOK)
 
     @st.fragment
     def lectured_step() -> None:
