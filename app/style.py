@@ -216,7 +216,7 @@ STREAMLIT_LOOK = {
                   "pad": {"l": 4},
                   "xanchor": "left", "x": 0},
         "legend": {"title": {"font": {"size": 12, "color": _MUTED}, "side": "top"}, "valign": "top",
-                   "bordercolor": "transparent", "borderwidth": 0, "font": {"size": 12, "color": "#262730"}},
+                   "bordercolor": "rgba(0, 0, 0, 0)", "borderwidth": 0, "font": {"size": 12, "color": "#262730"}},
         "paper_bgcolor": "#FFFFFF",
         "plot_bgcolor": "#FFFFFF",
         "xaxis": {"zerolinecolor": _GRID, "gridcolor": _GRID, "showgrid": False, "tickcolor": _GRID,
