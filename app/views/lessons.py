@@ -153,16 +153,21 @@ def chart_block(
             bubble_label=label,
         )
         player(key, figure, name=title, summary=chart_summary(timeline, title))
-        st.plotly_chart(figure, width="stretch", key=key)
+        st.plotly_chart(figure, width="stretch", key=key, theme=None)  # it carries the look (STREAMLIT_LOOK)
 
-    chart_with_lecture(
-        lecture,
-        chart,
-        lambda stacked=False: metric_cards(timeline, cards=cards, stacked=stacked),
-        stage=key,
-        projector=projector,
-        words=words,
-    )
+    @st.fragment
+    def lectured_step() -> None:
+        """A partial rerun: a lecture step (its switch, its buttons) redraws this block only, not the page."""
+        chart_with_lecture(
+            lecture,
+            chart,
+            lambda stacked=False: metric_cards(timeline, cards=cards, stacked=stacked),
+            stage=key,
+            projector=projector,
+            words=words,
+        )
+
+    lectured_step()
     legend_notes(timeline, costs, schedule.num_chunks)
 
 
