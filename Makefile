@@ -6,7 +6,7 @@ PORT ?= 8501
 .PHONY: run test test-fast lint benchmark clean
 
 run: $(VENV)/.requirements
-	$(PYTHON) -m streamlit run app/streamlit_app.py --server.port $(PORT) --browser.gatherUsageStats false
+	$(PYTHON) -m streamlit run app/serve.py --server.port $(PORT) --browser.gatherUsageStats false
 
 # lint first (style and types are CI's job), then every test: all but `timing` on two workers (pytest-xdist),
 # then the `timing` tests alone, since they measure time or watch the whole machine. pytest's exit 5 (no tests

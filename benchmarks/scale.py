@@ -50,8 +50,15 @@ def papers() -> None:
         )
     others = sum(not row.calibrates for row in rows)
     print(f"within 10 %: {met} of {others} predicted runs (! marks a miss); * calibrates its GPU")
-    errors = [row.difference for row in rows if not row.calibrates]
-    print(f"mean error {sum(errors) / len(errors):+.1%} over the {len(errors)} predicted runs (goal: within ±3 %)")
+    # two means: issue 37's goal (within ±3 %) was set against its +6.6 %, the mean over all ten Table 1 rows with
+    # the calibrating 1T row at its 0 %; the second leaves the calibrating runs out, the stricter reading
+    every = [row.difference for row in rows]
+    predicted = [row.difference for row in rows if not row.calibrates]
+    print(
+        f"mean error {sum(every) / len(every):+.1%} over all {len(every)} published runs, the calibrating ones at "
+        f"their 0 % (issue 37's measure; goal: within ±3 %); {sum(predicted) / len(predicted):+.1%} over the "
+        f"{len(predicted)} predicted runs alone"
+    )
 
 
 def other_layouts() -> None:

@@ -11,7 +11,7 @@ pids=()
 stop() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap stop EXIT INT TERM
 for port in 8501 8502; do
-    "$PYTHON" -m streamlit run app/streamlit_app.py --server.address 127.0.0.1 --server.port "$port" \
+    "$PYTHON" -m streamlit run app/serve.py --server.address 127.0.0.1 --server.port "$port" \
         --server.headless true > "$RUN_DIR/app-$port.log" 2>&1 &
     pids+=($!)
 done

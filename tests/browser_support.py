@@ -50,7 +50,7 @@ def serve_app(timeout_s: float = 60.0):
             "-m",
             "streamlit",
             "run",
-            str(ROOT / "app" / "streamlit_app.py"),
+            str(ROOT / "app" / "serve.py"),
             "--server.address",
             "127.0.0.1",
             "--server.port",

@@ -244,3 +244,28 @@ def test_projector_mode_fits_a_1080p_screen(tmp_path):
             _save(page, "compare-projector", tmp_path)
         finally:
             browser.close()
+
+
+def test_a_deep_link_to_every_page_is_clean_in_the_console():
+    """Opened at its own address (/lessons, /plan, …), no page asks for a file the server lacks or logs an error:
+    Streamlit's front end used to probe /lessons/_stcore/health and /lessons/_stcore/host-config first (two 404s
+    on every deep link, streamlit#7074) — app/serve.py tells it where the server is."""
+    from app.navigation import PAGES
+
+    sync_api = require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            for entry in PAGES:
+                page = browser.new_page()
+                problems: list[str] = []
+                page.on("console", lambda m, seen=problems: m.type == "error" and seen.append(f"{m.type}: {m.text}"))
+                page.on("response", lambda r, seen=problems: r.status >= 400 and seen.append(f"{r.status} {r.url}"))
+                page.goto(f"{url}/{entry.url_path}")
+                page.wait_for_selector(IDLE, timeout=90_000)
+                page.wait_for_timeout(500)
+                assert page.evaluate("() => window.__streamlit && window.__streamlit.BACKEND_BASE_URL") == f"{url}/"
+                assert problems == [], f"/{entry.url_path}: {problems}"
+                page.close()
+        finally:
+            browser.close()
