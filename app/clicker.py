@@ -1,6 +1,7 @@
 """A presentation clicker drives the lab: PageDown and → press the page's "Next event ▶" (lecture mode) or, when
 there is none or it is at its last event, "Next step ▶" (a lesson); PageUp and ← go back the same way (issue 36).
-Keys typed into a text box, a number, a slider or a list are theirs, and keys with a modifier are the browser's.
+Keys typed into a text box, a number, a slider or a list are theirs, and keys with a modifier are the browser's;
+a switch or a checkbox keeps none (after turning lecture mode on, PageDown steps its events).
 
 A script in the page's own document (``st.html`` with JavaScript allowed), registered once per browser tab; it
 finds the buttons by their visible names, so it acts on whatever page shows them."""
@@ -14,7 +15,10 @@ _SCRIPT = """
   window.__pplabClicker = true;
   const NEXT = %(next)s, PREVIOUS = %(previous)s;
   const ROLES = ['slider', 'combobox', 'listbox', 'spinbutton', 'textbox', 'option'];
-  const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName)
+  // a switch or a checkbox just pressed (lecture mode's) keeps no keys: PageDown steps, as after any button
+  const PRESSED = ['checkbox', 'radio', 'button', 'submit', 'reset'];
+  const typing = (el) => el && (el.isContentEditable || /^(TEXTAREA|SELECT)$/.test(el.tagName)
+    || (el.tagName === 'INPUT' && !PRESSED.includes(el.type))
     || ROLES.includes(el.getAttribute && el.getAttribute('role')));
   const press = (names) => {
     const buttons = [...document.querySelectorAll('button')];

@@ -16,6 +16,7 @@ from engine.schedules import Family
 
 from .charts import BAR_LIMIT
 from .charts.attribution import attribution_figure
+from .lecture_deck import DECK_EVENTS, controls_html, deck_payload, headline_text, story_block, story_lines
 from .metrics import CARDS, PLAYGROUND_CARDS
 
 
@@ -282,12 +283,17 @@ def lecture_controls(
     comm: float,
     fingerprint,
     *,
+    chart_key: str,
     start_on: bool = False,
     narrow: bool = False,
 ):
     """The lecturer's "next": the switch, then (when on) the buttons and the event's headline. Returns the event
     to draw and tell (``narrate``) with its headline, or None when lecture mode is off. ``narrow``: drawn in the
-    column beside a projected chart, the buttons wrap and the caller writes the headline."""
+    column beside a projected chart, the buttons wrap and the caller writes the headline.
+
+    Up to ``DECK_EVENTS`` events the buttons step in the browser (``lecture_deck``: the chart ``chart_key``'s
+    cursor and the story move without a rerun); the server draws the event the deck starts on. Beyond, each
+    step is a rerun of the block."""
     if start_on and st.session_state.get(f"{prefix}_lecture_for") != fingerprint:
         st.session_state[f"{prefix}_lecture_for"] = fingerprint
         st.session_state[f"{prefix}_lecture"] = True
@@ -304,19 +310,14 @@ def lecture_controls(
     if st.session_state.get(f"{prefix}_event_for") != fingerprint:
         st.session_state[f"{prefix}_event_for"] = fingerprint
         st.session_state[index_key] = 0
-    if narrow:
+    in_browser = count <= DECK_EVENTS
+    if narrow or in_browser:
         row = st.container(horizontal=True, gap="small")
         columns = [row, row, row]
     else:
         columns = st.columns([1.3, 1.2, 1, 4])
-    if columns[0].button("◀ Previous event", key=f"{prefix}_event_previous", disabled=st.session_state[index_key] == 0):
-        st.session_state[index_key] -= 1
-    if columns[1].button(
-        "Next event ▶", key=f"{prefix}_event_next", type="primary", disabled=st.session_state[index_key] >= count - 1
-    ):
-        st.session_state[index_key] += 1
-    if columns[2].button("Start over", key=f"{prefix}_event_restart"):
-        st.session_state[index_key] = 0
+    if not in_browser:
+        _server_buttons(prefix, columns, st.session_state[index_key], count)
     if count > JUMP_AFTER_EVENTS:  # a thousand events one by one is not a lecture: jump to a moment
         end = float(narration.times[-1])
         jump = st.number_input(
@@ -332,33 +333,51 @@ def lecture_controls(
             st.session_state[index_key] = min(int(np.searchsorted(narration.times, jump - 1e-9)), count - 1)
     index = min(st.session_state[index_key], count - 1)
     event = narration.event(index)
-    headline = f"**Event {index + 1} of {count}** · {event.headline()}"
+    label, words = headline_text(event, count)
+    headline = f"**{label}** · {words}"
+    if in_browser:
+        deck = deck_payload(narration, index)
+        with columns[0]:
+            st.html(controls_html(prefix, chart_key, deck, narrow=narrow), unsafe_allow_javascript=True)
+        return Lectured(event, headline, prefix, deck)
     if not narrow:
         columns[3].markdown(headline)
     return Lectured(event, headline)
 
 
+def _server_buttons(prefix: str, columns, index: int, count: int) -> None:
+    """Previous, next and start over as Streamlit buttons: each press a rerun (more than ``DECK_EVENTS``)."""
+    index_key = f"{prefix}_event"
+    if columns[0].button("◀ Previous event", key=f"{prefix}_event_previous", disabled=index == 0):
+        st.session_state[index_key] -= 1
+    if columns[1].button("Next event ▶", key=f"{prefix}_event_next", type="primary", disabled=index >= count - 1):
+        st.session_state[index_key] += 1
+    if columns[2].button("Start over", key=f"{prefix}_event_restart"):
+        st.session_state[index_key] = 0
+
+
 @dataclass(frozen=True)
 class Lectured:
-    """The event lecture mode is at, and the line that names it ("Event 3 of 40 · …")."""
+    """The event lecture mode is at, and the line that names it ("Event 3 of 40 · …"); ``prefix`` and ``deck``
+    when the browser steps it (``lecture_deck``), whose headline is already in the buttons' block."""
 
     event: Event
     headline: str
+    prefix: str | None = None
+    deck: dict | None = None
 
     @property
     def time(self) -> float:
         return self.event.time
 
 
-NARRATED_RANKS = 16
-"""Lecture mode tells this many ranks' states; the rest are counted."""
-
-
-def narrate(event) -> None:
+def narrate(lectured: Lectured) -> None:
     """What every rank is doing at the event, and why the idle ones wait."""
+    if lectured.deck is not None and lectured.prefix is not None:
+        st.html(story_block(lectured.prefix, lectured.deck))
+        return
     st.markdown(
-        "\n".join(f"- **rank {state.rank}** {state.text}" for state in event.ranks[:NARRATED_RANKS])
-        + (f"\n- … and {len(event.ranks) - NARRATED_RANKS} more ranks" if len(event.ranks) > NARRATED_RANKS else "")
+        "\n".join(f"- **{rank}** {text}" if rank else f"- {text}" for rank, text in story_lines(lectured.event))
     )
 
 
@@ -378,8 +397,9 @@ def chart_with_lecture(lecture, draw_chart, draw_cards, *, stage: str, projector
             with switch:
                 lectured = lecture(narrow=True)
                 if lectured is not None:
-                    st.markdown(lectured.headline)
-                    narrate(lectured.event)
+                    if lectured.deck is None:  # a deck's headline is in its block
+                        st.markdown(lectured.headline)
+                    narrate(lectured)
             with text:
                 if words is not None:
                     words()
@@ -406,5 +426,5 @@ def chart_with_lecture(lecture, draw_chart, draw_cards, *, stage: str, projector
             with chart:
                 draw_chart(lectured)
             with words_column:
-                narrate(lectured.event)
+                narrate(lectured)
         draw_cards()

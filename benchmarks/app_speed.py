@@ -187,12 +187,27 @@ def first_visits(schedule: str, repeat: int) -> dict[str, float]:
     }
 
 
+def print_only(which: str, schedule: str, repeat: int) -> None:
+    if which == "lecture":
+        figures = {"lecture Next": lecture_next(schedule, repeat)}
+    elif which == "change":
+        figures = {f"change {r}×{m}": s for (r, m), s in browser_draws(schedule, repeat).items()}
+    else:
+        figures = first_visits(schedule, repeat)
+    for name, seconds in figures.items():
+        print(f"{against(name.split(',')[0], seconds)}   ({name}, median of {repeat}, load {os.getloadavg()[0]:.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--schedule", default="zb-v")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--only", choices=("lecture", "change", "visit"), help="one browser figure, nothing else")
     args = parser.parse_args()
+    if args.only:  # while working on one figure: it alone, against its goal
+        print_only(args.only, args.schedule, args.repeat)
+        return
     server_rerun(args.schedule, 2, 2, 1)  # imports and first-use costs, once, outside the figures
     print(
         f"1. Playground rerun on the server ({args.schedule}, F=I=W=1; new configuration = not yet cached; "

@@ -210,18 +210,37 @@ def test_frames_move_shapes_only():
     assert last and not any(shape.get("visible", True) for shape in last)  # the end leaves no veil or outline
 
 
+def lecture_deck(at) -> dict:
+    """The events lecture mode steps through in the browser, as the page carries them (app/lecture_deck.py)."""
+    body = next(element.proto.body for element in at.get("html") if 'class="pplab-lecture' in element.proto.body)
+    return json.loads(re.search(r"payload = (\{.*\});", body).group(1))
+
+
 def test_lecture_mode_steps_event_by_event_with_the_reason():
     at = open_app({"schedule": "gpipe", "ranks": "4", "microbatches": "3"})
     at.toggle(key="pg_lecture").set_value(True)
     at.run()
-    assert any("Event 1 of" in m.value for m in at.markdown)
-    at.button(key="pg_event_next").click()
-    at.run()
-    assert any("Event 2 of" in m.value for m in at.markdown)
-    story = " ".join(m.value for m in at.markdown)
-    assert "rank 0** starts 0F1" in story and "waits for" in story
+    deck = lecture_deck(at)
+    timeline = simulate(build_schedule("gpipe", 4, 3), Costs.of({"F": 1, "B": 2}))
+    starts = sorted(set(timeline.frame["start"][timeline.frame["end"] > timeline.frame["start"]]))
+    assert deck["start"] == 0 and [event["time"] for event in deck["events"]] == starts  # every moment work starts
+    count = len(starts)
+    assert [event["headline"][0] for event in deck["events"]] == [f"Event {k} of {count}" for k in range(1, count + 1)]
+    second = deck["events"][1]  # t = 1: rank 0 starts micro-batch 1, rank 1 micro-batch 0, ranks 2–3 wait
+    assert second["headline"][1] == "t = 1: 2 start, 0 busy, 2 waiting"
+    assert ["rank 0", "starts 0F1 (stage 0, forward, micro-batch 1)"] in second["story"]
+    assert any(rank == "rank 3" and "waits for" in text for rank, text in second["story"])
+    for event in deck["events"]:  # the cursor and the veil at the event's time
+        cursor = next(shape for shape in event["shapes"] if shape["type"] == "line")
+        veil = next(shape for shape in event["shapes"] if shape["type"] == "rect")
+        assert cursor["x0"] == cursor["x1"] == veil["x0"] == event["time"] and veil["x1"] == timeline.makespan
+    # the server draws the first event: the chart's cursor, the headline and the story
     shapes = figure(at)["layout"]["shapes"]
-    assert any(s["type"] == "line" and s["x0"] == 1.0 for s in shapes)  # the cursor at the event's time
+    assert any(s["type"] == "line" and s["x0"] == 0.0 for s in shapes)
+    blocks = [element.proto.body for element in at.get("html")]
+    story = next(body for body in blocks if 'class="pplab-story"' in body)
+    controls = next(body for body in blocks if 'class="pplab-lecture"' in body)
+    assert "<strong>rank 0</strong> starts 0F0" in story and f"<strong>Event 1 of {count}</strong>" in controls
 
 
 def test_settings_survive_moving_between_pages():
@@ -592,3 +611,18 @@ def test_lesson_11_step_1_shows_the_staircase_in_seconds_beside_its_memory():
     figures = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     gantt = next(f for f in figures if f["layout"].get("xaxis", {}).get("title", {}).get("text") == "seconds")
     assert len(figures) >= 2 and gantt["layout"]["xaxis"]["range"][1] >= result.timeline.makespan
+
+
+def test_a_lecture_too_long_for_the_page_steps_on_the_server():
+    """Past DECK_EVENTS events the page does not carry them all: each press is a rerun, as before issue 38."""
+    from app.lecture_deck import DECK_EVENTS
+
+    at = open_app({"schedule": "1f1b", "ranks": "32", "microbatches": "256"})
+    at.toggle(key="pg_lecture").set_value(True)
+    at.run()
+    headline = next(m.value for m in at.markdown if "Event 1 of" in m.value)
+    assert int(headline.split(" of ")[1].split("*")[0]) > DECK_EVENTS
+    assert not any('class="pplab-lecture' in element.proto.body for element in at.get("html"))
+    at.button(key="pg_event_next").click()
+    at.run()
+    assert any("Event 2 of" in m.value for m in at.markdown)

@@ -269,3 +269,44 @@ def test_a_deep_link_to_every_page_is_clean_in_the_console():
                 page.close()
         finally:
             browser.close()
+
+
+def test_lecture_mode_steps_in_the_browser_without_a_rerun():
+    """Issue 38: "Next event ▶" moves the cursor, the headline, the story and the player's time slider in the page
+    itself — the script never runs — and lands where the engine's narration says."""
+    from engine.narrate import Narration
+
+    schedule = build_schedule("1f1b", 4, 8)
+    narration = Narration(schedule, simulate(schedule, Costs.of({"F": 1, "B": 2})))
+    sync_api = require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page, _ = open_page(browser, f"{url}/?schedule=1f1b&ranks=4&microbatches=8")
+            page.get_by_text("Step through events (lecture mode)").click()
+            page.get_by_role("button", name="Next event ▶").wait_for()
+            page.wait_for_selector(IDLE, timeout=60_000)
+            page.evaluate(
+                "() => { window.__reruns = 0; new MutationObserver(() => { if (document.querySelector("
+                "'[data-testid=stApp]').dataset.testScriptState === 'running') window.__reruns++; })"
+                ".observe(document.querySelector('[data-testid=stApp]'), {attributes: true}); }"
+            )
+            for _ in range(4):
+                page.get_by_role("button", name="Next event ▶").click()
+            event = narration.event(4)
+            page.get_by_text(f"Event 5 of {len(narration.times)}").wait_for(timeout=5_000)
+            cursor = page.evaluate(
+                "() => document.querySelector('.js-plotly-plot').layout.shapes.find(s => s.type === 'line').x0"
+            )
+            story = page.locator(".pplab-story").inner_text()
+            assert cursor == event.time and event.headline() in page.locator(".pplab-headline").inner_text()
+            assert all(f"rank {state.rank} {state.text}" in story for state in event.ranks)
+            assert float(page.locator(".pplab-player output").inner_text()) == pytest.approx(event.time, abs=0.5)
+            page.keyboard.press("PageUp")  # the clicker steps back in the page too
+            page.get_by_text(f"Event 4 of {len(narration.times)}").wait_for(timeout=5_000)
+            page.get_by_role("button", name="Start over").click()
+            page.get_by_text(f"Event 1 of {len(narration.times)}").wait_for(timeout=5_000)
+            assert page.get_by_role("button", name="◀ Previous event").is_disabled()
+            assert page.evaluate("() => window.__reruns") == 0
+        finally:
+            browser.close()

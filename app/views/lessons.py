@@ -129,7 +129,14 @@ def chart_block(
         if lecture_for is None:
             return None
         return lecture_controls(
-            PAGE, schedule, timeline, costs.comm, lecture_for, start_on=step.mode == "steps", narrow=narrow
+            PAGE,
+            schedule,
+            timeline,
+            costs.comm,
+            lecture_for,
+            chart_key=key,
+            start_on=step.mode == "steps",
+            narrow=narrow,
         )
 
     label = None

@@ -84,7 +84,9 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
         st.info(note)
 
     def lecture(narrow: bool):
-        return lecture_controls(PAGE, schedule, timeline, costs.comm, (settings, projector), narrow=narrow)
+        return lecture_controls(
+            PAGE, schedule, timeline, costs.comm, (settings, projector), chart_key="pg_gantt", narrow=narrow
+        )
 
     def chart(lectured) -> None:
         cursor = None if lectured is None else lectured.time
