@@ -39,9 +39,10 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_app(timeout_s: float = 60.0):
-    """Start Streamlit on a free port; yield its URL; stop it. Its output goes to a temporary file, not a pipe
-    nobody reads: a full pipe would block the server, and every child process writing to the same stream."""
+def serve_app(timeout_s: float = 60.0, entry: str = "serve.py"):
+    """Start Streamlit on a free port (``entry``: the file under app/ it runs); yield its URL; stop it. Its output
+    goes to a temporary file, not a pipe nobody reads: a full pipe would block the server, and every child
+    process writing to the same stream."""
     port = free_port()
     log = tempfile.TemporaryFile()
     process = subprocess.Popen(
@@ -50,7 +51,7 @@ def serve_app(timeout_s: float = 60.0):
             "-m",
             "streamlit",
             "run",
-            str(ROOT / "app" / "serve.py"),
+            str(ROOT / "app" / entry),
             "--server.address",
             "127.0.0.1",
             "--server.port",

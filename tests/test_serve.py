@@ -1,10 +1,11 @@
-"""app/serve.py's middleware: the server's root goes into every HTML page, plain or compressed, and nothing else
-is touched. Driven as ASGI directly (no server), against pages written here."""
+"""app/server_middleware.py: the server's root goes into every HTML page, plain or compressed, and nothing else is
+touched; Streamlit's scripts go out compressed, each compressed once. Driven as ASGI directly (no server),
+against answers written here."""
 
 import asyncio
 import gzip
 
-from app.serve import ServerRootInPage, base_url_script
+from app.server_middleware import KEPT_BYTES, CompressedScripts, ServerRootInPage, base_url_script
 
 PAGE = b"<!doctype html><html><head><title>lab</title></head><body></body></html>"
 
@@ -23,7 +24,7 @@ def _answer(body: bytes, content_type: bytes, encoding: bytes | None = None, chu
     return app
 
 
-def _serve(app, method: str = "GET", kind: str = "http"):
+def _serve(app, method: str = "GET", kind: str = "http", middleware=ServerRootInPage, path="/lessons", headers=()):
     sent: list[dict] = []
 
     async def send(message):
@@ -32,7 +33,9 @@ def _serve(app, method: str = "GET", kind: str = "http"):
     async def receive():
         return {"type": "http.request"}
 
-    asyncio.run(ServerRootInPage(app)({"type": kind, "method": method, "path": "/lessons"}, receive, send))
+    wrapped = middleware(app) if isinstance(middleware, type) else middleware
+    scope = {"type": kind, "method": method, "path": path, "headers": list(headers)}
+    asyncio.run(wrapped(scope, receive, send))
     start = next(m for m in sent if m["type"] == "http.response.start")
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     return dict(start["headers"]), body
@@ -63,3 +66,80 @@ def test_scripts_heads_and_unknown_encodings_pass_untouched():
 def test_a_base_url_path_is_the_root_named():
     assert b'new URL("/lab", window.location.origin)' in base_url_script("lab/")
     assert b'new URL("/", window.location.origin)' in base_url_script("")
+
+
+SCRIPT = b"function lab() { return 'pipeline'; }\n" * 2000
+GZIP = ((b"accept-encoding", b"gzip, deflate, br"),)
+
+
+class Counted:
+    """An app that answers ``body`` and counts how often it was asked."""
+
+    def __init__(self, body: bytes, content_type: bytes = b"text/javascript", status: int = 200) -> None:
+        self.body, self.content_type, self.status, self.calls = body, content_type, status, 0
+
+    async def __call__(self, scope, receive, send):
+        self.calls += 1
+        headers = [(b"content-type", self.content_type), (b"content-length", str(len(self.body)).encode())]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+def test_a_script_goes_out_compressed_and_is_compressed_once():
+    app = Counted(SCRIPT)
+    middleware = CompressedScripts(app)
+    for _ in range(3):
+        headers, body = _serve(app, middleware=middleware, path="/static/js/index.abc.js", headers=GZIP)
+        assert gzip.decompress(body) == SCRIPT and headers[b"content-encoding"] == b"gzip"
+        assert int(headers[b"content-length"]) == len(body) < len(SCRIPT) / 10 and headers[b"vary"]
+    assert app.calls == 1 and middleware.kept == len(body)
+
+
+def test_what_is_not_a_fresh_script_for_a_gzip_browser_passes_as_it_is():
+    cases = [
+        dict(path="/static/js/index.abc.js", headers=()),  # the browser does not take gzip
+        dict(path="/static/js/index.abc.js", headers=(*GZIP, (b"range", b"bytes=0-10"))),
+        dict(path="/static/js/index.abc.js", headers=(*GZIP, (b"if-none-match", b'"abc"'))),
+        dict(path="/lessons", headers=GZIP),  # not under /static/
+        dict(path="/static/js/index.abc.js", headers=GZIP, method="POST"),
+    ]
+    for case in cases:
+        headers, body = _serve(Counted(SCRIPT), middleware=CompressedScripts, **case)
+        assert body == SCRIPT and b"content-encoding" not in headers, case
+    for app in (Counted(b"\x89PNG" * 500, b"image/png"), Counted(b"gone", status=404)):
+        headers, body = _serve(app, middleware=CompressedScripts, path="/static/media/x", headers=GZIP)
+        assert body == app.body and b"content-encoding" not in headers
+
+
+def test_the_copies_kept_are_bounded():
+    middleware = CompressedScripts(Counted(SCRIPT))
+    middleware.kept = KEPT_BYTES - 10  # nearly full: the next file is compressed but not kept
+    _, body = _serve(middleware.app, middleware=middleware, path="/static/js/late.js", headers=GZIP)
+    assert gzip.decompress(body) == SCRIPT and "/static/js/late.js" not in middleware.copies
+
+
+def test_a_class_asking_at_once_is_compressed_for_once():
+    """Thirty first visits at the same moment: the app is asked once, every visitor gets the compressed file."""
+    app = Counted(SCRIPT)
+    middleware = CompressedScripts(app)
+    bodies: list[bytes] = []
+
+    async def visit():
+        parts: list[bytes] = []
+
+        async def send(message):
+            if message["type"] == "http.response.body":
+                parts.append(message["body"])
+
+        async def receive():
+            return {"type": "http.request"}
+
+        scope = {"type": "http", "method": "GET", "path": "/static/js/index.abc.js", "headers": list(GZIP)}
+        await middleware(scope, receive, send)
+        bodies.append(b"".join(parts))
+
+    async def class_of_thirty():
+        await asyncio.gather(*(visit() for _ in range(30)))
+
+    asyncio.run(class_of_thirty())
+    assert app.calls == 1 and len(bodies) == 30 and all(gzip.decompress(body) == SCRIPT for body in bodies)
