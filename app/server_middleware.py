@@ -19,11 +19,16 @@ import asyncio
 import functools
 import gzip
 import json
+import logging
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import streamlit
 from streamlit import config
 
+LOGGER = logging.getLogger(__name__)
 MARK = b"<head>"
 # Streamlit compresses its answers for a browser that accepts gzip; the page is a few kilobytes
 ENCODINGS: dict[bytes, tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {
@@ -88,9 +93,37 @@ class ServerRootInPage:
 SCRIPT_TYPES = (b"application/javascript", b"text/javascript", b"text/css", b"application/json", b"image/svg+xml")
 """What Streamlit's static folder holds that compresses well (its fonts and images are compressed already)."""
 KEPT_BYTES = 64 * 1024 * 1024
-"""The compressed copies one process keeps, at most (Streamlit's static folder compresses to about 12 MB)."""
+"""The compressed copies one process keeps, at most (Streamlit's 320 scripts compress from 22.9 to 6.9 MB)."""
 LEVEL = 6
 GZIP_HEADERS = ((b"content-encoding", b"gzip"), (b"vary", b"Accept-Encoding"))
+STATIC = Path(streamlit.__file__).parent / "static"
+
+
+def first_visit_first() -> list[str]:
+    """Streamlit's scripts under /static/, those its page names first (what every first visit loads), then the
+    rest (the chunks a page loads when it needs them), largest first — the order a server compresses them in at
+    start."""
+    named = re.findall(r'"\./(static/[^"]+\.(?:js|css))"', (STATIC / "index.html").read_text())
+    every = sorted(
+        str(path.relative_to(STATIC)) for kind in ("js", "css") for path in STATIC.glob(f"static/**/*.{kind}")
+    )
+    return [*named, *(name for name in every if name not in named)]
+
+
+def empty_request() -> Callable:
+    """A ``receive`` for a request made here: its empty body, then nothing (a disconnect would make Starlette stop
+    sending the file)."""
+    sent = False
+
+    async def receive() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # never set: the response is sent, and this waiter cancelled, first
+        raise AssertionError("unreachable")
+
+    return receive
 
 
 class CompressedScripts:
@@ -98,13 +131,18 @@ class CompressedScripts:
     compressed, from this process's copy after the first time. A conditional or ranged request, another method,
     an answer other than 200 or one already encoded pass through as they are."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, warm: Callable[[], list[str]] = first_visit_first) -> None:
         self.app = app
+        self.warm = warm
         self.copies: dict[str, tuple[dict, bytes]] = {}
         self.locks: dict[str, asyncio.Lock] = {}
         self.kept = 0
+        self.warming: asyncio.Task | None = None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, self._warm_once_started(scope, send))
+            return
         if not self._wanted(scope):
             await self.app(scope, receive, send)
             return
@@ -133,7 +171,8 @@ class CompressedScripts:
         await self.app(scope, receive, keep)
         body = b"".join(parts)
         headers = dict(first.get("headers", []))
-        fresh = first.get("status") == 200 and b"content-encoding" not in headers
+        whole = headers.get(b"content-length", str(len(body)).encode()) == str(len(body)).encode()
+        fresh = first.get("status") == 200 and b"content-encoding" not in headers and whole
         if not fresh or not headers.get(b"content-type", b"").startswith(SCRIPT_TYPES):
             await answer(send, first, body)
             return
@@ -144,6 +183,38 @@ class CompressedScripts:
             self.copies[scope["path"]] = (encoded, compressed)
             self.kept += len(compressed)
         await answer(send, encoded, compressed)
+
+    def _warm_once_started(self, lifespan: dict, send: Any) -> Callable:
+        """The lifespan's ``send``: once the server has started, compress the scripts in the background, so that
+        the first visitor finds them ready (else a cold server's first visit waited about 0.2 s for them)."""
+
+        async def started(message: dict) -> None:
+            if message["type"] == "lifespan.startup.complete" and self.warming is None:
+                self.warming = asyncio.get_running_loop().create_task(self._compress_all(lifespan))
+            await send(message)
+
+        return started
+
+    async def _compress_all(self, lifespan: dict) -> None:
+        """Ask for every script as a browser would, through the app; a visitor asking meanwhile waits for the
+        same file's compression (its lock) or has its own answered."""
+        base = "/" + config.get_option("server.baseUrlPath").strip("/")
+
+        async def dropped(message: dict) -> None:
+            pass
+
+        for name in self.warm():
+            path = base.rstrip("/") + "/" + name
+            scope = {
+                "type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "root_path": "",
+                "query_string": b"", "headers": [(b"host", b"127.0.0.1"), (b"accept-encoding", b"gzip")],
+                "http_version": "1.1", "scheme": "http", "server": ("127.0.0.1", 0), "client": ("127.0.0.1", 0),
+                "app": lifespan.get("app"), "state": dict(lifespan.get("state") or {}),
+            }  # fmt: skip
+            try:
+                await self(scope, empty_request(), dropped)
+            except Exception as error:  # a file that cannot be read now is compressed when a visitor asks
+                LOGGER.warning("compressing %s ahead of visitors failed: %s", name, error)
 
     @staticmethod
     def _wanted(scope: dict) -> bool:

@@ -80,6 +80,7 @@ class Counted:
 
     async def __call__(self, scope, receive, send):
         self.calls += 1
+        assert (await receive())["type"] == "http.request"  # Starlette stops sending a file on a disconnect
         headers = [(b"content-type", self.content_type), (b"content-length", str(len(self.body)).encode())]
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         await send({"type": "http.response.body", "body": self.body})
@@ -143,3 +144,63 @@ def test_a_class_asking_at_once_is_compressed_for_once():
 
     asyncio.run(class_of_thirty())
     assert app.calls == 1 and len(bodies) == 30 and all(gzip.decompress(body) == SCRIPT for body in bodies)
+
+
+class Started(Counted):
+    """An app that also speaks ASGI's lifespan: it starts, then waits for the server to stop."""
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "lifespan":
+            await super().__call__(scope, receive, send)
+            return
+        assert (await receive())["type"] == "lifespan.startup"
+        await send({"type": "lifespan.startup.complete"})
+        assert (await receive())["type"] == "lifespan.shutdown"
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+def test_a_started_server_compresses_its_scripts_before_anyone_asks():
+    app = Started(SCRIPT)
+    names = ["static/js/index.abc.js", "static/js/chart.def.js"]
+    middleware = CompressedScripts(app, warm=lambda: names)
+
+    async def server_starts_then_stops():
+        events = asyncio.Queue()
+        await events.put({"type": "lifespan.startup"})
+        sent = []
+
+        async def send(message):
+            sent.append(message["type"])
+            if message["type"] == "lifespan.startup.complete":
+                await middleware.warming  # the copies are made in the background; wait for them here
+                await events.put({"type": "lifespan.shutdown"})
+
+        await middleware({"type": "lifespan", "app": None}, events.get, send)
+        return sent
+
+    assert asyncio.run(server_starts_then_stops()) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert sorted(middleware.copies) == sorted(f"/{name}" for name in names) and app.calls == 2
+    headers, body = _serve(app, middleware=middleware, path="/static/js/chart.def.js", headers=GZIP)
+    assert gzip.decompress(body) == SCRIPT and app.calls == 2  # the first visitor gets the copy
+
+
+def test_the_scripts_named_by_streamlits_page_come_first():
+    from app.server_middleware import STATIC, first_visit_first
+
+    names = first_visit_first()
+    page = (STATIC / "index.html").read_text()
+    first = [name for name in names if f'"./{name}"' in page]
+    assert first and names[: len(first)] == first and len(names) == len(set(names))
+    assert all((STATIC / name).is_file() for name in names) and any("PlotlyChart" in name for name in names)
+
+
+def test_a_body_shorter_than_its_length_is_neither_compressed_nor_kept():
+    class Cut(Counted):
+        async def __call__(self, scope, receive, send):
+            headers = [(b"content-type", b"text/javascript"), (b"content-length", b"999999")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+
+    middleware = CompressedScripts(Cut(b""))
+    headers, body = _serve(middleware.app, middleware=middleware, path="/static/js/cut.js", headers=GZIP)
+    assert body == b"" and b"content-encoding" not in headers and middleware.copies == {}
