@@ -110,6 +110,14 @@ def first_visit_first() -> list[str]:
     return [*named, *(name for name in every if name not in named)]
 
 
+def weak_etag(header: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
+    """A compressed copy is not byte-for-byte the file its ETag names: the tag becomes weak (RFC 9110 §8.8.1)."""
+    name, value = header
+    if name.lower() == b"etag" and not value.startswith(b"W/"):
+        return name, b"W/" + value
+    return name, value
+
+
 def empty_request() -> Callable:
     """A ``receive`` for a request made here: its empty body, then nothing (a disconnect would make Starlette stop
     sending the file)."""
@@ -178,7 +186,7 @@ class CompressedScripts:
             return
         # off the event loop (zlib lets go of the GIL): Streamlit's 4.6 MB chart script takes about 0.1 s
         compressed = await asyncio.to_thread(functools.partial(gzip.compress, body, compresslevel=LEVEL, mtime=0))
-        encoded = {**first, "headers": [*first.get("headers", []), *GZIP_HEADERS]}
+        encoded = {**first, "headers": [*map(weak_etag, first.get("headers", [])), *GZIP_HEADERS]}
         if self.kept + len(compressed) <= KEPT_BYTES:
             self.copies[scope["path"]] = (encoded, compressed)
             self.kept += len(compressed)

@@ -82,6 +82,7 @@ class Counted:
         self.calls += 1
         assert (await receive())["type"] == "http.request"  # Starlette stops sending a file on a disconnect
         headers = [(b"content-type", self.content_type), (b"content-length", str(len(self.body)).encode())]
+        headers.append((b"etag", b'"abc123"'))
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         await send({"type": "http.response.body", "body": self.body})
 
@@ -93,6 +94,7 @@ def test_a_script_goes_out_compressed_and_is_compressed_once():
         headers, body = _serve(app, middleware=middleware, path="/static/js/index.abc.js", headers=GZIP)
         assert gzip.decompress(body) == SCRIPT and headers[b"content-encoding"] == b"gzip"
         assert int(headers[b"content-length"]) == len(body) < len(SCRIPT) / 10 and headers[b"vary"]
+        assert headers[b"etag"] == b'W/"abc123"'  # not the uncompressed file's strong tag
     assert app.calls == 1 and middleware.kept == len(body)
 
 
