@@ -16,10 +16,17 @@ from engine import FAMILIES, Costs, build_schedule, simulate
 pytestmark = pytest.mark.slow  # AppTest runs the whole app script per test
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
+LIVE = "pplab_live_chart"
+
+
+def drawn_figures(at) -> list[dict]:
+    """The page's figures: the Playground's Gantt (its own element: app/charts/live_chart.py), then the rest."""
+    live = [json.loads(e.proto.json)["figure"] for e in at.get("bidi_component") if e.proto.component_name == LIVE]
+    return live + [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
 def figure(at, index=0) -> dict:
-    return json.loads(at.get("plotly_chart")[index].proto.spec)
+    return drawn_figures(at)[index]
 
 
 def values(array) -> list:
@@ -140,7 +147,7 @@ def test_over_the_bound_is_an_error_with_the_arithmetic_and_the_last_chart_stays
     at.run()
     assert not at.exception
     assert any("32 ranks × 256 micro-batches × 8 chunk(s) = 65,536" in e and "16,384" in e for e in errors(at))
-    assert at.get("plotly_chart") and "2 chunks per rank" in figure(at)["layout"]["title"]["text"].replace("<br>", " ")
+    assert drawn_figures(at) and "2 chunks per rank" in figure(at)["layout"]["title"]["text"].replace("<br>", " ")
 
 
 def test_a_family_built_for_more_microbatches_says_so_in_a_notice_and_the_title():

@@ -8,6 +8,7 @@ import streamlit as st
 
 from app import state
 from app.charts import timeline_figure
+from app.charts.live_chart import live_chart
 from app.charts.player import player
 from app.codec import plain
 from app.controls import PROJECTOR, bind_lab, page_heading, projector_query, projector_toggle, warn_about
@@ -92,7 +93,7 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
         cursor = None if lectured is None else lectured.time
         figure = timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor)
         player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
-        st.plotly_chart(figure, width="stretch", key="pg_gantt", theme=None)  # it carries the look (STREAMLIT_LOOK)
+        live_chart(figure, key="pg_gantt")  # redrawn in place on a change (charts/live_chart.py)
 
     @st.fragment
     def lectured_step() -> None:
