@@ -107,9 +107,7 @@ OLD_CATEGORIES = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_mem
 def category_of(event: dict) -> str:
     """The event's category as today's Kineto names it ("" when it has none or it is not text)."""
     category = event.get("cat", "")
-    if not isinstance(category, str):
-        return ""
-    return OLD_CATEGORIES.get(category, category)
+    return OLD_CATEGORIES.get(category, category) if category.__class__ is str else ""
 
 
 """GPU work, and the lab's own traces' actions (``Timeline.to_chrome_trace`` files them under their kind)."""
@@ -284,18 +282,17 @@ def _kept_events(
 ) -> tuple[tuple[Event, ...], dict, bool]:
     kept: list[Event] = []
     counts: dict[str, int] = {}
-    has_gpu = False
     try:
-        for raw in parser.items(text, "traceEvents.item", use_float=True):
-            if not isinstance(raw, dict):
+        for number, raw in enumerate(parser.items(text, "traceEvents.item", use_float=True), 1):
+            if raw.__class__ is not dict:
                 continue
             category = category_of(raw)
             counts[category] = counts.get(category, 0) + 1
-            has_gpu = has_gpu or category == "kernel"
             if keep(raw):
-                event = _event(raw, name, sum(counts.values()))
+                event = _event(raw, name, number, category)
                 budget.take(event, name)
                 kept.append(event)
+        has_gpu = "kernel" in counts
     except (ijson.JSONError, ijson.IncompleteJSONError) as error:
         if "integer overflow" in str(error):
             raise _IntegerOverflow from None
@@ -313,8 +310,31 @@ def _kept_events(
     return tuple(kept), counts, has_gpu
 
 
-def _event(raw: dict, name: str, number: int) -> Event:
-    """One kept event, each field checked for its type and range (TraceError naming the event otherwise)."""
+def _event(raw: dict, name: str, number: int, category: str) -> Event:
+    """One kept event, each field checked for its type and range (TraceError naming the event otherwise).
+    Hundreds of thousands pass here: the usual event (float times, whole ids, an argument object) is checked
+    without building anything, and the message's text is made only for an event that fails."""
+    label = raw.get("name", "")
+    start, duration = raw.get("ts", 0.0), raw.get("dur", 0.0)
+    thread, process = raw.get("tid", 0), raw.get("pid", 0)
+    args = raw.get("args", {})
+    usual = (
+        label.__class__ is str
+        and start.__class__ is float
+        and duration.__class__ is float
+        and -MAX_TIME_US <= start <= MAX_TIME_US
+        and 0 <= duration <= MAX_DURATION_US
+        and thread.__class__ is int
+        and process.__class__ is int
+        and args.__class__ is dict
+    )
+    if not usual:
+        _check_event(raw, name, number)
+    return Event(label, category, float(start), float(duration), thread, process, args)
+
+
+def _check_event(raw: dict, name: str, number: int) -> None:
+    """The full check of an event that is not the usual one: TraceError saying which field is wrong, and how."""
     label = raw.get("name", "")
     where = f"{name}: event {number:,}" + (f" ({_shown(label)})" if isinstance(label, str) else "")
     if not isinstance(label, str):
@@ -336,16 +356,6 @@ def _event(raw: dict, name: str, number: int) -> Event:
     args = raw.get("args", {})
     if not isinstance(args, dict):
         raise TraceError(f'{where}: "args" is {_type_name(args)}, not an object')
-    category = category_of(raw)
-    return Event(
-        name=label,
-        category=category,
-        start=float(start),
-        duration=float(duration),
-        thread=thread,
-        process=process,
-        args=args,
-    )
 
 
 def _number(value: Any) -> bool:
