@@ -633,3 +633,37 @@ def test_a_lecture_too_long_for_the_page_steps_on_the_server():
     at.button(key="pg_event_next").click()
     at.run()
     assert any("Event 2 of" in m.value for m in at.markdown)
+
+
+def test_the_playgrounds_closed_expanders_are_filled_once_opened():
+    """Issue 38: a change of setting no longer mounts the idle-cause chart and the schedule's grid while their
+    expanders are closed; opened, they hold the engine's attribution and the grid (and keep them on a change)."""
+    at = open_app({"schedule": "1f1b", "ranks": "4", "microbatches": "8", "costs": "F=1,I=1,W=1"})
+    labels = [e.label for e in at.expander]
+    assert "Where the idle time comes from" in labels and labels.count("Schedule as text (rank × step grid, PyTorch CSV)")
+    assert len(drawn_figures(at)) == 1 and not at.get("download_button")
+    at.session_state["pg_causes_open"] = True
+    at.session_state["pg_text_open"] = True
+    at.run()
+    figures = drawn_figures(at)
+    schedule = build_schedule("1f1b", 4, 8)
+    timeline = simulate(schedule, Costs.of({"F": 1, "I": 1, "W": 1}))
+    per_rank = np.sum([values(trace["x"]) for trace in figures[1]["data"]], axis=0)  # the causes add up to idle
+    assert len(figures) == 2 and np.allclose(per_rank, timeline.summary()["idle"])
+    assert [b.proto.label for b in at.get("download_button")] == ["Download CSV (PyTorch format)", "Download Perfetto trace"]
+    assert any("pplab-grid" in h.proto.body for h in at.get("html"))
+
+
+def test_the_playgrounds_gantt_is_built_once_per_configuration_and_drawn_as_built():
+    """Issue 38: the figure and its JSON are kept per configuration (shared by every visitor); what the page
+    sends is the figure the chart module builds for that timeline."""
+    from app.charts import timeline_figure
+    from app.simulation import playground_gantt, simulated
+
+    settings = LabSettings(family="zb-h1", num_ranks=4, num_microbatches=6)
+    kept, as_json = playground_gantt(settings, False)
+    assert playground_gantt(settings, False)[1] is as_json  # kept, not rebuilt
+    fresh = timeline_figure(simulated(settings)[1], title=settings.title())
+    assert as_json == json.loads(fresh.to_json()) and kept.layout.title.text == fresh.layout.title.text
+    at = open_app(settings.to_query())
+    assert figure(at) == as_json

@@ -47,7 +47,9 @@ def chart_script_url() -> str:
     return f"/{base}/static/js/{name}" if base else f"/static/js/{name}"
 
 
-def live_chart(figure, *, key: str) -> None:
+def live_chart(figure, *, key: str, as_json: dict | None = None) -> None:
     """Draw ``figure`` under ``key`` (the element's ``st-key-…`` class, by which the player and lecture mode
-    find it); a later run with the same key redraws it in place."""
-    _component(data={"figure": json.loads(figure.to_json()), "plotly": chart_script_url(), "config": CONFIG}, key=key)
+    find it); a later run with the same key redraws it in place. ``as_json``: the figure already serialised
+    (``simulation.playground_gantt`` keeps it)."""
+    shown = json.loads(figure.to_json()) if as_json is None else as_json
+    _component(data={"figure": shown, "plotly": chart_script_url(), "config": CONFIG}, key=key)

@@ -27,7 +27,7 @@ from app.generator_code import show_generator_code
 from app.navigation import link_to
 from app.search_settings import SearchSettings
 from app.settings import LAB_KEYS, LabSettings
-from app.simulation import idle_attribution, simulated
+from app.simulation import idle_attribution, playground_gantt, simulated
 from engine import Costs, Schedule, Timeline
 from engine.costs import PER_STAGE_SEPARATOR
 
@@ -90,10 +90,13 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
         )
 
     def chart(lectured) -> None:
-        cursor = None if lectured is None else lectured.time
-        figure = timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=cursor)
+        if lectured is None:  # the usual view: built once per server (a lecture's cursor moves every step)
+            figure, as_json = playground_gantt(settings, projector)
+        else:
+            figure = timeline_figure(timeline, title=settings.title(), projector=projector, cursor_at=lectured.time)
+            as_json = None
         player("pg_gantt", figure, name=settings.title(), summary=chart_summary(timeline, settings.title()))
-        live_chart(figure, key="pg_gantt")  # redrawn in place on a change (charts/live_chart.py)
+        live_chart(figure, key="pg_gantt", as_json=as_json)  # redrawn in place on a change (charts/live_chart.py)
 
     @st.fragment
     def lectured_step() -> None:
@@ -130,16 +133,25 @@ def render_explanations(settings: LabSettings, costs: Costs, schedule: Schedule,
     """Why the numbers are what they are, where the idle time comes from, per rank, and the schedule as text."""
     with st.expander("Why these numbers", expanded=True):
         why_panel(settings.family_spec, schedule, costs, timeline)
-    with st.expander("Where the idle time comes from"):
-        split = idle_attribution(schedule, costs, timeline, key=settings)
-        idle_causes(split, key="pg_causes", time_unit="time units", projector=projector)
+    # the two closed expanders are filled only once opened (a click reruns the page): filled while closed, every
+    # change of setting mounted a chart and a grid nobody saw, about 35 ms of the browser's 0.4 s (issue 38)
+    causes = st.expander("Where the idle time comes from", key=f"{PAGE}_causes_open", on_change="rerun")
+    if causes.open:
+        with causes:
+            split = idle_attribution(schedule, costs, timeline, key=settings)
+            idle_causes(split, key="pg_causes", time_unit="time units", projector=projector)
     st.subheader("Per rank")
     rank_table(timeline)
     st.caption(
         "'Idle inside span' leaves out the wait before a rank's first action and after its last — the count "
         "the Zero Bubble papers use, since the next step's warm-up can fill it."
     )
-    with st.expander("Schedule as text (rank × step grid, PyTorch CSV)"):
+    as_text = st.expander(
+        "Schedule as text (rank × step grid, PyTorch CSV)", key=f"{PAGE}_text_open", on_change="rerun"
+    )
+    if not as_text.open:
+        return
+    with as_text:
         # preformatted, not st.code: the syntax highlighter's 1.5 MB of script would load with the page (issue 38)
         st.html(f'<pre class="pplab-grid">{html.escape(schedule.grid(max_rows=200))}</pre>')
         download = st.columns(2)
