@@ -144,8 +144,9 @@ _SCRIPT = """
     document.querySelectorAll('.pplab-story[data-deck="' + box.dataset.deck + '"]')
       .forEach(el => { el.innerHTML = story(event.story); });
     const gd = document.querySelector('.st-key-' + box.dataset.chart + ' .js-plotly-plot');
-    if (!gd || !window.Plotly) return;
-    window.Plotly.relayout(gd, {shapes: event.shapes});
+    const plotly = gd && (gd.pplabPlotly || window.Plotly);  // the Plotly that drew it (charts/live_chart.py)
+    if (!plotly) return;
+    plotly.relayout(gd, {shapes: event.shapes});
     // the player's time slider follows, to the frame nearest the event (charts/player.py)
     const frames = ((gd._transitionData || {})._frames || []).map(f => f.name);
     const player = document.querySelector('.pplab-player[data-chart="' + box.dataset.chart + '"]');

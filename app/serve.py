@@ -1,17 +1,18 @@
-"""What `streamlit run app/serve.py` serves: the lab's pages (app/streamlit_app.py) as an ``st.App``, with two
+"""What `streamlit run app/serve.py` serves: the lab's pages (app/streamlit_app.py) as an ``st.App``, with three
 middlewares in front of Streamlit's server (app/server_middleware.py): every page says where the server is (a
-deep link such as /lessons logs no 404s), and Streamlit's scripts go out compressed, each compressed once. The
-pages' imports are done here, before the server listens, not by its first visitor (app/preload.py)."""
+deep link such as /lessons logs no 404s), Streamlit's scripts go out compressed, each compressed once, and the
+Playground's chart library is served (app/charts/live_chart.py). The pages' imports are done here, before the
+server listens, not by its first visitor (app/preload.py)."""
 
 import streamlit as st
 from starlette.middleware import Middleware
 
 from app.preload import preload
-from app.server_middleware import CompressedScripts, ServerRootInPage
+from app.server_middleware import ChartLibrary, CompressedScripts, ServerRootInPage
 
 preload()
 
 app = st.App(
     "streamlit_app.py",
-    middleware=[Middleware(ServerRootInPage), Middleware(CompressedScripts)],
+    middleware=[Middleware(ServerRootInPage), Middleware(CompressedScripts), Middleware(ChartLibrary)],
 )

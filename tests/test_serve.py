@@ -206,3 +206,27 @@ def test_a_body_shorter_than_its_length_is_neither_compressed_nor_kept():
     middleware = CompressedScripts(Cut(b""))
     headers, body = _serve(middleware.app, middleware=middleware, path="/static/js/cut.js", headers=GZIP)
     assert body == b"" and b"content-encoding" not in headers and middleware.copies == {}
+
+
+def test_the_chart_library_is_the_pinned_bundle_and_is_served_compressed_once():
+    """app/static/ holds npm's plotly.js-cartesian-dist-min 4.1.1 unchanged (its SHA-256 recorded where it is
+    served), with its MIT licence; a gzip browser gets it compressed, another plainly; other paths pass."""
+    import hashlib
+
+    from app.server_middleware import CHART_LIBRARY, CHART_LIBRARY_SHA256, ChartLibrary, chart_library_url
+
+    text = CHART_LIBRARY.read_bytes()
+    assert hashlib.sha256(text).hexdigest() == CHART_LIBRARY_SHA256
+    assert text.startswith(b"/**\n* plotly.js (cartesian - minified) v4.1.1")
+    assert b"MIT" in CHART_LIBRARY.with_name(CHART_LIBRARY.name.replace(".min.js", ".LICENSE")).read_bytes()
+    library = ChartLibrary(Counted(b"not the library"))
+    path = chart_library_url("")
+    headers, body = _serve(library, path=path, headers=GZIP)
+    assert gzip.decompress(body) == text and headers[b"content-encoding"] == b"gzip"
+    assert headers[b"content-type"].startswith(b"application/javascript")
+    assert int(headers[b"content-length"]) == len(body)
+    first = library.compressed
+    assert _serve(library, path=path, headers=GZIP)[1] == body and library.compressed is first  # compressed once
+    assert _serve(library, path=path)[1] == text  # no gzip asked
+    assert _serve(library, path="/static/js/other.js")[1] == b"not the library" and library.app.calls == 1
+    assert chart_library_url("lab/") == "/lab" + path

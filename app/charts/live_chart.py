@@ -6,9 +6,13 @@ then drawn a second time once its height is measured (about 60 ms). This element
 each new figure to ``Plotly.react``, which redraws in place (30–55 ms): a change at 4 × 8 went from 0.30 to
 0.21 s in a page holding nothing else (``benchmarks/app_speed.py`` measures the Playground).
 
-It uses the Plotly that Streamlit's own chart script carries (the one ``st.plotly_chart`` loads, which puts it
-on ``window``), loaded on first use, so the page gains no library. The figure carries its own look
-(``style.STREAMLIT_LOOK``), as charts drawn with ``theme=None`` do.
+It draws with Plotly's cartesian bundle (bar, scatter, heatmap: all the Gantt uses), which ``app/serve.py``
+serves (``server_middleware.ChartLibrary``): a cold browser evaluates it in about 0.45 s where Streamlit's chart
+script, every trace type in 4.6 MB, took 1.0 s of a first visit. It is kept off ``window.Plotly`` (Streamlit's
+charts on the same page keep their own) and put on the chart's ``<div>`` as ``pplabPlotly`` for the player and
+lecture mode. Where the bundle cannot be fetched (the app run as ``streamlit run app/streamlit_app.py``), it
+falls back to Streamlit's chart script. The figure carries its own look (``style.STREAMLIT_LOOK``), as charts
+drawn with ``theme=None`` do.
 """
 
 from __future__ import annotations
@@ -19,18 +23,35 @@ from pathlib import Path
 import streamlit as st
 from streamlit import config
 
+from app.server_middleware import chart_library_url
+
 _JS = """
+function plotlyFor(data) {
+  // the lab's own cartesian bundle, evaluated once per page without touching window.Plotly (Streamlit's charts
+  // keep theirs); where it cannot be had (the app run without app/serve.py), Streamlit's chart script
+  if (!window.__pplabPlotly) {
+    window.__pplabPlotly = fetch(new URL(data.library, window.location.origin))
+      .then(answer => { if (!answer.ok) throw new Error(answer.status); return answer.text(); })
+      .then(text => { const module = {exports: {}}; new Function('module', 'exports', text)(module, module.exports);
+                      return module.exports; })
+      .catch(async () => {
+        if (!window.Plotly) await import(new URL(data.plotly, window.location.origin).href);
+        return window.Plotly;
+      });
+  }
+  return window.__pplabPlotly;
+}
 export default async function({ parentElement, data }) {
-  if (!window.Plotly) await import(new URL(data.plotly, window.location.origin).href);
+  const Plotly = await plotlyFor(data);
   let gd = parentElement.querySelector('.pplab-live-chart');
   if (!gd) {
     gd = document.createElement('div');
     gd.className = 'pplab-live-chart';
     parentElement.appendChild(gd);
   }
+  gd.pplabPlotly = Plotly;  // the player and lecture mode step the chart with the Plotly that drew it
   const figure = data.figure;
-  await window.Plotly.react(gd, {data: figure.data, layout: figure.layout, frames: figure.frames || [],
-                                 config: data.config});
+  await Plotly.react(gd, {data: figure.data, layout: figure.layout, frames: figure.frames || [], config: data.config});
 }
 """
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
@@ -52,4 +73,5 @@ def live_chart(figure, *, key: str, as_json: dict | None = None) -> None:
     find it); a later run with the same key redraws it in place. ``as_json``: the figure already serialised
     (``simulation.playground_gantt`` keeps it)."""
     shown = json.loads(figure.to_json()) if as_json is None else as_json
-    _component(data={"figure": shown, "plotly": chart_script_url(), "config": CONFIG}, key=key)
+    library = chart_library_url(config.get_option("server.baseUrlPath"))
+    _component(data={"figure": shown, "library": library, "plotly": chart_script_url(), "config": CONFIG}, key=key)

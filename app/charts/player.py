@@ -27,6 +27,8 @@ _SCRIPT = """
 (() => {
   const P = window.__pplabPlayer || (window.__pplabPlayer = {state: new Map(), installed: false});
   const chart = key => document.querySelector('.st-key-' + key + ' .js-plotly-plot');
+  // the Plotly that drew the chart: the Playground's own bundle (charts/live_chart.py) or Streamlit's
+  const plotlyOf = gd => gd.pplabPlotly || window.Plotly;
   const names = gd => ((gd._transitionData || {})._frames || []).map(f => f.name);
   const stateOf = key => {
     if (!P.state.has(key)) P.state.set(key, {index: null, speed: 1, timer: null});
@@ -34,10 +36,10 @@ _SCRIPT = """
   };
   const show = (box, key, index) => {
     const gd = chart(key), frames = gd ? names(gd) : [];
-    if (!gd || !frames.length || !window.Plotly) return false;
+    if (!gd || !frames.length || !plotlyOf(gd)) return false;
     index = Math.max(0, Math.min(index, frames.length - 1));
     stateOf(key).index = index;
-    window.Plotly.animate(gd, [frames[index]], {frame: {duration: 0, redraw: false},
+    plotlyOf(gd).animate(gd, [frames[index]], {frame: {duration: 0, redraw: false},
                                                 transition: {duration: 0}, mode: 'immediate'});
     const range = box.querySelector('input[type=range]');
     range.max = frames.length - 1; range.value = index;
@@ -87,7 +89,7 @@ _SCRIPT = """
   const rezoom = gd => {
     const full = gd._fullData, leftovers = [];
     full.forEach((t, i) => { if (t.meta === 'pplab-zoom-bars') leftovers.push(i); });
-    if (leftovers.length) window.Plotly.deleteTraces(gd, leftovers);
+    if (leftovers.length) plotlyOf(gd).deleteTraces(gd, leftovers);
     gd.data.forEach((trace, index) => {
       const zoom = trace.meta && trace.meta.pplab_zoom;
       if (!zoom) return;
@@ -96,7 +98,7 @@ _SCRIPT = """
       const visible = [];
       for (let i = 0; i < zoom.count; i++) if (a.end[i] > x0 && a.start[i] < x1) visible.push(i);
       if (visible.length <= zoom.bars) {
-        window.Plotly.restyle(gd, {visible: false}, [index]);
+        plotlyOf(gd).restyle(gd, {visible: false}, [index]);
         const bars = zoom.kinds.map((letter, k) => {
           const mine = visible.filter(i => a.kind[i] === k);
           return {type: 'bar', orientation: 'h', meta: 'pplab-zoom-bars', showlegend: false, name: letter,
@@ -108,7 +110,7 @@ _SCRIPT = """
             hovertemplate: mine.map(i => 'rank ' + a.rank[i] + ' · ' + letter + a.mb[i] + ' · ' +
               a.start[i].toFixed(3) + ' → ' + a.end[i].toFixed(3) + EXTRA)};
         }).filter(t => t.y.length);
-        if (bars.length) window.Plotly.addTraces(gd, bars);
+        if (bars.length) plotlyOf(gd).addTraces(gd, bars);
         return;
       }
       // re-bin [x0, x1] into the same number of columns and lanes as bins.add_bins: per rank a gap row (code 5),
@@ -134,7 +136,7 @@ _SCRIPT = """
         }
       }
       z.push(gap); names.push(new Array(bins).fill(''));
-      window.Plotly.restyle(gd, {z: [z], x: [centres], visible: true, text: [names], customdata: [null],
+      plotlyOf(gd).restyle(gd, {z: [z], x: [centres], visible: true, text: [names], customdata: [null],
         hovertemplate: '%{text} · t ≈ %{x:.4g}' + EXTRA}, [index]);
     });
   };
@@ -153,7 +155,7 @@ _SCRIPT = """
       let shown = 0;
       for (let i = 0; i < xs.length; i += 3) if (xs[i + 1] > x0 && xs[i] < x1) shown++;
       const visible = shown === 0 || axis._length / (shown / rows) >= ARROW_PX;
-      if ((gd.data[index].visible !== false) !== visible) window.Plotly.restyle(gd, {visible: visible}, [index]);
+      if ((gd.data[index].visible !== false) !== visible) plotlyOf(gd).restyle(gd, {visible: visible}, [index]);
     });
   };
   const watchArrows = gd => {
