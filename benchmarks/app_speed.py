@@ -79,7 +79,8 @@ def server_rerun(schedule: str, ranks: int, microbatches: int, repeat: int) -> t
         at.run()
         warm.append((time.perf_counter() - started) * 1e3)
     assert not at.exception, at.exception
-    return cold, statistics.median(warm), len(at.get("plotly_chart")[0].proto.spec.encode())
+    gantt = next(e for e in at.get("bidi_component") if e.proto.component_name == "pplab_live_chart")
+    return cold, statistics.median(warm), len(json.dumps(json.loads(gantt.proto.json)["figure"]).encode())
 
 
 def browser_draws(schedule: str, repeat: int) -> dict[tuple[int, int], float]:
