@@ -161,7 +161,7 @@ class Started(Counted):
         await send({"type": "lifespan.shutdown.complete"})
 
 
-def test_a_started_server_compresses_its_scripts_before_anyone_asks():
+def test_a_starting_server_compresses_its_scripts_before_it_says_it_has_started():
     app = Started(SCRIPT)
     names = ["static/js/index.abc.js", "static/js/chart.def.js"]
     middleware = CompressedScripts(app, warm=lambda: names)
@@ -174,13 +174,15 @@ def test_a_started_server_compresses_its_scripts_before_anyone_asks():
         async def send(message):
             sent.append(message["type"])
             if message["type"] == "lifespan.startup.complete":
-                await middleware.warming  # the copies are made in the background; wait for them here
+                made.extend(middleware.copies)  # made before the server says it has started
                 await events.put({"type": "lifespan.shutdown"})
 
         await middleware({"type": "lifespan", "app": None}, events.get, send)
         return sent
 
+    made: list[str] = []
     assert asyncio.run(server_starts_then_stops()) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert sorted(made) == sorted(middleware.copies)
     assert sorted(middleware.copies) == sorted(f"/{name}" for name in names) and app.calls == 2
     headers, body = _serve(app, middleware=middleware, path="/static/js/chart.def.js", headers=GZIP)
     assert gzip.decompress(body) == SCRIPT and app.calls == 2  # the first visitor gets the copy
