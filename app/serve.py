@@ -9,8 +9,10 @@ from starlette.middleware import Middleware
 
 from app.preload import preload
 from app.server_middleware import ChartLibrary, CompressedScripts, ServerRootInPage
+from app.server_socket import send_at_once
 
 preload()
+send_at_once()  # connections without Nagle's 40 ms wait (app/server_socket.py)
 
 app = st.App(
     "streamlit_app.py",
