@@ -17,6 +17,7 @@ drawn with ``theme=None`` do.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -60,12 +61,17 @@ CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["
 _component = st.components.v2.component("pplab_live_chart", js=_JS, isolate_styles=False)
 
 
-def chart_script_url() -> str:
-    """Where the page finds Streamlit's chart script (its name carries a hash of this Streamlit's build)."""
+@functools.cache
+def _chart_script_name() -> str:
+    """The file's name carries a hash of this Streamlit's build (found once: listing the folder took 3 ms a run)."""
     folder = Path(st.__file__).parent / "static" / "static" / "js"
-    name = next(path.name for path in sorted(folder.iterdir()) if path.name.startswith("PlotlyChart."))
+    return next(path.name for path in sorted(folder.iterdir()) if path.name.startswith("PlotlyChart."))
+
+
+def chart_script_url() -> str:
+    """Where the page finds Streamlit's chart script (the fallback where the lab's own bundle is not served)."""
     base = config.get_option("server.baseUrlPath").strip("/")
-    return f"/{base}/static/js/{name}" if base else f"/static/js/{name}"
+    return f"/{base}/static/js/{_chart_script_name()}" if base else f"/static/js/{_chart_script_name()}"
 
 
 def live_chart(figure, *, key: str, as_json: dict | None = None) -> None:
