@@ -242,8 +242,8 @@ class CompressedScripts:
 
 CHART_LIBRARY = Path(__file__).resolve().parent / "static" / "plotly-cartesian-4.1.1.min.js"
 """Plotly's cartesian bundle (npm ``plotly.js-cartesian-dist-min`` 4.1.1, MIT, its licence beside it): the bar,
-scatter and heatmap traces the Playground's Gantt draws, 1.5 MB where Streamlit's chart script carries every
-trace in 4.6 MB. A cold browser evaluates it in about 0.45 s against 1.0 s on this host (issue 38: the first
+scatter and heatmap traces the Gantt (Playground, lessons) draws, 1.5 MB where Streamlit's chart script carries
+every trace in 4.6 MB. A cold browser evaluates it in about 0.45 s against 1.0 s on this host (issue 38: the first
 chart of a visit)."""
 CHART_LIBRARY_SHA256 = "79542150855a52c567260e3137095dbe2b744e6d702a5cabe67da246942fba7a"
 CHART_LIBRARY_PATH = "/pplab/" + CHART_LIBRARY.name

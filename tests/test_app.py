@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from drawn import drawn_figures
 from streamlit.testing.v1 import AppTest
 
 from app.settings import CompareSettings, LabSettings
@@ -16,13 +17,6 @@ from engine import FAMILIES, Costs, build_schedule, simulate
 pytestmark = pytest.mark.slow  # AppTest runs the whole app script per test
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
-LIVE = "pplab_live_chart"
-
-
-def drawn_figures(at) -> list[dict]:
-    """The page's figures: the Playground's Gantt (its own element: app/charts/live_chart.py), then the rest."""
-    live = [json.loads(e.proto.json)["figure"] for e in at.get("bidi_component") if e.proto.component_name == LIVE]
-    return live + [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
 def figure(at, index=0) -> dict:

@@ -8,11 +8,13 @@ Screenshots are saved under the test's output folder (and ``$SCREENSHOT_DIR`` wh
 import os
 
 import pytest
-from browser_support import IDLE, launch, require_browser, serve_app
+from browser_support import CHART, IDLE, launch, require_browser, serve_app
 
 from engine import Costs, build_schedule, simulate
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
+NO_CHART_YET = '.js-plotly-plot, [data-testid="stBidiComponentRegular"]'
+"""Neither a drawn chart nor the lab's chart element (app/charts/live_chart.py) waiting to draw one."""
 
 ANSWER = simulate(build_schedule("gpipe", 8, 8), Costs.of({"F": 1, "B": 2})).bubble_fraction  # 7/15
 FORMS = (f"{100 * ANSWER:.1f}", f"{100 * ANSWER:.2f}", f"{ANSWER:.3f}", "7/15")
@@ -55,7 +57,7 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, 
             page.get_by_text("8 stages, 8 micro-batches: what percentage").wait_for(timeout=60_000)
             before = _visible_text(page)
             assert not any(form in before for form in FORMS), before
-            assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+            assert page.locator(NO_CHART_YET).count() == 0
             assert page.locator('[data-testid="stMetric"]').count() == 0
             _save(page, f"lesson-2-3-before-{width}", tmp_path)
 
@@ -64,12 +66,12 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, 
             after_wrong = _visible_text(page)
             assert "(p − 1) / (m + p − 1) with p = 8 and m = 8" in after_wrong
             assert not any(form in after_wrong for form in FORMS), after_wrong
-            assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+            assert page.locator(NO_CHART_YET).count() == 0
             _save(page, f"lesson-2-3-wrong-{width}", tmp_path)
 
             _answer(page, f"{100 * ANSWER:.1f}")  # right: the answer, the cards, the chart
             page.get_by_text("Right: the engine says").wait_for(timeout=30_000)
-            page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
+            page.wait_for_selector(CHART, timeout=60_000)
             after_right = _visible_text(page)
             assert f"{100 * ANSWER:.1f}%" in after_right and "7/15" in after_right
             card = page.locator('[data-testid="stMetric"]', has_text="Bubble fraction").first.inner_text()
@@ -80,7 +82,7 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, 
                 " return idle && idle.marker.line.width; }"
             )
             assert outlined >= 2  # the bubble the question was about, outlined
-            page.locator('[data-testid="stPlotlyChart"]').first.scroll_into_view_if_needed()
+            page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
             _save(page, f"lesson-2-3-right-{width}", tmp_path)
         finally:
             browser.close()

@@ -3,12 +3,12 @@ the engine, every question can be answered by the engine and none is answered on
 every card a lesson shows it has taught, every term it uses is defined — and a learner can walk every step in
 the app."""
 
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from drawn import drawn_figures
 from streamlit.testing.v1 import AppTest
 
 from app import glossary
@@ -516,14 +516,14 @@ def test_walk_every_lesson_answering_each_question_wrong_then_right():
         question = step.question
         if question is not None:
             hidden = not step.shows_before_answer("chart")
-            assert not (hidden and at.get("plotly_chart")), "the chart waits for the answer"
+            assert not (hidden and drawn_figures(at)), "the chart waits for the answer"
             right, wrong = right_and_wrong(step)
             answer(at, lesson, step, wrong)
             assert any(render(question.hint, step) in e.value for e in at.error) and not at.success
-            assert not (hidden and at.get("plotly_chart")), "a wrong answer does not reveal it"
+            assert not (hidden and drawn_figures(at)), "a wrong answer does not reveal it"
             answer(at, lesson, step, right)
             assert any(s.value.startswith("Right: the engine says") for s in at.success)
-            assert at.get("plotly_chart") or step.config is None
+            assert drawn_figures(at) or step.config is None
         if at.button(key="ls_next").disabled:
             break
         at.button(key="ls_next").click()
@@ -537,12 +537,12 @@ def test_predict_then_reveal_on_lesson_2_step_3():
     bubble outlined and named by its term."""
     lesson, step = BY_NUMBER[2], BY_NUMBER[2].steps[2]
     at = open_lessons({"lesson": "2", "step": "3"})
-    assert not at.get("plotly_chart") and not at.metric and "46.7" not in page_text(at)
+    assert not drawn_figures(at) and not at.metric and "46.7" not in page_text(at)
     at.button(key=f"ls_show_{lesson.id}_{step.id}").click()  # "Show me", without answering
     at.run()
     assert {m.label: m.value for m in at.metric}["Bubble fraction"] == "46.7%"
     assert any(i.value.startswith("The engine says: 46.67%") for i in at.info)
-    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    figure = drawn_figures(at)[0]
     idle = next(t for t in figure["data"] if t.get("legendgroup") == "idle")
     assert idle["marker"]["line"]["width"] >= 2
     assert any("(p − 1)·(F + B) = 21" in a["text"] for a in figure["layout"]["annotations"])
@@ -577,12 +577,12 @@ def test_a_failed_real_run_says_retry_and_the_stand_in_stays(monkeypatch):
 
     monkeypatch.setattr(app.real_run_jobs, "run_one", fail)
     at = open_lessons({"lesson": "8", "step": "2"})
-    assert at.get("plotly_chart") and any("stand-in" in c.value for c in at.caption)  # before any run
+    assert drawn_figures(at) and any("stand-in" in c.value for c in at.caption)  # before any run
     at.button(key="ls_run").click()
     at.run()
     assert not at.exception
     assert any("The run failed: the child process ended" in e.value and "Retry" in e.value for e in at.error)
-    assert at.button(key="ls_run").label == "Retry" and at.get("plotly_chart")
+    assert at.button(key="ls_run").label == "Retry" and drawn_figures(at)
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""A Plotly chart that stays on the page while its figure changes (issue 38): the Playground's Gantt.
+"""A Plotly chart that stays on the page while its figure changes (issue 38): the Playground's and the
+lessons' Gantt.
 
 Why not ``st.plotly_chart``: its element's id includes the figure, so every change of setting removes the chart
 and draws a new one (a purge and a full draw, about 135 ms for 4 × 8 in Chromium), and a stretched chart is
@@ -58,7 +59,8 @@ export default async function({ parentElement, data }) {
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 """As Streamlit configures its charts (no logo, no selection tools), and following the page's width."""
 
-_component = st.components.v2.component("pplab_live_chart", js=_JS, isolate_styles=False)
+COMPONENT = "pplab_live_chart"
+_component = st.components.v2.component(COMPONENT, js=_JS, isolate_styles=False)
 
 
 @functools.cache

@@ -12,6 +12,7 @@ import streamlit as st
 
 from app import state
 from app.charts import timeline_figure
+from app.charts.live_chart import live_chart
 from app.charts.plan import memory_figure
 from app.charts.player import player
 from app.codec import shown
@@ -160,7 +161,7 @@ def chart_block(
             bubble_label=label,
         )
         player(key, figure, name=title, summary=chart_summary(timeline, title))
-        st.plotly_chart(figure, width="stretch", key=key, theme=None)  # it carries the look (STREAMLIT_LOOK)
+        live_chart(figure, key=key)  # redrawn in place on a change, with the lab's Plotly (charts/live_chart.py)
 
     @st.fragment
     def lectured_step() -> None:
