@@ -119,6 +119,15 @@ def test_every_page_in_a_real_browser(tmp_path):
                 " chartTop: gd.getBoundingClientRect().top}; }"
             )
             assert area["width"] >= 300 and area["legendTop"] >= area["plotBottom"], area
+            # every tick label inside the chart (axes let labels overflow, style.STREAMLIT_LOOK: automargin keeps them in)
+            outside = page.evaluate(
+                "() => { const gd = document.querySelector('.js-plotly-plot');"
+                " const svg = gd.querySelector('.main-svg').getBoundingClientRect();"
+                " return [...gd.querySelectorAll('.xtick text, .x2tick text, .ytick text, .y2tick text')]"
+                ".map(t => [t.textContent, t.getBoundingClientRect()])"
+                ".filter(([, r]) => r.left < svg.left - 0.5 || r.right > svg.right + 0.5).map(([text]) => text); }"
+            )
+            assert outside == [], outside
             assert area["chartTop"] < 844, area  # the chart starts on the first screen
             _save(page, "playground-phone", tmp_path)
             # transfer arrows only where they can be seen: 16 ranks × 32 on a phone hides them, 4 × 8 keeps them
