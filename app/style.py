@@ -23,6 +23,9 @@ WAIT_HATCH = "rgba(60,60,60,0.9)"
 VEIL = "rgba(127,127,127,0.55)"
 """Laid over the part of the timeline that has not happened yet while the animation plays."""
 CURSOR = "#D62728"
+POINT_COLOUR = "#0068C9"
+"""A chart's single series of points (Compare's time against memory): Streamlit's first chart colour, as its theme
+drew them before the figure carried its own look."""
 RANK_COLOURS = ("#222222", "#E45756", "#17BECF", "#9D755D", "#BCBD22", "#FF7F0E", "#7F7F7F", "#8C564B")
 """Memory lines, one per rank (each line is also named in its hover and legend): readable on light and dark
 backgrounds."""

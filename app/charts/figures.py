@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from engine import Timeline
 
-from ..style import RANK_COLOURS, RANK_DASHES, STREAMLIT_LOOK, sizes
+from ..style import POINT_COLOUR, RANK_COLOURS, RANK_DASHES, STREAMLIT_LOOK, sizes
 from .gantt import gantt_traces
 from .lanes import time_format
 from .phases import bubble_annotation, emphasise, phase_labels, phase_traces
@@ -372,12 +372,13 @@ def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
             text=[row["schedule"] for row in rows],
             mode="markers+text",
             textposition="top center",
-            marker=dict(size=14 if projector else 11),
+            marker=dict(size=14 if projector else 11, color=POINT_COLOUR),
             textfont=dict(size=size.font),
             hovertemplate="%{text}: peak memory %{x:.3g}, bubble %{y:.1%}<extra></extra>",
         )
     )
     figure.update_layout(
+        template=STREAMLIT_LOOK,  # the figure carries its look: drawn by the lab's chart element (live_chart)
         height=340 if projector else 300,
         margin=dict(l=10, r=10, t=30, b=10),
         font=dict(size=size.font),

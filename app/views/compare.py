@@ -5,6 +5,7 @@ import streamlit as st
 
 from app import state
 from app.charts import compare_figure, tradeoff_figure
+from app.charts.live_chart import live_chart
 from app.charts.player import player
 from app.codec import plain
 from app.controls import LabInputs, bind_lab, page_heading, projector_query, projector_toggle, warn_about
@@ -101,7 +102,7 @@ def compare() -> None:
     figure = compare_figure(timelines, projector=projector)
     spoken = " ".join(chart_summary(timeline, title) for title, timeline in timelines.items())
     player("cp_gantt", figure, name=f"{len(timelines)} schedules on one time axis", summary=spoken)
-    st.plotly_chart(figure, width="stretch", key="cp_gantt")
+    live_chart(figure, key="cp_gantt")  # redrawn in place on a change (charts/live_chart.py)
     st.caption(
         "One ▶ Play drives every schedule: the cursor shows where each one is at the same moment. "
         "Hatched grey is idle time."
@@ -110,7 +111,7 @@ def compare() -> None:
     # schedule: four schedules fit a phone's width, where nine metric columns hid in a sideways scroller
     st.table(shown.T.rename_axis("metric"))
     st.subheader("Time against memory")
-    st.plotly_chart(tradeoff_figure(rows, projector=projector), width="stretch", key="cp_tradeoff")
+    live_chart(tradeoff_figure(rows, projector=projector), key="cp_tradeoff")
     st.caption("Lower is less bubble, left is less memory. " + " ".join(tradeoff_sentences(rows)))
 
 
