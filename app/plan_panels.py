@@ -9,6 +9,7 @@ import dataclasses
 import streamlit as st
 
 from app.charts import timeline_figure
+from app.charts.live_chart import live_chart
 from app.charts.plan import allreduce_traces
 from app.charts.player import player
 from app.explain import chart_summary
@@ -212,4 +213,4 @@ def pipeline_gantt(settings: PlanRequest, result, projector: bool, *, key: str) 
         end=max((row.end for row in result.allreduce), default=0.0),
     )
     player(key, figure, name=title, summary=chart_summary(result.timeline, title, memory=False))
-    st.plotly_chart(figure, width="stretch", key=key)
+    live_chart(figure, key=key)  # redrawn in place on a change (charts/live_chart.py)

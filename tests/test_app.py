@@ -316,7 +316,7 @@ def test_editor_reports_a_broken_schedule_with_the_grid(text, message):
     assert not at.exception and any(message in e for e in errors(at))
     if message != "cannot read":
         assert any("<-- here" in c.value for c in at.code)
-    assert at.get("plotly_chart")  # the last version that ran is still drawn
+    assert drawn_figures(at)  # the last version that ran is still drawn
 
 
 def test_lab_settings_defaults_are_the_widgets_defaults():
@@ -348,7 +348,7 @@ def test_real_run_runs_once_on_run_and_not_on_a_later_change():
     assert any("CPU time of the thread" in c.value for c in at.caption)  # the clock, named in the note
     agreement = [c.value for c in at.caption if "one cost per stage describes" in c.value]  # what it shows
     assert agreement and "Each rank's own end is off by" in agreement[0]
-    charts = [figure(at, index) for index in range(len(at.get("plotly_chart")))]
+    charts = drawn_figures(at)
     names = {t["name"] for chart in charts for t in chart["data"]}
     assert {"predicted (outline)", "spread over the repeats (min–max)"} <= names
     assert any(name.endswith("modelled") for name in names)
@@ -553,7 +553,7 @@ def test_your_run_shows_the_prediction_as_a_card_and_its_outlines_and_the_arrows
     assert shown["Step (predicted)"] == f"{predicted:.3g} ms"
 
     def drawn(app) -> tuple[set, list]:
-        figure = json.loads(app.get("plotly_chart")[0].proto.spec)
+        figure = drawn_figures(app)[0]
         return {trace.get("meta") or trace.get("name") for trace in figure["data"]}, figure["layout"]["xaxis"]["range"]
 
     names, axis = drawn(at)
@@ -574,7 +574,7 @@ def test_your_run_zooms_to_a_time_window_and_a_rank():
     next(s for s in at.selectbox if s.label == "Ranks").set_value("rank 1")
     at.run()
     assert not at.exception
-    layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    layout = figure(at)["layout"]
     assert layout["xaxis"]["range"] == pytest.approx([high / 4, high / 2], rel=0.02)
     assert layout["yaxis"]["range"] == pytest.approx([1.55, 0.45])
 
@@ -609,7 +609,7 @@ def test_lesson_11_step_1_shows_the_staircase_in_seconds_beside_its_memory():
     step = next(lesson for lesson in load_lessons() if lesson.number == 11).steps[0]
     result = planned(step.plans[step.plan])
     at = open_app({"lesson": "11", "step": "1"}, page="views/lessons.py")
-    figures = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    figures = drawn_figures(at)
     gantt = next(f for f in figures if f["layout"].get("xaxis", {}).get("title", {}).get("text") == "seconds")
     assert len(figures) >= 2 and gantt["layout"]["xaxis"]["range"][1] >= result.timeline.makespan
 

@@ -119,7 +119,7 @@ def test_every_page_in_a_real_browser(tmp_path):
                 " chartTop: gd.getBoundingClientRect().top}; }"
             )
             assert area["width"] >= 300 and area["legendTop"] >= area["plotBottom"], area
-            # every tick label inside the chart (axes let labels overflow, style.STREAMLIT_LOOK: automargin keeps them in)
+            # every tick label inside the chart (labels may overflow, style.STREAMLIT_LOOK: automargin keeps them in)
             outside = page.evaluate(
                 "() => { const gd = document.querySelector('.js-plotly-plot');"
                 " const svg = gd.querySelector('.main-svg').getBoundingClientRect();"

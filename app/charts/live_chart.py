@@ -1,11 +1,13 @@
-"""A Plotly chart that stays on the page while its figure changes (issue 38): the Playground's and the
-lessons' Gantt.
+"""A Plotly chart that stays on the page while its figure changes (issue 38): the Gantts of the Playground, the
+lessons, Compare, the editor, Search, Your run and the Plan page, and the Compare and Plan pages' other charts
+(every figure that carries its own look and draws only cartesian traces).
 
 Why not ``st.plotly_chart``: its element's id includes the figure, so every change of setting removes the chart
 and draws a new one (a purge and a full draw, about 135 ms for 4 × 8 in Chromium), and a stretched chart is
 then drawn a second time once its height is measured (about 60 ms). This element keeps its ``<div>`` and hands
 each new figure to ``Plotly.react``, which redraws in place (30–55 ms): a change at 4 × 8 went from 0.30 to
-0.21 s in a page holding nothing else (``benchmarks/app_speed.py`` measures the Playground).
+0.21 s in a page holding nothing else (``benchmarks/app_speed.py`` measures the Playground); Compare's change
+of three schedules at 4 × 8 went from 0.42 to 0.30 s.
 
 It draws with Plotly's cartesian bundle (bar, scatter, heatmap: all the Gantt uses), which ``app/serve.py``
 serves (``server_middleware.ChartLibrary``): a cold browser evaluates it in about 0.45 s where Streamlit's chart

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from engine.scale import Plan
 from engine.scale.operations import CATEGORIES
 
-from ..style import sizes
+from ..style import STREAMLIT_LOOK, sizes
 
 PARTS = (
     ("weights", "#4A6FA5", ""),
@@ -53,6 +53,7 @@ def memory_figure(result: Plan, *, projector: bool = False) -> go.Figure:
         y=capacity, line=dict(color=OVER, dash="dash", width=2), annotation_text=f"{result.gpu.title}: {capacity:g} GB"
     )
     figure.update_layout(
+        template=STREAMLIT_LOOK,  # the figure carries its look: drawn by the lab's chart element (live_chart)
         barmode="stack",
         height=320 if projector else 290,
         margin=dict(l=4, r=6, t=20, b=40),
@@ -97,6 +98,7 @@ def time_figure(result: Plan, *, projector: bool = False) -> go.Figure:
         )  # fmt: skip
     figure = go.Figure(data=traces, _validate=False)
     figure.update_layout(
+        template=STREAMLIT_LOOK,
         barmode="stack",
         bargap=0.1 if len(stages) > 32 else 0.3,
         height=320 if projector else 290,

@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import state
 from app.charts import timeline_figure
+from app.charts.live_chart import live_chart
 from app.charts.player import player
 from app.codec import plain, shown
 from app.controls import LabInputs, bind_lab, page_heading, projector_query, projector_toggle
@@ -109,7 +110,7 @@ def show_timeline(schedule, timeline, costs, projector: bool, *, cards: bool = T
         title = f"Edited schedule: {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches"
         figure = timeline_figure(timeline, title=title, projector=projector)
         player("ed_gantt", figure, name=title, summary=chart_summary(timeline, title))
-        st.plotly_chart(figure, width="stretch", key="ed_gantt")
+        live_chart(figure, key="ed_gantt")  # redrawn in place on a change (charts/live_chart.py)
     legend_notes(timeline, costs, schedule.num_chunks)
     rank_table(timeline)
 

@@ -280,7 +280,7 @@ def plan_block(step: Step, projector: bool) -> None:
     for column, name in zip(st.columns(len(LESSON_PLAN_CARDS)), LESSON_PLAN_CARDS, strict=True):
         column.metric(PLAN_CARDS[name].card, PLAN_CARDS[name].shown(result))
     pipeline_gantt(settings, result, projector, key=f"{PAGE}_plan_gantt")
-    st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key=f"{PAGE}_plan_memory")
+    live_chart(memory_figure(result, projector=projector), key=f"{PAGE}_plan_memory")
     link_to("pl", settings.to_query(), "Open this on the Plan page", icon=":material/dns:")
 
 

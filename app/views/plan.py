@@ -4,6 +4,7 @@ the lab's own simulator (``engine.scale``), for the same inputs as ``python -m e
 import streamlit as st
 
 from app import state
+from app.charts.live_chart import live_chart
 from app.charts.plan import memory_figure, time_figure
 from app.codec import plain
 from app.controls import page_heading, projector_query, projector_toggle, read_back, seed_from_link, warn_about
@@ -149,10 +150,10 @@ def plan_page() -> None:
     paper(settings, result)
     why_these_numbers(result)
     st.subheader("Where each stage's time goes")
-    st.plotly_chart(time_figure(result, projector=projector), width="stretch", key="pl_time")
+    live_chart(time_figure(result, projector=projector), key="pl_time")
     measured_against_roofline(result)
     st.subheader("Memory per GPU")
-    st.plotly_chart(memory_figure(result, projector=projector), width="stretch", key="pl_memory")
+    live_chart(memory_figure(result, projector=projector), key="pl_memory")
     kept_per_layer(result)
     with st.expander("Every family at this layout (a few seconds at large sizes)"):
         if st.button("Compare every family", key=f"{PAGE}_compare"):

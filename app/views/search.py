@@ -9,6 +9,7 @@ import streamlit as st
 from app import state
 from app.admission import SEARCHES, Refused
 from app.charts import compare_figure
+from app.charts.live_chart import live_chart
 from app.charts.player import player
 from app.charts.search import frontier_figure
 from app.codec import plain
@@ -172,7 +173,7 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
     figure = compare_figure(timelines, projector=projector)
     player("sr_gantt", figure, name="The searched schedule and the families that fit, on one time axis",
            summary=" ".join(chart_summary(t, name) for name, t in timelines.items()))  # fmt: skip
-    st.plotly_chart(figure, width="stretch", key="sr_gantt")
+    live_chart(figure, key="sr_gantt")  # redrawn in place on a change (charts/live_chart.py)
     buttons = st.columns(2)
     buttons[0].download_button(
         "Download CSV (PyTorch format)", result.schedule.to_csv, "searched.csv", "text/csv", key=f"{PAGE}_csv"

@@ -11,6 +11,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from app import state
 from app.charts import timeline_figure
 from app.charts.lanes import ARROWS
+from app.charts.live_chart import live_chart
 from app.charts.player import player
 from app.charts.run_figure import prediction_outlines
 from app.codec import plain, shown
@@ -167,7 +168,7 @@ def gantt(run: ImportedRun, predicted, projector: bool) -> None:
         figure.data = tuple(trace for trace in figure.data if trace.meta != ARROWS)
     zoom(figure, run)
     player(f"{PAGE}_gantt", figure, name=title, summary=chart_summary(run.timeline, title, memory=False))
-    st.plotly_chart(figure, width="stretch", key=f"{PAGE}_gantt")
+    live_chart(figure, key=f"{PAGE}_gantt")  # redrawn in place on a change (charts/live_chart.py)
     st.caption(
         f"Bars: what the traces measured (the wait for an input drawn on the rank's communication lane). The "
         f"prediction ({predicted.makespan:.3g} ms against {run.timeline.makespan:.3g} ms measured) is the lab's "
