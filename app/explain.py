@@ -16,6 +16,7 @@ from engine.schedules import Family
 
 from .charts import BAR_LIMIT
 from .charts.attribution import attribution_figure
+from .charts.live_chart import live_chart
 from .lecture_deck import DECK_EVENTS, controls_html, deck_payload, headline_text, story_block, story_lines
 from .metrics import CARDS, PLAYGROUND_CARDS
 
@@ -141,7 +142,7 @@ def idle_causes(split: IdleAttribution, *, key: str, time_unit: str, projector: 
         f"All ranks together idle **{idle:.4g} {time_unit}**: " + ", ".join(shown) + ". Each part is the "
         "difference between two simulations of this schedule, each adding one thing to the textbook's setting:"
     )
-    st.plotly_chart(attribution_figure(split, time_unit=time_unit, projector=projector), width="stretch", key=key)
+    live_chart(attribution_figure(split, time_unit=time_unit, projector=projector), key=key)
     levels = pd.DataFrame(
         {
             "timing": [*(level.replace("+", "\\+", 1) for level in LEVELS), "the run"],  # a table's cells are Markdown

@@ -10,6 +10,7 @@ import streamlit as st
 from app import real_run_jobs as server_runs  # looked up per call, so a test can stand in for it
 from app.charts import run_figure
 from app.charts.attribution import attribution_figure
+from app.charts.live_chart import live_chart
 from app.codec import plain
 from app.lessons import Step
 from engine.runtime.result import measured_stage_costs
@@ -79,9 +80,8 @@ def show_real_results(results: dict, projector: bool, page: str) -> None:
     st.table(pd.DataFrame(rows).set_index("run"))
     for position, (name, result) in enumerate(results.items()):
         with st.expander(f"Measured timeline: {name}", expanded=position == 0):
-            st.plotly_chart(run_figure(result, projector=projector), width="stretch", key=f"{page}_real_{name}")
-            st.plotly_chart(
+            live_chart(run_figure(result, projector=projector), key=f"{page}_real_{name}")
+            live_chart(
                 attribution_figure(result.idle_attribution(), time_unit="ms", projector=projector),
-                width="stretch",
                 key=f"{page}_real_{name}_causes",
             )

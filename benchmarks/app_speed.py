@@ -4,12 +4,12 @@
    serialise it) with a cold cache and a warm one, and the figure's JSON size, at 4×8, 8×32 and 32×256;
    then the unchanged rerun at 32×256 against 4×8 for ZB-V and DualPipeV, measured alternately, as a ratio.
 2. Browser: a change (the micro-batch slider moved by the keyboard) to the new chart drawn, in Debian's
-   Chromium at 4×8 and 32×256, alternating, and their ratio.
+   Chromium: the Playground at 4×8 and 32×256 (and their ratio), and Compare's three schedules at 4×8, in turn.
 3. Browser: lecture mode's "Next event ▶" to the chart's cursor moved and the next headline shown (4×8).
 4. Browser: a visit with a cold browser (a new context: nothing cached) to the page frame and to the first chart
    drawn, on a server just started (its first visit) and on the same server warm.
 Every browser figure is the median of --repeat and is printed against issue 38's goals (change ≤ 0.3 s at 4×8,
-≤ 0.6 s at 32×256; Next ≤ 0.2 s; first chart ≤ 3 s, page frame ≤ 1 s) with the host's load.
+Compare's too, ≤ 0.6 s at 32×256; Next ≤ 0.2 s; first chart ≤ 3 s, page frame ≤ 1 s) with the host's load.
 
 Run: .venv/bin/python benchmarks/app_speed.py [--repeat 3] [--schedule zb-v]
 Aims: server ≤ 200 ms and figure ≤ 300 KB at 8×32; browser 32×256 ≤ 3× 4×8 (issue 6); an unchanged
@@ -83,41 +83,59 @@ def server_rerun(schedule: str, ranks: int, microbatches: int, repeat: int) -> t
     return cold, statistics.median(warm), len(json.dumps(json.loads(gantt.proto.json)["figure"]).encode())
 
 
-def browser_draws(schedule: str, repeat: int) -> dict[tuple[int, int], float]:
-    """Seconds from a change (micro-batches m−1 → m, by the keyboard on the slider) to the new chart drawn."""
+CHANGES = {
+    "4×8": "/?schedule={schedule}&ranks=4&microbatches={m}&costs=F=1,I=1,W=1",
+    "32×256": "/?schedule={schedule}&ranks=32&microbatches={m}&costs=F=1,I=1,W=1",
+    "Compare 4×8": "/compare?schedules=gpipe,1f1b,zb-h1&ranks=4&microbatches={m}&costs=F=1,I=1,W=1",
+}
+"""The pages a change is measured on: each opened at m − 1 micro-batches and moved to m (8 or 256)."""
+
+
+def browser_draws(schedule: str, repeat: int) -> dict[str, float]:
+    """Seconds from a change (micro-batches m−1 → m, by the keyboard on the slider) to the new chart drawn: the
+    Playground at 4×8 and 32×256 (its title names m), and Compare's three schedules at 4×8 (its first chart's
+    marks counted anew), measured in turn, round after round."""
     from playwright.sync_api import sync_playwright
 
-    times: dict[tuple[int, int], list[float]] = {(4, 8): [], (32, 256): []}
+    times: dict[str, list[float]] = {name: [] for name in CHANGES}
     with serve_app() as url, sync_playwright() as playwright:
         browser = launch(playwright)
         try:
             for round_index in range(repeat + 1):  # the first round warms the server's cache and imports
-                for ranks, microbatches in times:
-                    page, _ = open_page(
-                        browser,
-                        f"{url}/?schedule={schedule}&ranks={ranks}&microbatches={microbatches - 1}&costs=F=1,I=1,W=1",
-                    )
+                for name, link in CHANGES.items():
+                    microbatches = 256 if "256" in name else 8
+                    page, _ = open_page(browser, url + link.format(schedule=schedule, m=microbatches - 1))
+                    before = page.evaluate(DRAWN_MARKS)
                     page.locator('[data-testid="stSlider"] input[type="range"]').nth(1).focus()
                     started = time.perf_counter()
                     page.keyboard.press("ArrowRight")
                     page.wait_for_function(
-                        "m => { const p = document.querySelector('.js-plotly-plot');"
-                        " return p && p.layout.title"
-                        " && p.layout.title.text.replaceAll('<br>', ' ').includes(m + ' micro-batches')"
-                        " && p._fullData.length > 0; }",
-                        arg=microbatches,
+                        "([m, before]) => { const p = document.querySelector('.js-plotly-plot');"
+                        " if (!p || !p._fullData || !p._fullData.length) return false;"
+                        " const marks = p._fullData.reduce((n, t) => n + (t._length || 0), 0);"
+                        " return p.layout.title && p.layout.title.text"
+                        " ? p.layout.title.text.replaceAll('<br>', ' ').includes(m + ' micro-batches')"
+                        " : marks > 0 && marks !== before; }",
+                        arg=[microbatches, before],
                         timeout=120_000,
                     )
                     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
                     if round_index:
-                        times[ranks, microbatches].append(time.perf_counter() - started)
+                        times[name].append(time.perf_counter() - started)
                     page.close()
         finally:
             browser.close()
-    return {size: statistics.median(values) for size, values in times.items()}
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
-GOALS_S = {"change 4×8": 0.3, "change 32×256": 0.6, "lecture Next": 0.2, "first chart": 3.0, "page frame": 1.0}
+GOALS_S = {
+    "change 4×8": 0.3,
+    "change 32×256": 0.6,
+    "change Compare 4×8": 0.3,
+    "lecture Next": 0.2,
+    "first chart": 3.0,
+    "page frame": 1.0,
+}
 
 
 def against(name: str, seconds: float) -> str:
@@ -192,7 +210,7 @@ def print_only(which: str, schedule: str, repeat: int) -> None:
     if which == "lecture":
         figures = {"lecture Next": lecture_next(schedule, repeat)}
     elif which == "change":
-        figures = {f"change {r}×{m}": s for (r, m), s in browser_draws(schedule, repeat).items()}
+        figures = {f"change {name}": s for name, s in browser_draws(schedule, repeat).items()}
     else:
         figures = first_visits(schedule, repeat)
     for name, seconds in figures.items():
@@ -226,10 +244,11 @@ def main() -> None:
     if args.no_browser:
         return
     draws = browser_draws(args.schedule, args.repeat)
-    small, large = draws[(4, 8)], draws[(32, 256)]
+    small, large = draws["4×8"], draws["32×256"]
     print(f"2. Browser, change to new chart drawn (Chromium, median of {args.repeat}, load {os.getloadavg()[0]:.2f})")
     print(f"   4×8 {small:.2f} s   32×256 {large:.2f} s   ratio {large / small:.2f}×")
-    print(f"   {against('change 4×8', small)}\n   {against('change 32×256', large)}")
+    for name, seconds in draws.items():
+        print(f"   {against(f'change {name}', seconds)}")
     following = lecture_next(args.schedule, args.repeat)
     print(f"3. Browser, lecture mode's Next event (4×8, median of {args.repeat}, load {os.getloadavg()[0]:.2f})")
     print(f"   {against('lecture Next', following)}")
@@ -238,7 +257,8 @@ def main() -> None:
           f"{os.getloadavg()[0]:.2f})")  # fmt: skip
     for name, seconds in visits.items():
         print(f"   {against(name.split(',')[0], seconds)}   ({name.split(', ')[1]})")
-    figures = {"browser_4x8_s": small, "browser_32x256_s": large, "lecture_next_s": following, **visits}
+    figures = {"browser_4x8_s": small, "browser_32x256_s": large, "browser_compare_4x8_s": draws["Compare 4×8"]}
+    figures |= {"lecture_next_s": following, **visits}
     print(json.dumps({name: round(value, 2) for name, value in figures.items()}))
 
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from engine.attribution import DEFINITIONS, IdleAttribution
 
-from ..style import sizes
+from ..style import STREAMLIT_LOOK, sizes
 
 CAUSE_STYLE = {
     "schedule": ("#9A9A9A", "/"),
@@ -47,6 +47,7 @@ def attribution_figure(split: IdleAttribution, *, time_unit: str, projector: boo
         )
     figure = go.Figure(data=traces, _validate=False)
     figure.update_layout(
+        template=STREAMLIT_LOOK,  # the figure carries its look: drawn by the lab's chart element (live_chart)
         barmode="relative",
         height=max(180, 60 + 28 * len(ranks)) + 60,
         margin=dict(l=4, r=6, t=10, b=40),

@@ -1,6 +1,6 @@
-"""A Plotly chart that stays on the page while its figure changes (issue 38): the Gantts of the Playground, the
-lessons, Compare, the editor, Search, Your run and the Plan page, and the Compare and Plan pages' other charts
-(every figure that carries its own look and draws only cartesian traces).
+"""A Plotly chart that stays on the page while its figure changes (issue 38): every chart of the lab (the Gantts,
+Compare's and Search's points, the Plan page's bars, the idle time by cause). Each figure carries its own look
+(``style.STREAMLIT_LOOK``) and draws only cartesian traces.
 
 Why not ``st.plotly_chart``: its element's id includes the figure, so every change of setting removes the chart
 and draws a new one (a purge and a full draw, about 135 ms for 4 × 8 in Chromium), and a stretched chart is
@@ -11,11 +11,10 @@ of three schedules at 4 × 8 went from 0.42 to 0.30 s.
 
 It draws with Plotly's cartesian bundle (bar, scatter, heatmap: all the Gantt uses), which ``app/serve.py``
 serves (``server_middleware.ChartLibrary``): a cold browser evaluates it in about 0.45 s where Streamlit's chart
-script, every trace type in 4.6 MB, took 1.0 s of a first visit. It is kept off ``window.Plotly`` (Streamlit's
-charts on the same page keep their own) and put on the chart's ``<div>`` as ``pplabPlotly`` for the player and
-lecture mode. Where the bundle cannot be fetched (the app run as ``streamlit run app/streamlit_app.py``), it
-falls back to Streamlit's chart script. The figure carries its own look (``style.STREAMLIT_LOOK``), as charts
-drawn with ``theme=None`` do.
+script, every trace type in 4.6 MB, took 1.0 s of a first visit; with no ``st.plotly_chart`` left, no page loads
+that script. The bundle is evaluated once per page (it sets ``window.Plotly``, as every Plotly script does) and is
+put on the chart's ``<div>`` as ``pplabPlotly`` for the player and lecture mode. Where it cannot be fetched (the app
+run as ``streamlit run app/streamlit_app.py``), the element falls back to Streamlit's chart script.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ from app.server_middleware import chart_library_url
 
 _JS = """
 function plotlyFor(data) {
-  // the lab's own cartesian bundle, evaluated once per page without touching window.Plotly (Streamlit's charts
-  // keep theirs); where it cannot be had (the app run without app/serve.py), Streamlit's chart script
+  // the lab's own cartesian bundle, evaluated once per page (it sets window.Plotly itself); where it cannot be
+  // had (the app run without app/serve.py), Streamlit's chart script
   if (!window.__pplabPlotly) {
     window.__pplabPlotly = fetch(new URL(data.library, window.location.origin))
       .then(answer => { if (!answer.ok) throw new Error(answer.status); return answer.text(); })

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from engine.search import OPTIMAL, Frontier
 
-from ..style import sizes
+from ..style import STREAMLIT_LOOK, sizes
 
 LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
 """Where a family's name goes; points at one peak memory take these in turn, so their names do not collide."""
@@ -72,6 +72,7 @@ def frontier_figure(found: Frontier, *, projector: bool = False) -> go.Figure:
         )
     figure = go.Figure(data=traces, _validate=False)
     figure.update_layout(
+        template=STREAMLIT_LOOK,  # the figure carries its look: drawn by the lab's chart element (live_chart)
         height=360 if projector else 320,
         margin=dict(l=4, r=6, t=20, b=40),
         font=dict(size=size.font),

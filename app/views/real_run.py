@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import state
 from app.charts import memory_unit, run_figure
+from app.charts.live_chart import live_chart
 from app.charts.player import player
 from app.charts.run_figure import CROWDED_ACTIONS
 from app.codec import plain
@@ -228,7 +229,7 @@ def measured_chart(result, projector: bool) -> None:
     figure = run_figure(result, projector=projector, outlines=outlines, whiskers=whiskers)
     name = f"Measured run of {result.schedule.name}"
     player("rr_chart", figure, name=name, summary=chart_summary(result.measured, name))
-    st.plotly_chart(figure, width="stretch", key="rr_chart")
+    live_chart(figure, key="rr_chart")  # redrawn in place on a change (charts/live_chart.py)
     st.caption(
         "Bars: measured (hatched grey: idle, including time blocked in a receive on the distributed "
         "backend). Black outlines: the simulator's prediction from the measured per-stage costs, on the same "

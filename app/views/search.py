@@ -222,7 +222,7 @@ def show_frontier(settings: SearchSettings, projector: bool) -> None:
             st.session_state[BUSY] = False
     kept = st.session_state.get(f"{PAGE}_frontier_for")
     if kept and kept[0] == settings:
-        st.plotly_chart(frontier_figure(kept[1], projector=projector), width="stretch", key=f"{PAGE}_frontier_chart")
+        live_chart(frontier_figure(kept[1], projector=projector), key=f"{PAGE}_frontier_chart")
 
 
 def search_page() -> None:
