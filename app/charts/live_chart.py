@@ -28,35 +28,8 @@ from streamlit import config
 
 from app.server_middleware import chart_library_url
 
-_JS = """
-function plotlyFor(data) {
-  // the lab's own cartesian bundle, evaluated once per page (it sets window.Plotly itself); where it cannot be
-  // had (the app run without app/serve.py), Streamlit's chart script
-  if (!window.__pplabPlotly) {
-    window.__pplabPlotly = fetch(new URL(data.library, window.location.origin))
-      .then(answer => { if (!answer.ok) throw new Error(answer.status); return answer.text(); })
-      .then(text => { const module = {exports: {}}; new Function('module', 'exports', text)(module, module.exports);
-                      return module.exports; })
-      .catch(async () => {
-        if (!window.Plotly) await import(new URL(data.plotly, window.location.origin).href);
-        return window.Plotly;
-      });
-  }
-  return window.__pplabPlotly;
-}
-export default async function({ parentElement, data }) {
-  const Plotly = await plotlyFor(data);
-  let gd = parentElement.querySelector('.pplab-live-chart');
-  if (!gd) {
-    gd = document.createElement('div');
-    gd.className = 'pplab-live-chart';
-    parentElement.appendChild(gd);
-  }
-  gd.pplabPlotly = Plotly;  // the player and lecture mode step the chart with the Plotly that drew it
-  const figure = data.figure;
-  await Plotly.react(gd, {data: figure.data, layout: figure.layout, frames: figure.frames || [], config: data.config});
-}
-"""
+_JS = (Path(__file__).with_name("live_chart.js")).read_text(encoding="utf-8")
+"""The element's script: Plotly.react into one kept <div>, and the bars' labels (``live_chart.js``)."""
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 """As Streamlit configures its charts (no logo, no selection tools), and following the page's width."""
 
