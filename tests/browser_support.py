@@ -25,7 +25,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-CHART = ".js-plotly-plot .main-svg"  # st.plotly_chart's, or the Playground's own element (charts/live_chart.py)
+CHART = ".js-plotly-plot .main-svg"  # a chart drawn by the lab's chart element (charts/live_chart.py)
 DRAWN_MARKS = (
     "() => { const p = document.querySelector('.js-plotly-plot'); "
     "return p && p._fullData ? p._fullData.reduce((n, t) => n + (t._length || 0), 0) : -1; }"

@@ -529,7 +529,7 @@ def test_your_run_shows_the_example_runs_step_as_the_engine_reads_it():
     assert shown["Step (measured)"] == f"{expected['makespan']:.3g} ms"
     assert shown["Bubble fraction"] == f"{expected['bubble_fraction']:.1%}"
     assert any("equals interleaved-1f1b" in s.value for s in at.success)
-    assert at.get("plotly_chart") and any("ZB-V" in str(t.value) or "zb-v" in str(t.value) for t in at.table)
+    assert drawn_figures(at) and any("ZB-V" in str(t.value) or "zb-v" in str(t.value) for t in at.table)
 
 
 def test_your_run_marks_where_the_order_differs_and_warns_about_a_bad_link():
