@@ -1,15 +1,15 @@
 """Entry point: a thin router; every page lives in app/views/ (a page's body is one function, bind → engine →
 render). The sidebar's links carry each page's last settings, so moving between pages is one history entry
-and Back returns to the previous view in one step ([Note: the URL follows the widgets] in app/state.py).
+and Back returns to the previous view in one step ([Note: the URL follows the widgets] in app/frame/state.py).
 
 Not app/pages/: Streamlit treats a pages/ folder beside the entry script as its older automatic multipage
 layout, and a direct link such as /real-run then runs the page without this router (seen on 1.67)."""
 
 import streamlit as st
 
-from app.clicker import clicker_script
-from app.navigation import PAGES, sidebar_links
-from app.style import PAGE_CSS
+from app.charts.style import PAGE_CSS
+from app.frame.clicker import clicker_script
+from app.views.navigation import PAGES, sidebar_links
 from engine.fast_walk import server_mode
 from engine.runtime.workdirs import sweep
 

@@ -1,7 +1,7 @@
 """A class's first visits at once: N visitors (default 30) fetch every script a first visit to the Playground
 loads (the page's own list and Streamlit's chart script), all together, from a server just started — once from
 Streamlit serving app/streamlit_app.py itself (its scripts uncompressed), once from app/serve.py (each script
-compressed once and kept: app/server_middleware.py), alternating. It prints the bytes per visitor, the time until
+compressed once and kept: app/server/middleware.py), alternating. It prints the bytes per visitor, the time until
 the last visitor has everything, and the health check's worst answer meanwhile, side by side and as ratios.
 
 Run: .venv/bin/python benchmarks/first_visits.py [--visitors 30] [--rounds 2]

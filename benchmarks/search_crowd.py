@@ -1,6 +1,6 @@
 """Six visitors open the same hard Search link at once, three rounds: what each waits and how long its search
 takes, how fast the server's health check answers meanwhile, and the server's memory and threads after each
-round and once the tabs are closed (issue 28: searches admitted one at a time, ``app/admission.py``).
+round and once the tabs are closed (issue 28: searches admitted one at a time, ``app/server/admission.py``).
 
 Run: .venv/bin/python benchmarks/search_crowd.py [--visitors 6] [--rounds 3] [--time 5]
 The server is warm as after one earlier visit to the Search page (which starts the searches' fork server;

@@ -1,4 +1,4 @@
-"""app/admission.py: a bounded number of jobs at once, the rest served in arrival order with their place told,
+"""app/server/admission.py: a bounded number of jobs at once, the rest served in arrival order with their place told,
 refused with a time to retry when the queue is full or the wait too long."""
 
 import re
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from app.admission import Admission, Refused
+from app.server.admission import Admission, Refused
 
 
 def test_jobs_run_one_at_a_time_in_arrival_order_and_each_waiting_visitor_is_told_their_place():

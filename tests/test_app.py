@@ -11,7 +11,8 @@ import pytest
 from drawn import drawn_figures
 from streamlit.testing.v1 import AppTest
 
-from app.settings import CompareSettings, LabSettings
+from app.frame.lab_settings import LabSettings
+from app.views.compare.settings import CompareSettings
 from engine import FAMILIES, Costs, build_schedule, simulate
 
 pytestmark = pytest.mark.slow  # AppTest runs the whole app script per test
@@ -212,7 +213,7 @@ def test_frames_move_shapes_only():
 
 
 def lecture_deck(at) -> dict:
-    """The events lecture mode steps through in the browser, as the page carries them (app/lecture_deck.py)."""
+    """The events lecture mode steps through in the browser, as the page carries them (app/lecture/deck.py)."""
     body = next(element.proto.body for element in at.get("html") if 'class="pplab-lecture' in element.proto.body)
     return json.loads(re.search(r"payload = (\{.*\});", body).group(1))
 
@@ -248,8 +249,8 @@ def test_settings_survive_moving_between_pages():
     at = open_app()
     at.slider(key="pg_num_ranks").set_value(6)
     at.run()
-    go_to(at, "views/compare.py")
-    go_to(at, "views/playground.py")
+    go_to(at, "views/compare/page.py")
+    go_to(at, "views/playground/page.py")
     assert not at.exception and at.slider(key="pg_num_ranks").value == 6 and at.query_params["ranks"] == "6"
 
 
@@ -264,7 +265,7 @@ COMPARE_COSTS = Costs.of({"F": 1, "I": 1, "W": 1})  # the page's defaults; B = I
 
 
 def test_compare_shows_every_schedule_on_one_axis_with_the_engines_numbers():
-    at = open_app(COMPARE, "views/compare.py")
+    at = open_app(COMPARE, "views/compare/page.py")
     table = at.table[0].value.T  # drawn one column per schedule
     assert list(table.index) == ["gpipe", "1f1b", "zb-h1"]
     for name in table.index:
@@ -282,7 +283,7 @@ def test_compare_shows_every_schedule_on_one_axis_with_the_engines_numbers():
 
 
 def test_compare_refuses_a_single_schedule():
-    at = open_app(COMPARE, "views/compare.py")
+    at = open_app(COMPARE, "views/compare/page.py")
     at.multiselect(key="cp_schedules").set_value(["gpipe"])
     at.run()
     assert not at.exception and any("choose 2 to 4 schedules" in e for e in errors(at))
@@ -290,7 +291,7 @@ def test_compare_refuses_a_single_schedule():
 
 # -- Schedule editor -----------------------------------------------------------------------------------------
 def test_editor_simulates_the_text_and_loads_a_family():
-    at = open_app(page="views/editor.py")
+    at = open_app(page="views/editor/page.py")
     assert metrics(at)["Makespan"] == f"{simulate(build_schedule('1f1b', 4, 8)).makespan:.4g}"
     at.selectbox(key="ed_family").set_value("zb-h1")
     at.run()
@@ -310,7 +311,7 @@ def test_editor_simulates_the_text_and_loads_a_family():
     ],
 )
 def test_editor_reports_a_broken_schedule_with_the_grid(text, message):
-    at = open_app(page="views/editor.py")
+    at = open_app(page="views/editor/page.py")
     at.text_area(key="ed_csv").set_value(text)
     at.run()
     assert not at.exception and any(message in e for e in errors(at))
@@ -335,7 +336,7 @@ def small_real_run(at):
 
 
 def test_real_run_runs_once_on_run_and_not_on_a_later_change():
-    at = open_app(page="views/real_run.py")
+    at = open_app(page="views/real_run/page.py")
     assert any("press Run" in i.value for i in at.info)
     small_real_run(at)
     assert "rr_result" not in at.session_state  # changing widgets ran nothing
@@ -364,12 +365,12 @@ def test_real_run_runs_once_on_run_and_not_on_a_later_change():
     at.run()
     assert at.session_state["rr_runs"] == 1  # still the one run
     assert any("press Run to measure the new configuration" in c.value for c in at.caption)
-    other = open_app(page="views/real_run.py")  # another visitor
+    other = open_app(page="views/real_run/page.py")  # another visitor
     assert "rr_result" not in other.session_state and any("press Run" in i.value for i in other.info)
 
 
 def test_real_run_speaks_the_pages_words_and_resets_the_width_for_the_gpt():
-    at = open_app(page="views/real_run.py")
+    at = open_app(page="views/real_run/page.py")
     at.slider(key="rr_layers").set_value(2)
     at.run()
     assert any("2 blocks cannot fill 4 stages" in e for e in errors(at))
@@ -383,13 +384,13 @@ def test_real_run_refuses_what_this_machine_cannot_hold(monkeypatch):
     import engine.runtime.budget as budget
 
     monkeypatch.setattr(budget, "available_bytes", lambda: 300 * 2**20)  # a machine with 300 MiB free
-    at = open_app(page="views/real_run.py")
+    at = open_app(page="views/real_run/page.py")
     assert any("This run would need about" in e and "more than the" in e for e in errors(at))
     assert at.button(key="rr_run").disabled
 
 
 def test_the_editor_hands_its_schedule_to_the_real_run_page():
-    at = open_app(page="views/editor.py")
+    at = open_app(page="views/editor/page.py")
     at.text_area(key="ed_csv").set_value(build_schedule("zb-h1", 2, 4).to_csv())
     at.run()
     at.button(key="ed_run").click()
@@ -399,22 +400,28 @@ def test_the_editor_hands_its_schedule_to_the_real_run_page():
 
 
 def test_real_run_settings_survive_a_visit_to_another_page():
-    at = open_app(page="views/real_run.py")
+    at = open_app(page="views/real_run/page.py")
     at.slider(key="rr_layers").set_value(12)
     at.run()
-    go_to(at, "views/playground.py")
-    go_to(at, "views/real_run.py")
+    go_to(at, "views/playground/page.py")
+    go_to(at, "views/real_run/page.py")
     assert not at.exception and at.slider(key="rr_layers").value == 12
 
 
 # -- What the server process loads ---------------------------------------------------------------------------
-PAGE_FILES = ["views/playground.py", "views/lessons.py", "views/compare.py", "views/editor.py", "views/real_run.py"]
+PAGE_FILES = [
+    "views/playground/page.py",
+    "views/lessons/page.py",
+    "views/compare/page.py",
+    "views/editor/page.py",
+    "views/real_run/page.py",
+]
 TORCH_CHECK = """
 import sys
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file({app!r}, default_timeout=60)
 at.run()
-if {page!r} != "views/playground.py":
+if {page!r} != "views/playground/page.py":
     at.switch_page({page!r})
     at.run()
 assert not at.exception, at.exception
@@ -425,7 +432,7 @@ print("torch" in sys.modules)
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGE_FILES)
 def test_opening_a_page_does_not_import_torch_into_the_server(page):
-    """Only pressing Run loads PyTorch, and then in a child process (app/real_run_jobs.py)."""
+    """Only pressing Run loads PyTorch, and then in a child process (app/server/real_run_jobs.py)."""
     import subprocess
     import sys
 
@@ -457,7 +464,7 @@ def test_the_plan_page_shows_the_commands_numbers_for_the_same_inputs():
     )
     assert done.returncode == 0, done.stderr
     cli = json.loads(done.stdout)
-    at = open_app(PLAN_QUERY, "views/plan.py")
+    at = open_app(PLAN_QUERY, "views/plan/page.py")
     shown = metrics(at)
     assert shown["Step time"] == f"{cli['step_seconds']:.3g} s"
     assert shown["Tokens / s"] == f"{cli['tokens_per_second']:,.0f}"
@@ -468,14 +475,14 @@ def test_the_plan_page_shows_the_commands_numbers_for_the_same_inputs():
 
 
 def test_a_plan_that_does_not_multiply_out_says_so_with_the_arithmetic():
-    at = open_app({**PLAN_QUERY, "global_batch": "2047"}, "views/plan.py")
+    at = open_app({**PLAN_QUERY, "global_batch": "2047"}, "views/plan/page.py")
     assert any("2047" in e or "2,047" in e for e in errors(at)), errors(at)
 
 
 # -- Search --------------------------------------------------------------------------------------------------
 def test_the_search_page_finds_a_schedule_no_worse_than_zb_h1_within_the_budget():
     """A shared link shows its result at once, as the sender saw it (no press needed)."""
-    at = open_app({"ranks": "4", "microbatches": "8", "costs": "F=1,I=1,W=1", "memory": "4"}, "views/search.py")
+    at = open_app({"ranks": "4", "microbatches": "8", "costs": "F=1,I=1,W=1", "memory": "4"}, "views/search/page.py")
     assert not at.exception, at.exception
     assert not any("press Search" in i.value for i in at.info)
     shown = metrics(at)
@@ -488,17 +495,17 @@ def test_the_search_page_finds_a_schedule_no_worse_than_zb_h1_within_the_budget(
 def test_changing_p_keeps_the_budget_and_a_budget_above_2p_is_taken():
     """A widget change never overwrites another: p from 4 to 5 leaves the budget at 3 (a slider whose maximum
     followed p reset it to 0.5); a link's budget of 10 on 4 ranks constrains nothing and is kept."""
-    at = open_app({"ranks": "4", "microbatches": "4", "memory": "3", "time": "2"}, "views/search.py")
+    at = open_app({"ranks": "4", "microbatches": "4", "memory": "3", "time": "2"}, "views/search/page.py")
     at.slider(key="sr_num_ranks").set_value(5).run()
     assert not at.exception and not errors(at), (at.exception, errors(at))
     assert at.number_input(key="sr_memory_budget").value == 3 and at.query_params["memory"] == "3"
-    at = open_app({"ranks": "4", "microbatches": "4", "memory": "10", "time": "2"}, "views/search.py")
+    at = open_app({"ranks": "4", "microbatches": "4", "memory": "10", "time": "2"}, "views/search/page.py")
     assert not at.exception and not at.warning, (at.exception, [w.value for w in at.warning])
     assert at.query_params["memory"] == "10" and float(metrics(at)["Peak memory"]) <= 4
 
 
 def test_a_budget_below_what_any_schedule_needs_is_refused_with_the_arithmetic():
-    at = open_app({"ranks": "4", "microbatches": "8", "memory": "0.5"}, "views/search.py")
+    at = open_app({"ranks": "4", "microbatches": "8", "memory": "0.5"}, "views/search/page.py")
     assert any("0.5" in e and "micro-batch" in e for e in errors(at)), errors(at)
 
 
@@ -509,7 +516,7 @@ def test_a_published_run_shows_the_papers_figure_the_planned_one_and_where_each_
 
     preset = LAYOUT_PRESETS["megatron-145b"]
     planned = planned_tflops(plan_preset(preset.name), preset)
-    at = open_app({"preset": preset.name}, "views/plan.py")
+    at = open_app({"preset": preset.name}, "views/plan/page.py")
     shown = " ".join(i.value for i in at.info)
     assert f"**{planned:,.1f} TFLOP/s per GPU** against the paper's 148" in shown
     assert f"**{planned / 148 - 1:+.1%}**" in shown
@@ -523,7 +530,7 @@ def test_your_run_shows_the_example_runs_step_as_the_engine_reads_it():
     from engine.traces import import_traces
     from engine.traces.examples import DEFAULT_EXAMPLE, example_files
 
-    at = open_app({"expect": "interleaved-1f1b"}, page="views/your_run.py")
+    at = open_app({"expect": "interleaved-1f1b"}, page="views/your_run/page.py")
     expected = import_traces(example_files(DEFAULT_EXAMPLE)).timeline.summary()
     shown = {m.label: m.value for m in at.metric}
     assert shown["Step (measured)"] == f"{expected['makespan']:.3g} ms"
@@ -533,7 +540,7 @@ def test_your_run_shows_the_example_runs_step_as_the_engine_reads_it():
 
 
 def test_your_run_marks_where_the_order_differs_and_warns_about_a_bad_link():
-    at = open_app({"expect": "looped-bfs", "step": "x"}, page="views/your_run.py")
+    at = open_app({"expect": "looped-bfs", "step": "x"}, page="views/your_run/page.py")
     assert any("differs from looped-bfs" in e.value for e in at.error)
     assert any("<-- here" in c.value for c in at.code)
     assert any("step=`x`: expected a whole number" in w.value for w in at.warning)
@@ -548,7 +555,7 @@ def test_your_run_shows_the_prediction_as_a_card_and_its_outlines_and_the_arrows
 
     run = import_traces(example_files(DEFAULT_EXAMPLE))
     predicted = simulate(run.schedule, run.costs, check=False).makespan
-    at = open_app({}, page="views/your_run.py")
+    at = open_app({}, page="views/your_run/page.py")
     shown = {m.label: m.value for m in at.metric}
     assert shown["Step (predicted)"] == f"{predicted:.3g} ms"
 
@@ -567,7 +574,7 @@ def test_your_run_shows_the_prediction_as_a_card_and_its_outlines_and_the_arrows
 
 
 def test_your_run_zooms_to_a_time_window_and_a_rank():
-    at = open_app({}, page="views/your_run.py")
+    at = open_app({}, page="views/your_run/page.py")
     window = next(s for s in at.slider if s.label == "Time window, ms")
     low, high = window.value
     window.set_value((high / 4, high / 2))
@@ -587,9 +594,9 @@ NOT_TERMS = {"GB": "a unit", "MB": "a unit", "TB": "a unit", "NVIDIA": "a maker'
 def test_every_abbreviation_the_plan_page_shows_is_in_the_glossary():
     """Issue 36: "GEMM" was used throughout the Plan page and defined nowhere. Every capitalised abbreviation in
     its text, cards and tables is a glossary term (by name or alias), or a unit or a name (``NOT_TERMS``)."""
-    from app.glossary import TERMS
+    from app.text.glossary import TERMS
 
-    at = open_app({}, page="views/plan.py")
+    at = open_app({}, page="views/plan/page.py")
     texts = [str(element.value) for kind in ("markdown", "caption", "title", "header", "subheader", "info",
              "warning", "error", "success") for element in getattr(at, kind)]  # fmt: skip
     texts += [f"{m.label} {m.value} {m.help or ''}" for m in at.metric] + [e.label for e in at.expander]
@@ -603,12 +610,12 @@ def test_every_abbreviation_the_plan_page_shows_is_in_the_glossary():
 def test_lesson_11_step_1_shows_the_staircase_in_seconds_beside_its_memory():
     """Issue 36: "The staircase, in seconds" showed only a memory chart; now one pipeline's Gantt in seconds (the
     Plan page's, one engine call) comes first, its time axis the plan's step."""
-    from app.lessons import load_lessons
-    from app.simulation import planned
+    from app.frame.engine_calls import planned
+    from app.views.lessons.course import load_lessons
 
     step = next(lesson for lesson in load_lessons() if lesson.number == 11).steps[0]
     result = planned(step.plans[step.plan])
-    at = open_app({"lesson": "11", "step": "1"}, page="views/lessons.py")
+    at = open_app({"lesson": "11", "step": "1"}, page="views/lessons/page.py")
     figures = drawn_figures(at)
     gantt = next(f for f in figures if f["layout"].get("xaxis", {}).get("title", {}).get("text") == "seconds")
     assert len(figures) >= 2 and gantt["layout"]["xaxis"]["range"][1] >= result.timeline.makespan
@@ -616,7 +623,7 @@ def test_lesson_11_step_1_shows_the_staircase_in_seconds_beside_its_memory():
 
 def test_a_lecture_too_long_for_the_page_steps_on_the_server():
     """Past DECK_EVENTS events the page does not carry them all: each press is a rerun, as before issue 38."""
-    from app.lecture_deck import DECK_EVENTS
+    from app.lecture.deck import DECK_EVENTS
 
     at = open_app({"schedule": "1f1b", "ranks": "32", "microbatches": "256"})
     at.toggle(key="pg_lecture").set_value(True)
@@ -653,7 +660,7 @@ def test_the_playgrounds_gantt_is_built_once_per_configuration_and_drawn_as_buil
     """Issue 38: the figure and its JSON are kept per configuration (shared by every visitor); what the page
     sends is the figure the chart module builds for that timeline."""
     from app.charts import timeline_figure
-    from app.simulation import playground_gantt, simulated
+    from app.frame.engine_calls import playground_gantt, simulated
 
     settings = LabSettings(family="zb-h1", num_ranks=4, num_microbatches=6)
     kept, as_json = playground_gantt(settings, False)

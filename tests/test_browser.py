@@ -259,7 +259,7 @@ def test_a_deep_link_to_every_page_is_clean_in_the_console():
     """Opened at its own address (/lessons, /plan, …), no page asks for a file the server lacks or logs an error:
     Streamlit's front end used to probe /lessons/_stcore/health and /lessons/_stcore/host-config first (two 404s
     on every deep link, streamlit#7074) — app/serve.py tells it where the server is."""
-    from app.navigation import PAGES
+    from app.views.navigation import PAGES
 
     sync_api = require_browser()
     with serve_app() as url, sync_api.sync_playwright() as playwright:

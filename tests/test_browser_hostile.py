@@ -7,10 +7,11 @@ from urllib.parse import quote
 import pytest
 from browser_support import IDLE, launch, require_browser, serve_app
 
-from app.real_run_settings import RUN_KEYS
-from app.search_settings import SEARCH_KEYS
-from app.settings import COMPARE_KEYS, LAB_KEYS
-from app.your_run_settings import YOUR_RUN_KEYS
+from app.frame.lab_settings import LAB_KEYS
+from app.views.compare.settings import COMPARE_KEYS
+from app.views.real_run.settings import RUN_KEYS
+from app.views.search.settings import SEARCH_KEYS
+from app.views.your_run.settings import YOUR_RUN_KEYS
 from engine.scale.request import PLAN_KEYS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

@@ -14,7 +14,7 @@ from engine import Costs, build_schedule, simulate
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 NO_CHART_YET = '.js-plotly-plot, [data-testid="stBidiComponentRegular"]'
-"""Neither a drawn chart nor the lab's chart element (app/charts/live_chart.py) waiting to draw one."""
+"""Neither a drawn chart nor the lab's chart element (app/elements/live_chart.py) waiting to draw one."""
 
 ANSWER = simulate(build_schedule("gpipe", 8, 8), Costs.of({"F": 1, "B": 2})).bubble_fraction  # 7/15
 FORMS = (f"{100 * ANSWER:.1f}", f"{100 * ANSWER:.2f}", f"{ANSWER:.3f}", "7/15")
@@ -91,7 +91,7 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, 
 def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
     """Issue 36: a presentation clicker (PageDown / PageUp) walks lesson 2 as a deck — through lecture mode's events
     where a step shows them, then on to the next step — and back, without the mouse."""
-    from app.lessons import load_lessons
+    from app.views.lessons.course import load_lessons
 
     steps = len(next(lesson for lesson in load_lessons() if lesson.number == 2).steps)
     sync_api = require_browser()

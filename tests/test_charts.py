@@ -10,7 +10,7 @@ import pytest
 
 from app.charts import BAR_LIMIT, compare_figure, timeline_figure, tradeoff_figure
 from app.charts.bins import BINS, GAP_CODE, IDLE_CODE, LANE_BAND, LANE_SHARE, busy_by_bin
-from app.style import KIND_COLOURS, chunk_shade, contrast, text_colour
+from app.charts.style import KIND_COLOURS, chunk_shade, contrast, text_colour
 from engine import FAMILIES, UNIT, Costs, build_schedule, simulate
 from engine.ir import Kind
 

@@ -1,10 +1,10 @@
-"""Showing a visitor's text safely (app/codec.py): as a code span, or escaped so nothing in it is markup."""
+"""Showing a visitor's text safely (app/frame/safe_text.py): as a code span, or escaped so nothing in it is markup."""
 
 import re
 
 import pytest
 
-from app.codec import plain, shown
+from app.frame.safe_text import plain, shown
 
 HOSTILE = [
     "[Log in again](https://evil.example/login)",

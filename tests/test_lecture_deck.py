@@ -1,9 +1,9 @@
-"""What the page carries for lecture mode in the browser (app/lecture_deck.py), against the engine's narration."""
+"""What the page carries for lecture mode in the browser (app/lecture/deck.py), against the engine's narration."""
 
 import json
 
 from app.charts.playback import shapes_at, slot_rows
-from app.lecture_deck import controls_html, deck_payload, script_json, story_block, story_html, story_lines
+from app.lecture.deck import controls_html, deck_payload, script_json, story_block, story_html, story_lines
 from engine import Costs, build_schedule, simulate
 from engine.narrate import Narration
 

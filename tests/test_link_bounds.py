@@ -8,22 +8,22 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.real_run_settings import RealRunSettings
-from app.search_settings import SearchSettings
-from app.settings import LabSettings
-from app.state import PROJECTOR_KEY
-from app.your_run_settings import YourRunSettings
+from app.frame.lab_settings import LabSettings
+from app.frame.state import PROJECTOR_KEY
+from app.views.real_run.settings import RealRunSettings
+from app.views.search.settings import SearchSettings
+from app.views.your_run.settings import YourRunSettings
 from engine.codecs import Choice, Flag, Number, Whole
 from engine.scale.request import PlanRequest
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
 PAGES = {
-    "views/playground.py": LabSettings,
-    "views/compare.py": LabSettings,
-    "views/search.py": SearchSettings,
-    "views/plan.py": PlanRequest,
-    "views/your_run.py": YourRunSettings,
-    "views/real_run.py": RealRunSettings,
+    "views/playground/page.py": LabSettings,
+    "views/compare/page.py": LabSettings,
+    "views/search/page.py": SearchSettings,
+    "views/plan/page.py": PlanRequest,
+    "views/your_run/page.py": YourRunSettings,
+    "views/real_run/page.py": RealRunSettings,
 }
 ARABIC_THREE = "\u0663"
 MARKUP = "**bold**[x](http://e.example)"
@@ -49,7 +49,7 @@ def bad_value(codec, kind: str) -> str | None:
 def opened(page: str, query: dict[str, str]) -> AppTest:
     """A visitor following a link: to the default page directly, to another page from the default one."""
     at = AppTest.from_file(APP, default_timeout=120)
-    if page == "views/playground.py":
+    if page == "views/playground/page.py":
         at.query_params.update(query)
         at.run()
         return at
@@ -68,7 +68,7 @@ def test_every_key_of_every_page_out_of_bounds_is_a_warning_never_an_exception(p
     settings = PAGES[page]
     query = {}
     for _, option in settings.options():
-        if page == "views/compare.py" and option.key == "schedule":
+        if page == "views/compare/page.py" and option.key == "schedule":
             continue  # Compare reads "schedules" instead (its own key, tested in test_app)
         value = bad_value(option.codec, kind)
         if value is not None:
@@ -92,13 +92,13 @@ def assert_no_markup(at: AppTest) -> None:
 @pytest.mark.parametrize("kind", ["below", "above", "digit", "markup"])
 def test_the_lessons_and_the_editors_keys_out_of_bounds_are_warnings(kind):
     lesson = {"below": "0", "above": "99", "digit": ARABIC_THREE, "markup": MARKUP}[kind]
-    at = opened("views/lessons.py", {"lesson": lesson, "step": lesson, PROJECTOR_KEY: BAD_PROJECTOR[kind]})
+    at = opened("views/lessons/page.py", {"lesson": lesson, "step": lesson, PROJECTOR_KEY: BAD_PROJECTOR[kind]})
     assert not at.exception, [e.value for e in at.exception]
     warned = " ".join(w.value for w in at.warning)
     assert "does not exist; showing the first lesson" in warned and f"{PROJECTOR_KEY}=" in warned, warned
     assert at.sidebar.radio[0].value == 1  # lesson 1, not lesson 3 read from an Arabic-Indic digit
     assert_no_markup(at)
-    at = opened("views/editor.py", {PROJECTOR_KEY: BAD_PROJECTOR[kind]})
+    at = opened("views/editor/page.py", {PROJECTOR_KEY: BAD_PROJECTOR[kind]})
     assert not at.exception, [e.value for e in at.exception]
     assert f"{PROJECTOR_KEY}=" in " ".join(w.value for w in at.warning)
     assert_no_markup(at)

@@ -68,7 +68,7 @@ def test_the_perfetto_trace_puts_transfers_on_their_own_track_with_flow_arrows()
 def test_each_transfer_says_how_long_it_waited_for_its_link_and_the_playground_says_so():
     """The same GPipe burst: the k-th activation waits k transfer times for the link (hand count), none waits under
     the delay model, and the Playground's sentence gives the engine's counts and both step times."""
-    from app.explain import shared_links_effect
+    from app.frame.timeline_panels import shared_links_effect
 
     m, comm = 4, 1.0
     schedule = build_schedule("gpipe", 2, m)

@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from app.colour import VISIONS, delta_e_2000, hex_to_rgb, seen_difference, simulate_vision
-from app.style import CHUNK_LIGHTEN, KIND_COLOURS, KIND_PATTERNS, chunk_shade, contrast, text_colour
+from app.charts.colour import VISIONS, delta_e_2000, hex_to_rgb, seen_difference, simulate_vision
+from app.charts.style import CHUNK_LIGHTEN, KIND_COLOURS, KIND_PATTERNS, chunk_shade, contrast, text_colour
 
 SHARMA_2005 = [  # Table 1 of Sharma, Wu, Dalal (2005): L1 a1 b1, L2 a2 b2, ΔE00
     ((50.0, 2.6772, -79.7751), (50.0, 0.0, -82.7485), 2.0425),

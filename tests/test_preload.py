@@ -1,4 +1,4 @@
-"""app/preload.py: the server imports what the pages import before it listens, read from the pages' own
+"""app/server/preload.py: the server imports what the pages import before it listens, read from the pages' own
 import lines, without running a page."""
 
 import re
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.preload import VIEWS, imported_by, page_modules
+from app.server.preload import VIEWS, imported_by, page_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,17 +23,17 @@ def test_top_level_imports_are_read_in_order_once(tmp_path):
 def test_every_module_a_page_names_is_listed():
     """Against the pages' text, read with a regular expression rather than the parser."""
     listed = set(page_modules())
-    for page in VIEWS.glob("*.py"):
+    for page in VIEWS.glob("*/page.py"):
         named = re.findall(r"^(?:from ([\w.]+) import|import ([\w.]+))", page.read_text(), re.MULTILINE)
-        assert {a or b for a, b in named} <= listed, page.name
-    assert not any(name.startswith("app.views") for name in listed)
+        assert {a or b for a, b in named} <= listed, page.parent.name
+    assert not any(name.endswith(".page") for name in listed)  # a page is a script, run by the router only
 
 
 def test_preloading_imports_the_pages_libraries_and_runs_no_page():
     code = (
-        "import sys\nfrom app.preload import preload\nnames = preload()\n"
+        "import sys\nfrom app.server.preload import preload\nnames = preload()\n"
         "print(all(n in sys.modules for n in names), 'plotly.graph_objects' in sys.modules, 'pandas' in sys.modules,"
-        " any(m.startswith('app.views') for m in sys.modules), 'torch' in sys.modules)"
+        " any(m.startswith('app.views') and m.endswith('.page') for m in sys.modules), 'torch' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["True", "True", "True", "False", "False"], done.stderr[-2000:]

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from process_checks import group_members
 
-import app.real_run_jobs as real_run_jobs
+import app.server.real_run_jobs as real_run_jobs
 from engine.model_config import ModelConfig
 from engine.runtime import RunConfig, RunFailed, isolated, run
 from engine.runtime.budget import activation_bytes, check_budget, estimate, parameter_count

@@ -1,10 +1,10 @@
-"""The Search page's settings (app/search_settings.py): what a link may ask for, the budgets the frontier
+"""The Search page's settings (app/views/search/settings.py): what a link may ask for, the budgets the frontier
 searches, and measured costs written so the exact method can take them."""
 
 import pytest
 
-from app import limits
-from app.search_settings import SearchSettings
+from app.frame import limits
+from app.views.search.settings import SearchSettings
 from engine.search.exact import MAX_SCALE, model_scales
 from engine.search.frontier import default_budgets
 

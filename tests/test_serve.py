@@ -1,11 +1,11 @@
-"""app/server_middleware.py: the server's root goes into every HTML page, plain or compressed, and nothing else is
+"""app/server/middleware.py: the server's root goes into every HTML page, plain or compressed, and nothing else is
 touched; Streamlit's scripts go out compressed, each compressed once. Driven as ASGI directly (no server),
 against answers written here."""
 
 import asyncio
 import gzip
 
-from app.server_middleware import KEPT_BYTES, CompressedScripts, ServerRootInPage, base_url_script
+from app.server.middleware import KEPT_BYTES, CompressedScripts, ServerRootInPage, base_url_script
 
 PAGE = b"<!doctype html><html><head><title>lab</title></head><body></body></html>"
 
@@ -189,7 +189,7 @@ def test_a_starting_server_compresses_its_scripts_before_it_says_it_has_started(
 
 
 def test_the_scripts_named_by_streamlits_page_come_first():
-    from app.server_middleware import STATIC, first_visit_first
+    from app.server.middleware import STATIC, first_visit_first
 
     names = first_visit_first()
     page = (STATIC / "index.html").read_text()
@@ -215,7 +215,7 @@ def test_the_chart_library_is_the_pinned_bundle_and_is_served_compressed_once():
     served), with its MIT licence; a gzip browser gets it compressed, another plainly; other paths pass."""
     import hashlib
 
-    from app.server_middleware import CHART_LIBRARY, CHART_LIBRARY_SHA256, ChartLibrary, chart_library_url
+    from app.server.middleware import CHART_LIBRARY, CHART_LIBRARY_SHA256, ChartLibrary, chart_library_url
 
     text = CHART_LIBRARY.read_bytes()
     assert hashlib.sha256(text).hexdigest() == CHART_LIBRARY_SHA256

@@ -1,4 +1,4 @@
-"""app/server_socket.py: connections on a socket bound the way Streamlit binds its own (protocol 0) send at once."""
+"""app/server/nodelay.py: connections on a socket bound the way Streamlit binds its own (protocol 0) send at once."""
 
 import asyncio
 import asyncio.base_events
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from app.server_socket import send_at_once, set_nodelay
+from app.server.nodelay import send_at_once, set_nodelay
 
 
 def nodelay_of_accepted(listener: socket.socket) -> int:

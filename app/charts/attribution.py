@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from app.charts.style import STREAMLIT_LOOK, sizes
 from engine.attribution import DEFINITIONS, IdleAttribution
-
-from ..style import STREAMLIT_LOOK, sizes
 
 CAUSE_STYLE = {
     "schedule": ("#9A9A9A", "/"),

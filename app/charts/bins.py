@@ -10,15 +10,14 @@ import base64
 
 import numpy as np
 
-from engine import Timeline
-from engine.ir import KIND_NAMES, Kind
-
-from ..style import (
+from app.charts.style import (
     IDLE_FILL,
     KIND_COLOURS,
     kind_pattern,
     text_colour,
 )
+from engine import Timeline
+from engine.ir import KIND_NAMES, Kind
 
 BINS = 480
 BIN_COLOURS = [KIND_COLOURS[k] for k in "FBIW"] + [IDLE_FILL, "rgba(0,0,0,0)"]

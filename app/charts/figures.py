@@ -11,13 +11,12 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from app.charts.gantt import gantt_traces
+from app.charts.lanes import time_format
+from app.charts.phases import bubble_annotation, emphasise, phase_labels, phase_traces
+from app.charts.playback import playback, slot_rows
+from app.charts.style import POINT_COLOUR, RANK_COLOURS, RANK_DASHES, STREAMLIT_LOOK, sizes
 from engine import Timeline
-
-from ..style import POINT_COLOUR, RANK_COLOURS, RANK_DASHES, STREAMLIT_LOOK, sizes
-from .gantt import gantt_traces
-from .lanes import time_format
-from .phases import bubble_annotation, emphasise, phase_labels, phase_traces
-from .playback import playback, slot_rows
 
 MEMORY_LINES = 8
 """Up to this many ranks every rank gets a memory line; beyond, rank 0, the last rank and the busiest."""

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import Timeline
-from engine.ir import KIND_NAMES, Kind
-
-from ..style import (
+from app.charts.bins import add_bins
+from app.charts.lanes import ONE_LANE, Lanes, add_transfers, add_waits, lanes_for, time_format
+from app.charts.style import (
     IDLE_FILL,
     IDLE_HATCH,
     RECOMPUTE_HATCH,
@@ -25,8 +24,8 @@ from ..style import (
     kind_pattern,
     text_colour,
 )
-from .bins import add_bins
-from .lanes import ONE_LANE, Lanes, add_transfers, add_waits, lanes_for, time_format
+from engine import Timeline
+from engine.ir import KIND_NAMES, Kind
 
 BAR_LIMIT = 2500
 """Above this many actions the Gantt is binned (one heatmap) instead of one bar per action."""

@@ -8,14 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine import Timeline
-
-from ..style import (
+from app.charts.style import (
     RECEIVE_COLOUR,
     SEND_COLOUR,
     TRANSFER_COLOUR,
     WAIT_HATCH,
 )
+from engine import Timeline
 
 TRANSFER_LIMIT = 3000
 """Above this many hand-offs the communication lane is left out (the arrows would hide the bars)."""

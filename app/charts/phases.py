@@ -3,10 +3,9 @@ question was about (the rest dimmed)."""
 
 from __future__ import annotations
 
+from app.charts.gantt import KINDS, OVERLAPPED
+from app.charts.lanes import time_format
 from engine import Timeline
-
-from .gantt import KINDS, OVERLAPPED
-from .lanes import time_format
 
 PHASES = ("warm-up", "steady state", "cool-down")
 PHASE_FILLS = {

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from app.charts.style import STREAMLIT_LOOK, sizes
 from engine.scale import Plan
 from engine.scale.operations import CATEGORIES
-
-from ..style import STREAMLIT_LOOK, sizes
 
 PARTS = (
     ("weights", "#4A6FA5", ""),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..style import CURSOR, VEIL
+from app.charts.style import CURSOR, VEIL
 
 FRAMES = 80
 """Frames of one play-through (plus the start)."""

@@ -13,7 +13,7 @@ import html
 
 import streamlit as st
 
-from .playback import SECONDS
+from app.charts.playback import SECONDS
 
 SPEEDS = (
     ("▶ Play", 1.0, "Play at normal speed"),

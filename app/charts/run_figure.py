@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..style import RANK_COLOURS, Sizes, sizes
-from .figures import assembled, rank_axis, stacked_layout
-from .gantt import gantt_traces
-from .playback import playback, slot_rows
+from app.charts.figures import assembled, rank_axis, stacked_layout
+from app.charts.gantt import gantt_traces
+from app.charts.playback import playback, slot_rows
+from app.charts.style import RANK_COLOURS, Sizes, sizes
 
 
 def memory_unit(values) -> tuple[str, float]:

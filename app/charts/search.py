@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from app.charts.style import STREAMLIT_LOOK, sizes
 from engine.search import OPTIMAL, Frontier
-
-from ..style import STREAMLIT_LOOK, sizes
 
 LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
 """Where a family's name goes; points at one peak memory take these in turn, so their names do not collide."""

@@ -1,0 +1,1 @@
+"""The lab's custom chart element: a Plotly chart redrawn in place (Python + JavaScript)."""

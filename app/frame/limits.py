@@ -1,0 +1,77 @@
+"""What one visitor of the public app may ask for: the engine's limits (``engine/limits.py``), narrowed to
+what a browser draws quickly and a shared server can afford. Every page and settings class reads its bounds
+here; each is checked against the engine's own, so the app never offers what the engine refuses."""
+
+from __future__ import annotations
+
+from engine import FAMILIES
+from engine import limits as engine
+from engine.model_config import MODEL_BOUNDS
+from engine.options import choose, real, whole
+
+MAX_RANKS = min(32, engine.MAX_RANKS)
+"""p on the simulated pages: 32 rows still read as a Gantt."""
+MAX_MICROBATCHES = min(256, engine.MAX_MICROBATCHES)
+MIN_CHUNKS, MAX_CHUNKS = 2, min(8, engine.MAX_CHUNKS)
+"""v for the families that take chunks."""
+MAX_PAIRS = engine.MAX_PAIRS // 8
+"""ranks × micro-batches × chunks: 16,384 (32 × 256 × 2 fits, 32 × 256 × 8 does not), an eighth of the
+engine's, so one visitor's request draws in about a second."""
+MAX_COST = 100.0
+"""Largest cost (F, B, I, W, transfer, stage multiplier) a visitor types."""
+MAX_OVERLAPPED = 2 * MAX_COST
+"""DualPipeV's F&B pair is at most an F plus a B."""
+
+MAX_MEMORY_BUDGET = 2.0 * MAX_RANKS
+"""The Search page's budget, in micro-batches of a rank's share: 2p is more than any family holds (ZB-H2 holds
+2p − 1), so a larger budget constrains nothing."""
+MAX_FRONTIER_BUDGETS = 9
+"""Budgets evenly spread on the frontier (each one a search; p and 2p − 1 are added: ``frontier_budgets``)."""
+MAX_SEARCH_SECONDS = 30.0
+"""The longest one search may run on the server (the page never blocks longer)."""
+
+REAL_RUN_MAX_RANKS = 8
+"""Ranks on the Real run page: each is a real set of stages on this server."""
+REAL_RUN_MICROBATCHES = (1, 2, 4, 8, 16, 32)
+REAL_RUN_MAX_CHUNKS = 4
+REAL_RUN_MAX_LAYERS = min(32, MODEL_BOUNDS["layers"])
+REAL_RUN_HIDDEN = (32, 64, 128, 256, 512)
+REAL_RUN_MAX_REPEATS = 10
+
+for _name, _value, _bound in (
+    ("REAL_RUN_MAX_RANKS", REAL_RUN_MAX_RANKS, engine.MAX_RANKS),
+    ("REAL_RUN_MICROBATCHES", max(REAL_RUN_MICROBATCHES), engine.MAX_MICROBATCHES),
+    ("REAL_RUN_MAX_CHUNKS", REAL_RUN_MAX_CHUNKS, engine.MAX_CHUNKS),
+    ("REAL_RUN_HIDDEN", max(REAL_RUN_HIDDEN), MODEL_BOUNDS["hidden"]),
+):
+    assert _value <= _bound, f"{_name} ({_value}) exceeds the engine's limit ({_bound})"
+
+
+# -- the settings several pages share, declared once with these bounds (``engine.options``) ------------------
+RANKS = whole("ranks", 1, MAX_RANKS, "Ranks (devices), p", "pipeline ranks (devices), p", widget="slider")
+MICROBATCHES = whole(
+    "microbatches", 1, MAX_MICROBATCHES, "Micro-batches, m", "micro-batches per step, m", widget="slider"
+)
+CHUNKS = whole(
+    "chunks",
+    MIN_CHUNKS,
+    MAX_CHUNKS,
+    "Chunks per rank, v",
+    "Model chunks each rank holds (interleaved schedules only).",
+    widget="slider",
+)
+COMM = real(
+    "comm",
+    0.0,
+    MAX_COST,
+    "Transfer between ranks",
+    "Time from the end of an action to its output's arrival on another rank.",
+    step=0.25,
+)
+FAMILY = choose(
+    "schedule",
+    FAMILIES,
+    "Schedule",
+    "schedule family",
+    titles={name: family.title for name, family in FAMILIES.items()},
+)

@@ -1,0 +1,1 @@
+"""The pages: one folder each (its page, its settings, its helpers), registered in ``navigation.PAGES``."""

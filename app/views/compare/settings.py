@@ -1,0 +1,73 @@
+"""What a visitor chose on the Compare page: two to four schedules under the same sizes and costs (pure: no
+Streamlit here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from app.frame.lab_settings import LAB_KEYS, LabSettings
+from engine import FAMILIES
+from engine.costs import Durations
+from engine.options import code_span
+
+COMPARE_DEFAULT = ("gpipe", "1f1b", "zb-h1")
+COMPARE_KEYS = ("schedules",) + tuple(key for key in LAB_KEYS if key != "schedule")
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """Two to four schedules under the same sizes and costs (B = I + W for those without a split backward)."""
+
+    schedules: tuple[str, ...] = COMPARE_DEFAULT
+    """Family names (URL ``schedules``)."""
+    lab: LabSettings = field(default_factory=LabSettings)
+    """The sizes and costs every schedule shares; its ``family`` is not used."""
+
+    @property
+    def overlaps(self) -> bool:
+        """Whether any chosen family takes an F&B cost (then the page asks for it and the URL carries it)."""
+        return any(FAMILIES[name].overlaps_forward_backward for name in self.schedules)
+
+    @property
+    def takes_chunks(self) -> bool:
+        return any(FAMILIES[name].takes_chunks for name in self.schedules)
+
+    def settings_for(self, family: str) -> LabSettings:
+        """One schedule's settings: this family, the shared sizes, and B = I + W."""
+        given = dict(self.lab.durations)
+        given["B"] = given["I"] + given["W"]
+        return replace(self.lab, family=family, durations=Durations(given))
+
+    def check(self) -> None:
+        if not 2 <= len(self.schedules) <= 4:
+            raise ValueError(f"choose 2 to 4 schedules to compare (chosen: {len(self.schedules)})")
+
+    def to_query(self) -> dict[str, str]:
+        query = {"schedules": ",".join(self.schedules), **self.lab.to_query()}
+        del query["schedule"]
+        query["costs"] = self.lab.costs_text(split=True, overlapped=self.overlaps)
+        return query
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> tuple[CompareSettings, list[str]]:
+        lab, problems = LabSettings.from_query({k: v for k, v in query.items() if k != "schedule"})
+        schedules, more = cls.schedules_from_query(query)
+        return cls(schedules, lab), problems + more
+
+    @staticmethod
+    def schedules_from_query(query: Mapping[str, str]) -> tuple[tuple[str, ...], list[str]]:
+        """The URL's ``schedules``: 2 to 4 known families, or the defaults and a line saying why."""
+        problems: list[str] = []
+        text = query.get("schedules", ",".join(COMPARE_DEFAULT))
+        names = tuple(name.strip() for name in text.split(",") if name.strip())
+        unknown = [name for name in names if name not in FAMILIES]
+        unique = tuple(dict.fromkeys(name for name in names if name in FAMILIES))
+        if unknown:
+            problems.append(f"schedules: {code_span(', '.join(unknown))} not known; choose from {', '.join(FAMILIES)}")
+        if not 2 <= len(unique) <= 4:
+            problems.append(
+                f"schedules: compare 2 to 4 different schedules (got {len(unique)}); using {', '.join(COMPARE_DEFAULT)}"
+            )
+            unique = COMPARE_DEFAULT
+        return unique, problems

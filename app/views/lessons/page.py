@@ -1,0 +1,380 @@
+"""Lessons: guided steps from one idle GPU to zero bubble, each with a live configuration, questions whose
+answers the engine computes, and real runs on demand. Deep links: /lessons?lesson=2&step=3.
+
+A step is drawn in this order: its text; the numbers the learner may change in place (``explore``) and its "try
+this" buttons; the metric cards the course has taught so far and the chart; the question; once answered, the
+reveal — the text kept back, and the chart with the part the question was about outlined ([Note: predict, then
+reveal] in ``app/views/lessons/course.py``)."""
+
+from dataclasses import replace
+
+import streamlit as st
+
+from app.charts import timeline_figure
+from app.charts.plan import memory_figure
+from app.charts.player import player
+from app.elements.live_chart import live_chart
+from app.frame import state
+from app.frame.engine_calls import planned
+from app.frame.lab_settings import LabSettings
+from app.frame.projector import projector_query, projector_toggle
+from app.frame.safe_text import shown
+from app.frame.sidebar import page_heading
+from app.frame.timeline_panels import chart_summary, legend_notes, metric_cards
+from app.lecture.controls import chart_with_lecture, lecture_controls
+from app.text.metrics import LESSON_PLAN_CARDS, PLAN_CARDS
+from app.views.lessons.answers import (
+    check_answer,
+    evaluate,
+    pretty,
+    render,
+    taught_metrics,
+)
+from app.views.lessons.course import (
+    Lesson,
+    Step,
+    load_lessons,
+    simulated,
+)
+from app.views.lessons.explore import explore_and_try, learner_values
+from app.views.lessons.runs import real_runs, show_real_results
+from app.views.navigation import link_to
+from app.views.plan.panels import pipeline_gantt
+
+PAGE = "ls"
+LESSON, STEP = f"{PAGE}_lesson", f"{PAGE}_step"
+LESSON_KEYS = ("lesson", "step")
+OUTCOMES, REVEALED = f"{PAGE}_outcomes", f"{PAGE}_revealed"
+
+
+@st.cache_resource(show_spinner=False)
+def lessons() -> dict[int, Lesson]:
+    """The lesson files, read once per server (they are data shipped with the app), by number."""
+    return {lesson.number: lesson for lesson in load_lessons()}
+
+
+def go(number: int, step_index: int) -> None:
+    """The Previous/Next buttons' callback: it runs before the rerun, when the lesson picker may still be set."""
+    st.session_state[LESSON], st.session_state[STEP] = number, step_index
+
+
+def start_of_lesson() -> None:
+    """Choosing another lesson in the sidebar starts it at its first step."""
+    st.session_state[STEP] = 0
+
+
+def ascii_whole(text: str) -> int:
+    """A lesson or step number from a link: ASCII digits only (Python's ``int`` would read "٣" as 3)."""
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(text)
+    return int(text)
+
+
+def bind(by_number: dict[int, Lesson]) -> tuple[Lesson, int, bool]:
+    """The address bar (when the visitor opened a link) and the sidebar → the lesson and step shown."""
+    link = state.opened_link(PAGE, LESSON_KEYS + (state.PROJECTOR_KEY,))
+    if link and set(link) & set(LESSON_KEYS):  # a deep link: /lessons?lesson=2&step=3
+        try:
+            number = ascii_whole(link.get("lesson", "1"))
+            index = ascii_whole(link.get("step", "1")) - 1
+            if number not in by_number or not 0 <= index < len(by_number[number].steps):
+                raise ValueError
+        except ValueError:
+            st.warning(
+                f"The link asks for lesson {shown(link.get('lesson'))}, step {shown(link.get('step', 1))}, which "
+                f"does not exist; showing the first lesson."
+            )
+            number, index = 1, 0
+        state.seed({LESSON: number, STEP: index})
+    state.restore({LESSON: 1, STEP: 0})
+    projector = projector_toggle(link)
+    st.sidebar.radio(
+        "Lessons",
+        list(by_number),
+        key=LESSON,
+        format_func=lambda n: f"{n}. {by_number[n].title}",
+        on_change=start_of_lesson,
+    )
+    state.remember([LESSON, STEP])
+    lesson = by_number[st.session_state[LESSON]]
+    index = min(st.session_state[STEP], len(lesson.steps) - 1)
+    state.write_url(PAGE, {"lesson": str(lesson.number), "step": str(index + 1)} | projector_query(projector))
+    return lesson, index, projector
+
+
+def progress_in_sidebar(by_number: dict[int, Lesson], lesson: Lesson, visited: set) -> None:
+    seen = sum((lesson.id, s.id) in visited for s in lesson.steps)
+    st.sidebar.progress(seen / len(lesson.steps), text=f"This lesson: {seen} of {len(lesson.steps)} steps seen")
+    done = [str(n) for n, one in by_number.items() if all((one.id, s.id) in visited for s in one.steps)]
+    st.sidebar.caption(
+        f"Lessons finished: {', '.join(done)}" if done else "Your progress is kept while this tab is open."
+    )
+
+
+# -- the chart ------------------------------------------------------------------------------------------------
+def chart_block(
+    step: Step,
+    settings: LabSettings,
+    *,
+    key: str,
+    cards: tuple[str, ...],
+    projector: bool,
+    highlight: str = "",
+    lecture_for=None,
+    words=None,
+) -> None:
+    """Cards, chart and legend notes of one configuration of the step (``lecture_for``: offer lecture mode;
+    ``words``: what to draw beside the chart on a projector, the step's text)."""
+    schedule, timeline = simulated(settings)
+    costs = settings.costs()
+
+    def lecture(narrow: bool):
+        if lecture_for is None:
+            return None
+        return lecture_controls(
+            PAGE,
+            schedule,
+            timeline,
+            costs.comm,
+            lecture_for,
+            chart_key=key,
+            start_on=step.mode == "steps",
+            narrow=narrow,
+        )
+
+    label = None
+    if step.bubble_label:
+        idle = max(timeline.idle_per_rank(), default=0.0)
+        formula = evaluate(step.bubble_label, replace(step, config=settings))  # p, F, B… of the drawn configuration
+        if abs(formula - idle) <= 1e-9 * max(1.0, idle):  # the term names the bubble only where it is its size
+            label = (pretty(step.bubble_label), idle)
+    title = settings.title()
+
+    def chart(lectured) -> None:
+        for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
+            st.info(note)  # with the chart it is about (a phone draws the chart before the step's text)
+        figure = timeline_figure(
+            timeline,
+            title=title,
+            projector=projector,
+            cursor_at=None if lectured is None else lectured.time,
+            phases=step.phases,
+            highlight=highlight or None,
+            bubble_label=label,
+        )
+        player(key, figure, name=title, summary=chart_summary(timeline, title))
+        live_chart(figure, key=key)  # redrawn in place on a change, with the lab's Plotly (charts/live_chart.py)
+
+    @st.fragment
+    def lectured_step() -> None:
+        """A partial rerun: a lecture step (its switch, its buttons) redraws this block only, not the page."""
+        chart_with_lecture(
+            lecture,
+            chart,
+            lambda stacked=False: metric_cards(timeline, cards=cards, stacked=stacked),
+            stage=key,
+            projector=projector,
+            words=words,
+        )
+
+    lectured_step()
+    legend_notes(timeline, costs, schedule.num_chunks)
+
+
+# -- the question ---------------------------------------------------------------------------------------------
+def answer_key(real_key) -> str:
+    return f"{PAGE}_answer_{real_key[0]}_{real_key[1]}"
+
+
+def check(step: Step, real_key) -> None:
+    """The Check button's callback (before the rerun, so the reveal is drawn in the same run)."""
+    given = st.session_state.get(answer_key(real_key))
+    if given is None or step.question is None:
+        return
+    right, value = check_answer(step.question, step, given)
+    st.session_state.setdefault(OUTCOMES, {})[real_key] = (right, value)
+    if right:
+        st.session_state.setdefault(REVEALED, set()).add(real_key)
+
+
+def show_me(step: Step, real_key) -> None:
+    """The learner asks for the answer without giving one (or after a wrong one)."""
+    if step.question is None:
+        return
+    _, value = check_answer(step.question, step, None)
+    outcomes = st.session_state.setdefault(OUTCOMES, {})
+    right, _ = outcomes.get(real_key, (None, value))
+    outcomes[real_key] = (right or None, value)
+    st.session_state.setdefault(REVEALED, set()).add(real_key)
+
+
+def revealed(step: Step, real_key) -> bool:
+    return step.question is None or real_key in st.session_state.get(REVEALED, set())
+
+
+def question(step: Step, real_key, results: dict | None) -> None:
+    asked = step.question
+    if asked is None:
+        return
+    st.markdown(f"**Question.** {render(asked.prompt, step)}")
+    key = answer_key(real_key)
+    if asked.kind == "choice":
+        labels = [label for label, _ in asked.options] + ([asked.tie] if asked.tie else [])
+        given: str | float | None = st.radio("Your answer", labels, key=key, index=None)
+    else:
+        given = st.number_input(
+            "Your answer" + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%.2f"
+        )
+    done = revealed(step, real_key)
+    buttons = st.columns([1, 1, 5], gap="small")
+    buttons[0].button(
+        "Check",
+        key=f"{PAGE}_check_{real_key[0]}_{real_key[1]}",
+        type="primary",
+        disabled=given is None,
+        on_click=check,
+        args=(step, real_key),
+    )
+    buttons[1].button(
+        "Show me",
+        key=f"{PAGE}_show_{real_key[0]}_{real_key[1]}",
+        disabled=done,
+        on_click=show_me,
+        args=(step, real_key),
+        help="Skip the prediction: show the answer, the numbers and the chart.",
+    )
+    outcome = st.session_state.get(OUTCOMES, {}).get(real_key)
+    explanation = render(asked.explanation, step, results)
+    if outcome is not None and outcome[0] is True:
+        st.success(f"Right: the engine says: {outcome[1]}. {explanation}")
+    elif done:
+        st.info(f"The engine says: {check_answer(asked, step, None)[1]}. {explanation}")
+    elif outcome is not None:
+        st.error(f"Not quite. Hint: {render(asked.hint, step)} Try again, or press **Show me**.")
+
+
+# -- navigation -----------------------------------------------------------------------------------------------
+def step_buttons(by_number: dict[int, Lesson], lesson: Lesson, index: int) -> None:
+    before = (
+        (lesson.number, index - 1)
+        if index > 0
+        else ((lesson.number - 1, len(by_number[lesson.number - 1].steps) - 1) if lesson.number > 1 else None)
+    )
+    after = (
+        (lesson.number, index + 1)
+        if index < len(lesson.steps) - 1
+        else ((lesson.number + 1, 0) if lesson.number < max(by_number) else None)
+    )
+    previous, _, following = st.columns([1, 4, 1])
+    previous.button(
+        "◀ Previous step", key=f"{PAGE}_previous", disabled=before is None, on_click=go, args=before or (1, 0)
+    )
+    following.button(
+        "Next step ▶", key=f"{PAGE}_next", type="primary", disabled=after is None, on_click=go, args=after or (1, 0)
+    )
+
+
+def plan_block(step: Step, projector: bool) -> None:
+    """A step about a real model: the plan's cards, one pipeline's step in seconds (the staircase), its memory per
+    GPU, and the way to the Plan page."""
+    settings = step.plans[step.plan]
+    result = planned(settings)
+    for column, name in zip(st.columns(len(LESSON_PLAN_CARDS)), LESSON_PLAN_CARDS, strict=True):
+        column.metric(PLAN_CARDS[name].card, PLAN_CARDS[name].shown(result))
+    pipeline_gantt(settings, result, projector, key=f"{PAGE}_plan_gantt")
+    live_chart(memory_figure(result, projector=projector), key=f"{PAGE}_plan_memory")
+    link_to("pl", settings.to_query(), "Open this on the Plan page", icon=":material/dns:")
+
+
+def after_the_answer(live: Step, config, results, real_key, *, cards, projector: bool, chart_first: bool) -> None:
+    """Once a question is answered: the reveal's words, the step's chart where it waited for the answer, and the
+    chart the reveal adds."""
+    highlight = live.highlight
+    if live.reveal:
+        st.markdown(render(live.reveal, live, results))
+    if config is not None and not chart_first:
+        chart_block(
+            live,
+            config,
+            key=f"{PAGE}_chart",
+            cards=cards,
+            projector=projector,
+            highlight="" if live.reveal_chart else highlight,
+            lecture_for=(real_key, config),
+        )
+    if live.reveal_chart:
+        chart_block(
+            live,
+            live.configs[live.reveal_chart],
+            key=f"{PAGE}_reveal_chart",
+            cards=cards,
+            projector=projector,
+            highlight=highlight,
+        )
+
+
+def lessons_page() -> None:
+    by_number = lessons()
+    visited: set = st.session_state.setdefault(f"{PAGE}_visited", set())
+    lesson, index, projector = bind(by_number)
+    step = lesson.steps[index]
+    visited.add((lesson.id, step.id))
+    progress_in_sidebar(by_number, lesson, visited)
+
+    page_heading(f"Lesson {lesson.number} · {lesson.title}", lesson.summary)
+    st.subheader(f"Step {index + 1} of {len(lesson.steps)}: {step.title}")
+    real_key = (lesson.id, step.id)
+    done = revealed(step, real_key)
+    live = step.with_values(learner_values(step, real_key)) if done else step
+    results = real_runs(step, real_key, PAGE)
+    config = live.config if not (step.stand_in and results) else None
+    chart_first = step.shows_before_answer("chart")  # drawn above the question (a reveal draws it below)
+
+    def step_text() -> None:
+        st.markdown(render(live.text, live, results))
+        if done:
+            explore_and_try(step, real_key)
+
+    # the text goes with the chart (beside it on a projector, after it on a phone) where the chart comes first
+    beside = config is not None and chart_first
+    if not beside:
+        step_text()
+    cards = taught_metrics(by_number, lesson, index)
+    highlight = step.highlight if done and step.question is not None else ""
+    if config is not None:
+        if step.stand_in:
+            st.caption(
+                "Simulated stand-in for the real runs, drawn until they have run: the same schedule, each "
+                "stage's cost modelled from its share of the model."
+            )
+        if chart_first:
+            chart_block(
+                live,
+                config,
+                key=f"{PAGE}_chart",
+                cards=cards if done or step.shows_before_answer("cards") else (),
+                projector=projector,
+                highlight="" if step.reveal_chart else highlight,
+                lecture_for=(real_key, config),
+                words=step_text if beside else None,
+            )
+        elif not done:
+            if step.shows_before_answer("cards"):
+                metric_cards(simulated(config)[1], cards=cards)
+            st.info(
+                "The chart and the numbers that answer the question are kept back: predict first, then check "
+                "your answer (or press Show me) to see them."
+            )
+    if results:
+        show_real_results(results, projector, PAGE)
+    question(step, real_key, results)
+    if done and step.question is not None:
+        after_the_answer(live, config, results, real_key, cards=cards, projector=projector, chart_first=chart_first)
+    if config is not None and (done or chart_first):  # the Playground would show what the question keeps back
+        link_to("pg", config.to_query(), "Open this in the Playground", icon=":material/science:")
+    if step.plan and done:
+        plan_block(step, projector)
+    step_buttons(by_number, lesson, index)
+
+
+lessons_page()
