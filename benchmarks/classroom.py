@@ -14,7 +14,7 @@ a dropped connection), each against the goal of issue 38: p95 â‰¤ 2 s, health â‰
 the first minute (the last sample within 10 % of the one at 60 s).
 
 Run: .venv/bin/python benchmarks/classroom.py [--visitors 30] [--seconds 180] [--every 3]
-     [--url http://127.0.0.1:8080 --server-pids 123,456]   (a running server or proxy: see README, Deploy)
+     [--url http://127.0.0.1:8080 --server-pids 123,456]   (a running server or proxy: see docs/deploy.md)
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``LabSettings`` (Playground, lessons, the editor's "start from a family") and ``CompareSettings`` (Compare) are
 lists of declared settings (``engine.options``): each field's URL key, codec, bounds, widget, label and help are
 in its declaration, and the URL codec, the widget keys and values and the bound checks follow from it. The keys
-are a public contract (README "Links you can share"; lessons link to them):
+are a public contract (docs/links.md; lessons link to them):
 
     /?schedule=gpipe&ranks=4&microbatches=6&chunks=2&costs=F=1,B=2&comm=0&recompute=1&keep=0.5&scale=1,2,1,1
     /compare?schedules=gpipe,1f1b,dualpipev&ranks=4&microbatches=8&costs=F=1,I=1,W=1,F%26B=2.5
