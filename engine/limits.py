@@ -1,4 +1,6 @@
-"""What the engine accepts, in one place, with the arithmetic in every refusal.
+"""What the engine accepts, in one place, with the arithmetic in every refusal: the schedules' sizes, a plan's
+sizes at real scale, and the check for each kind of number. (The public app narrows some of these further for one
+visitor, in ``app/frame/limits.py``, each narrowing checked against the bound here.)
 
 The work of a schedule grows with ranks × micro-batches × chunks — the number of (stage, micro-batch)
 pairs, each with one forward and one backward (two actions when the backward is split). ``MAX_PAIRS``
@@ -7,6 +9,8 @@ few seconds and well under 1 GB on a 2-core machine (``benchmarks/simulate.py --
 """
 
 from __future__ import annotations
+
+import math
 
 MAX_RANKS = 256
 MAX_MICROBATCHES = 16384
@@ -57,3 +61,41 @@ def simulate_bytes(num_pairs: int, *, compiled: bool) -> int:
     imports: three actions a pair (a split backward), and the compiler when the fast walk loads it
     (``tests/test_cli.py`` checks it against a measured run)."""
     return 3 * num_pairs * SIMULATE_BYTES_PER_ACTION + (SIMULATE_COMPILER_BYTES if compiled else 0)
+
+
+# -- a plan at real scale (engine.scale) ---------------------------------------------------------------------------
+# The plan is arithmetic on sizes, so almost any size computes; these bounds refuse nonsense (NaN, a negative
+# bandwidth, 10⁹ layers) in words before it turns into an overflow or an hour-long simulation.
+MAX_LAYERS = 10_000
+MAX_HIDDEN = 1_048_576
+MAX_FFN = 8 * MAX_HIDDEN
+MAX_HEADS = 65_536
+MAX_VOCAB = 16_777_216
+MAX_SEQUENCE = 16_777_216
+MAX_PARALLEL = 65_536
+"""Largest TP, CP or DP degree."""
+MAX_GLOBAL_BATCH = 16_777_216
+"""Sequences per step."""
+MAX_GPUS_PER_NODE = 1_024
+MAX_SMS = 4_096
+MAX_PEAK_TFLOPS = 1_000_000.0
+MAX_MEMORY_GB = 1_000_000.0
+MAX_BANDWIDTH_GB_S = 1_000_000.0
+# The least that makes physical sense for a GPU one would plan a pipeline on: below these the step time is a
+# number with hundreds of digits, not a plan (a 2012 Kepler K20 had 3.5 TFLOP/s, 5 GB and 208 GB/s).
+MIN_PEAK_TFLOPS = 1.0
+MIN_MEMORY_GB = 1.0
+MIN_BANDWIDTH_GB_S = 1.0
+MIN_GEMM_SHARE = 0.05
+"""Below 5 % of peak no GEMM worth planning runs."""
+
+
+def real_number(label: str, value, low: float, high: float, *, low_open: bool = True) -> float:
+    """``value`` as a float if it is a finite number in (low, high] (or [low, high] with ``low_open=False``);
+    otherwise ValueError saying what is accepted."""
+    accepted = f"a finite number {'>' if low_open else '≥'} {low:g} and ≤ {high:g}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{label} must be {accepted}, got {value!r}")
+    if not math.isfinite(value) or value > high or value < low or (low_open and value == low):
+        raise ValueError(f"{label} must be {accepted}, got {value!r}")
+    return float(value)

@@ -9,7 +9,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-from .bounds import MIN_GEMM_SHARE
+from ..limits import MIN_GEMM_SHARE
 from .costs import step_flops
 from .hardware import GPU_PRESETS, GpuSpec, gpu_named
 from .plan import Plan, plan

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..limits import whole_number
-from .bounds import (
+from ..limits import (
     MAX_BANDWIDTH_GB_S,
     MAX_GPUS_PER_NODE,
     MAX_MEMORY_GB,
@@ -26,6 +25,7 @@ from .bounds import (
     MIN_MEMORY_GB,
     MIN_PEAK_TFLOPS,
     real_number,
+    whole_number,
 )
 
 BYTES_PER_GB = 1e9

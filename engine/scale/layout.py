@@ -10,10 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..limits import MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
+from ..limits import (
+    MAX_GLOBAL_BATCH,
+    MAX_MICROBATCHES,
+    MAX_PARALLEL,
+    MAX_RANKS,
+    MAX_SEQUENCE,
+    check_pairs,
+    whole_number,
+)
 from ..model_config import partition
 from ..schedules import DEFAULT_CHUNKS, FAMILIES, Family
-from .bounds import MAX_GLOBAL_BATCH, MAX_PARALLEL, MAX_SEQUENCE
 from .models import ModelSpec
 
 RECOMPUTE_MODES = ("none", "selective", "full")

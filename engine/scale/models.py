@@ -19,8 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..limits import whole_number
-from .bounds import MAX_FFN, MAX_HEADS, MAX_HIDDEN, MAX_LAYERS, MAX_SEQUENCE, MAX_VOCAB
+from ..limits import MAX_FFN, MAX_HEADS, MAX_HIDDEN, MAX_LAYERS, MAX_SEQUENCE, MAX_VOCAB, whole_number
 
 NORMS = ("layernorm", "rmsnorm")
 

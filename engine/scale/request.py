@@ -13,11 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..costs import Costs, split_backward
-from ..limits import MAX_CHUNKS, MAX_RANKS
-from ..options import Declared, Option, Text, choose, code_span, declared, real, toggle, whole
-from ..schedules import DEFAULT_CHUNKS, FAMILIES
-from .bounds import (
+from ..limits import (
     MAX_BANDWIDTH_GB_S,
+    MAX_CHUNKS,
     MAX_FFN,
     MAX_GLOBAL_BATCH,
     MAX_GPUS_PER_NODE,
@@ -27,6 +25,7 @@ from .bounds import (
     MAX_MEMORY_GB,
     MAX_PARALLEL,
     MAX_PEAK_TFLOPS,
+    MAX_RANKS,
     MAX_SEQUENCE,
     MAX_SMS,
     MAX_VOCAB,
@@ -35,6 +34,8 @@ from .bounds import (
     MIN_MEMORY_GB,
     MIN_PEAK_TFLOPS,
 )
+from ..options import Declared, Option, Text, choose, code_span, declared, real, toggle, whole
+from ..schedules import DEFAULT_CHUNKS, FAMILIES
 from .hardware import GPU_PRESETS, GpuSpec, gpu_named
 from .layout import GRADIENT_PRECISIONS, RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES, ZERO_TITLES, Layout
 from .models import MODEL_PRESETS, MODEL_STYLES, ModelSpec, custom_model, model_named
