@@ -1,6 +1,7 @@
-"""What one visitor of the public app may ask for: the engine's limits (``engine/limits.py``), narrowed to
-what a browser draws quickly and a shared server can afford. Every page and settings class reads its bounds
-here; each is checked against the engine's own, so the app never offers what the engine refuses."""
+"""What one visitor of the public app may ask for where it is less than the engine accepts: the engine's bounds
+(``engine/limits.py``, their one home) narrowed to what a browser draws quickly and a shared server can afford,
+each derived from or checked against the engine's own, so the app never offers what the engine refuses. A page
+whose settings need no narrowing (the Plan page) reads the engine's bounds through its settings class."""
 
 from __future__ import annotations
 
