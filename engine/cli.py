@@ -7,6 +7,12 @@ A closed pipe (``… | head``): quiet, 141. Output that cannot be written (``--t
 one line, exit 2. An error quotes at most ``QUOTE_LIMIT`` characters of any value the user gave. Files are
 read and written under the rules of ``engine.files`` (an output never replaces an input; a FIFO is refused).
 ``simulate`` and ``plan`` never import PyTorch; ``run`` imports it when it runs.
+
+Every flag of every command is derived, never written by hand: a command's settings from its settings class
+(``engine.options.add_flags``: ``SimulateSettings`` in ``engine.settings``, ``RunSettings`` in
+``engine.runtime.settings``, ``SearchRequest`` in ``engine.search.request``, ``TraceSettings`` in
+``engine.traces.settings``, ``PlanRequest`` in ``engine.scale.request``), and what is not a setting (``--json``,
+``--trace FILE``, …) from the one table ``engine.options.EXTRAS`` (``add_extras``).
 """
 
 from __future__ import annotations
@@ -28,9 +34,7 @@ from .limits import (
     SIMULATE_BYTES_PER_ACTION,
     simulate_bytes,
 )
-from .options import number_flag as _number
-from .options import read_number
-from .options import whole_flag as _whole
+from .options import add_extras, add_flags, read_number
 from .pytorch_csv import read_csv_file
 from .runtime.budget import allowance, human_bytes
 from .runtime.cli import add_run_parser, run_command
@@ -38,6 +42,7 @@ from .runtime.lifetime import Stopped, stop_signals
 from .scale.cli import add_plan_parser, plan_command
 from .schedules import FAMILIES, build_schedule
 from .search.cli import add_search_command, search_command
+from .settings import SimulateSettings
 from .simulator import simulate
 from .terminal import (
     UsageError,
@@ -104,35 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_simulate_parser(commands) -> None:
-    sim = commands.add_parser(
+    """``simulate``'s flags: ``SimulateSettings``'s settings, then the CSV to read instead and the outputs."""
+    parser = commands.add_parser(
         "simulate",
         help="time a schedule with the exact simulator",
         epilog=LIMITS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sim.add_argument("--schedule", choices=list(FAMILIES), help="schedule family")
-    sim.add_argument(
-        "--from-csv",
-        metavar="FILE",
-        help="simulate a PyTorch-format per-rank CSV instead (compute-only or lowered with SEND/RECV actions)",
-    )
-    sim.add_argument("--ranks", type=_whole(1, MAX_RANKS), help="pipeline ranks (devices), p")
-    sim.add_argument("--microbatches", type=_whole(1, MAX_MICROBATCHES), help="micro-batches per step, m")
-    sim.add_argument(
-        "--chunks",
-        type=_whole(1, MAX_CHUNKS),
-        help="model chunks per rank, v (interleaved-1f1b, interleaved-zb, looped-bfs)",
-    )
-    sim.add_argument("--costs", default="F=1,B=2", help='durations per rank share: "F=1,B=2" or "F=1,I=1,W=1"')
-    sim.add_argument("--comm", type=_number(positive=False), default=0.0, help="transfer time between ranks")
-    sim.add_argument(
-        "--shared-links", action="store_true", help="a transfer occupies its link: one at a time per direction"
-    )
-    sim.add_argument("--stage-scale", metavar="S0,S1,...", help="cost multiplier per stage, for imbalance")
-    sim.add_argument("--recompute", action="store_true", help="re-run the forward before each backward")
-    sim.add_argument("--grid", action="store_true", help="print the rank × step grid")
-    sim.add_argument("--json", action="store_true", help="print one JSON object")
-    sim.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace")
+    add_flags(parser, SimulateSettings)
+    add_extras(parser, ("from_csv", "grid", "json", "trace"))
 
 
 def _schedule_from(args) -> tuple:

@@ -1,4 +1,4 @@
-"""The CLI never loses a user's file, never hangs on one and never prints a wall of text (issue 15).
+"""The CLI never loses a user's file, never hangs on one and never prints a wall of text.
 
 Rules under test: engine/files.py's [Note: output rules].
 """
@@ -149,7 +149,7 @@ def test_a_fifo_or_folder_is_refused_at_once(capsys, tmp_path, args, message):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     names = {"fifo": fifo, "folder": tmp_path}
-    with watchdog(10, "opening a FIFO nobody writes to or reads"):  # before: open() waited forever
+    with watchdog(10, "opening a FIFO nobody writes to or reads"):  # open() on a FIFO blocks until a writer comes
         code, out, err = run_cli(capsys, *(arg.format(**names) for arg in args))
     assert code == 2 and out == "" and err.startswith(f"error: {message.format(**names)}")
     assert err.count("\n") == 1 and stat.S_ISFIFO(fifo.stat().st_mode)
@@ -181,8 +181,8 @@ def test_stdout_on_a_full_disk_is_one_line_and_exit_2(buffered):
             text=True,
             env=env,
         )
-    # before: a traceback (unbuffered), or "Exception ignored in: <_io.TextIOWrapper name='<stdout>' ...>" at
-    # the interpreter's exit and exit status 120 (buffered)
+    # left to Python: a traceback (unbuffered), or "Exception ignored in: <_io.TextIOWrapper name='<stdout>' ...>"
+    # at the interpreter's exit and exit status 120 (buffered)
     assert result.stderr == "error: cannot write the output: No space left on device\n"
     assert result.returncode == 2
 
@@ -201,7 +201,7 @@ def test_a_closed_stdout_prints_nothing_and_is_no_error(monkeypatch):
 
 
 # -- bounded error messages ---------------------------------------------------------------------------------------
-LONG = "1," * 60_025  # 120,050 characters, the length of issue 15's --partition
+LONG = "1," * 60_025  # 120,050 characters: a value far past any message's quote limit
 
 
 @pytest.mark.parametrize(
@@ -220,7 +220,7 @@ LONG = "1," * 60_025  # 120,050 characters, the length of issue 15's --partition
 def test_an_error_quotes_at_most_200_characters_of_a_long_value(capsys, args, expected):
     code, out, err = run_cli(capsys, *args)
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
-    assert len(err) < 1100  # before: 120,106 characters for the --partition line
+    assert len(err) < 1100  # quoted whole, the --partition line would be 120,106 characters
 
 
 def test_an_8_mib_csv_cell_is_quoted_short(capsys, tmp_path):
@@ -229,7 +229,7 @@ def test_an_8_mib_csv_cell_is_quoted_short(capsys, tmp_path):
     code, _, err = run_cli(capsys, "simulate", "--from-csv", str(path))
     assert code == 2 and err.count("\n") == 1
     assert "cannot read action 'xxxx" in err and f"…' ({8 * MIB - 300:,} characters)" in err
-    assert len(err) < 600  # before: 8,388,869 characters on one line
+    assert len(err) < 600  # quoted whole, the cell would make a line of 8,388,869 characters
 
 
 def test_quoted_shows_the_start_escapes_and_the_length():
@@ -245,8 +245,8 @@ def test_quoted_shows_the_start_escapes_and_the_length():
 @pytest.mark.parametrize(
     "cell",
     [
-        "(" * (8 * MIB - 16),  # issue 15's 8 MiB of "("
-        "(;" * (4 * MIB - 8),  # before: quadratic backtracking of \((.+);(.+)\)OVERLAP_F_B (32 KiB: 6 s)
+        "(" * (8 * MIB - 16),  # 8 MiB of "(": the largest CSV the lab reads
+        "(;" * (4 * MIB - 8),  # what a backtracking \((.+);(.+)\)OVERLAP_F_B would take quadratic time on
         "(" + ";" * (8 * MIB - 16),  # the same, one "(" and the rest ";"
         "(" + ";" * (8 * MIB - 32) + ")OVERLAP_F_B",
     ],

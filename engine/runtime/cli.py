@@ -7,76 +7,24 @@ imported only when a run starts.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ..files import shown
-from ..limits import MAX_CHUNKS, MAX_MICROBATCHES, MAX_RANKS
-from ..model_config import MAX_SEED, MODEL_DEFAULTS, MODEL_KINDS, ModelConfig
-from ..options import number_flag as _number
-from ..options import whole_flag as _whole
-from ..schedules import FAMILIES
+from ..model_config import ModelConfig
+from ..options import add_extras, add_flags
 from ..terminal import check_trace_output, print_json, write_trace
-from .clocks import CLOCK_CHOICES, CLOCKS
-from .config import BACKENDS, DEVICES, RunConfig
-from .interference import ESTIMATORS
+from .clocks import CLOCKS
+from .config import RunConfig
+from .settings import RunSettings
 
 
 def add_run_parser(commands) -> None:
-    mlp, gpt = MODEL_DEFAULTS["mlp"], MODEL_DEFAULTS["gpt"]
-    run = commands.add_parser("run", help="execute a schedule on a toy model, measure it, compare with the simulator")
-    run.add_argument("--schedule", choices=list(FAMILIES), default="1f1b", help="schedule family")
-    run.add_argument("--ranks", type=_whole(1, MAX_RANKS), default=4, help="pipeline ranks (devices), p")
-    run.add_argument("--microbatches", type=_whole(1, MAX_MICROBATCHES), default=8, help="micro-batches per step, m")
-    run.add_argument("--chunks", type=_whole(1, MAX_CHUNKS), help="model chunks per rank, v")
-    run.add_argument("--model", choices=MODEL_KINDS, default="mlp", help="toy model")
-    run.add_argument("--layers", type=_whole(1, 10**9), help=f"blocks (default: {mlp['layers']})")
-    run.add_argument(
-        "--hidden", type=_whole(1, 10**9), help=f"width (default: mlp {mlp['hidden']}, gpt {gpt['hidden']})"
+    """Add ``run`` to the engine's subcommands: its flags are ``RunSettings``'s settings, then the outputs."""
+    parser = commands.add_parser(
+        "run", help="execute a schedule on a toy model, measure it, compare with the simulator"
     )
-    run.add_argument(
-        "--batch", type=_whole(1, 10**9), help=f"samples per step (default: mlp {mlp['batch']}, gpt {gpt['batch']})"
-    )
-    run.add_argument("--seq-len", type=_whole(1, 10**9), help=f"tokens per sample (gpt; default {gpt['seq_len']})")
-    run.add_argument("--vocab", type=_whole(1, 10**9), help=f"vocabulary (gpt; default {gpt['vocab']})")
-    run.add_argument("--heads", type=_whole(1, 10**9), help=f"attention heads (gpt; default {gpt['heads']})")
-    run.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    run.add_argument("--seed", type=_whole(0, MAX_SEED), default=0, help="seeds the weights and the data")
-    run.add_argument("--partition", default="balanced", help="balanced, llama3, or blocks per stage like 4,5,5,4")
-    run.add_argument("--backend", choices=BACKENDS, default="emulated")
-    run.add_argument("--device", choices=DEVICES, default="auto")
-    run.add_argument("--recompute", action="store_true", help="keep only stage inputs; re-run forwards")
-    run.add_argument(
-        "--repeats",
-        type=_whole(1, 100),
-        default=3,
-        help="measured steps after the warm-up; each action's estimate (--estimator) is shown, with its spread",
-    )
-    run.add_argument(
-        "--estimator",
-        choices=list(ESTIMATORS),
-        default="min",
-        help="emulated: an action's cost from its repeats — min, its fastest (other work on the machine can only "
-        "slow an action down), or median",
-    )
-    run.add_argument(
-        "--clock",
-        choices=CLOCK_CHOICES,
-        default="auto",
-        help="auto: thread CPU time (CUDA events on a GPU, wall clock when distributed); instructions: "
-        "instructions retired (emulated on the CPU, where Linux's perf_event_open is allowed)",
-    )
-    run.add_argument("--warmup-steps", type=_whole(0, 100), default=1, help="steps run first and not measured")
-    run.add_argument(
-        "--transfer-ms", type=_number(positive=False), help="emulated: set the transfer time (default: measured)"
-    )
-    run.add_argument(
-        "--timeout", type=_number(positive=True), default=30.0, help="distributed: seconds a rank may wait"
-    )
-    run.add_argument("--fail-at", metavar="RANK:ACTION", help=argparse.SUPPRESS)  # failure injection (tests)
-    run.add_argument("--json", action="store_true", help="print one JSON object")
-    run.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (compute and waits per rank)")
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_flags(parser, RunSettings)
+    add_extras(parser, ("fail_at", "json", "trace", "quiet"))
 
 
 def _tqdm_progress(enabled: bool):

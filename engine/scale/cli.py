@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 from ..files import check_output, write_text
-from ..options import add_flags, given_flags, whole_flag
+from ..options import Declared, add_extras, add_flags, choose, declared, given_flags, whole
 from ..schedules import DEFAULT_CHUNKS
 from .calibration import band_of
 from .plan import Plan, plan
@@ -27,6 +29,8 @@ LAYOUT = ("tp", "pp", "dp", "cp", "seq", "global_batch", "microbatch_size", "fam
           "zero", "gradient_precision", "tp_overlap", "measured")  # fmt: skip
 SWITCHED_OFF = ("sequence_parallel", "flash_attention", "dp_overlap", "p2p_overlap")
 """Settings on by default: each has a --no-… flag."""
+MAX_GPUS = 10**9
+"""``--gpus`` takes any whole number up to this: the layout refuses one that TP × PP × DP × CP does not make."""
 
 EPILOG = """\
 defaults: Llama 3 405B on H100s as in its 8K pre-training (Llama 3 paper, Table 4): TP 8, PP 16, DP 64,
@@ -36,37 +40,41 @@ limits:   layers ≤ 10,000; one pipeline is simulated: PP × micro-batches × c
 """
 
 
+@dataclass(frozen=True)
+class PlanStart(Declared):
+    """What ``plan`` takes beside ``PlanRequest``'s settings: a published layout to start from, and the number of
+    GPUs to check the layout against (the Plan page works the latter out itself)."""
+
+    layout_preset: str | None = declared(
+        None, choose("layout_preset", LAYOUT_PRESETS, "Layout preset", "a published layout to start from")
+    )
+    num_gpus: int | None = declared(
+        None, whole("gpus", 1, MAX_GPUS, "GPUs", "GPUs in all, checked against TP × PP × DP × CP")
+    )
+
+
 def add_plan_parser(commands) -> None:
     """Add ``plan`` to the CLI's subcommands (``commands`` is argparse's subparsers action): every setting's
-    flag is derived from its declaration in ``PlanRequest`` (type, bounds, choices, help)."""
+    flag is derived from its declaration in ``PlanRequest`` (type, bounds, choices, help), and defaults to None
+    so that the command tells a given flag from the preset's value."""
     parser = commands.add_parser(
         "plan",
         help="plan a pipeline for a real model on real GPUs: step time, MFU, bubble, memory per GPU",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--layout-preset", choices=list(LAYOUT_PRESETS), help="a published layout to start from")
-    add_flags(parser, PlanRequest, ("model",))
-    add_flags(parser.add_argument_group("custom model (with --model custom)"), PlanRequest, CUSTOM_MODEL)
-    add_flags(parser, PlanRequest, ("gpu",))
-    add_flags(parser.add_argument_group("custom GPU (with --gpu custom)"), PlanRequest, CUSTOM_GPU)
+    flags = partial(add_flags, given_only=True)
+    flags(parser, PlanStart, ("layout_preset",))
+    flags(parser, PlanRequest, ("model",))
+    flags(parser.add_argument_group("custom model (with --model custom)"), PlanRequest, CUSTOM_MODEL)
+    flags(parser, PlanRequest, ("gpu",))
+    flags(parser.add_argument_group("custom GPU (with --gpu custom)"), PlanRequest, CUSTOM_GPU)
     layout = parser.add_argument_group("layout")
-    add_flags(layout, PlanRequest, LAYOUT[:4])
-    layout.add_argument(
-        "--gpus", type=whole_flag(1, 10**9), dest="num_gpus", help="GPUs in all, checked against TP × PP × DP × CP"
-    )
-    add_flags(layout, PlanRequest, LAYOUT[4:])
-    for name in SWITCHED_OFF:
-        option = PlanRequest.option(name)
-        layout.add_argument(
-            "--no-" + option.cli_flag.removeprefix("--"), dest=name, action="store_false", default=None,
-            help=f"without: {option.help}",
-        )  # fmt: skip
-    output = parser.add_argument_group("output")
-    output.add_argument("--json", action="store_true", help="print one JSON object")
-    output.add_argument("--compare", action="store_true", help="add every family at this layout")
-    output.add_argument("--csv", metavar="FILE", help="write the simulated schedule as PyTorch's CSV")
-    output.add_argument("--torchtitan", metavar="FILE", help="write a torchtitan config fragment ('-': print it)")
+    flags(layout, PlanRequest, LAYOUT[:4])
+    flags(layout, PlanStart, ("num_gpus",))
+    flags(layout, PlanRequest, LAYOUT[4:])
+    flags(layout, PlanRequest, SWITCHED_OFF, negated=True)
+    add_extras(parser.add_argument_group("output"), ("json", "compare", "csv", "torchtitan"))
 
 
 def _flag(name: str) -> str:
@@ -78,7 +86,7 @@ def request_from_flags(args: argparse.Namespace) -> PlanRequest:
     custom model or GPU takes only what its flags say (its other sizes follow from them: FFN 4h, key/value heads
     = heads, the sequence 2,048, 8 GPUs a node); a new family without ``--chunks`` takes its own v."""
     base = PlanRequest.from_preset(args.layout_preset) if args.layout_preset else PlanRequest()
-    given = given_flags(args, PlanRequest, [name for name, _ in PlanRequest.options()])
+    given = given_flags(args, [name for name, _ in PlanRequest.options()])
     model = given.get("model", base.model)
     custom_model = {name: value for name, value in given.items() if name in CUSTOM_MODEL}
     if model == CUSTOM:

@@ -11,20 +11,20 @@ from ..costs import PER_STAGE_SEPARATOR, Costs
 from ..files import check_output, write_text
 from ..ir import PLACEMENTS
 from ..limits import MAX_RANKS, whole_number
-from ..options import option_type
+from ..options import add_extras, add_flags
 from ..runtime.lifetime import command_age_s
 from ..terminal import print_json, say
-from .options import COMM, MAX_SEARCH_CHUNKS, MEMORY, MICROBATCHES, MIN_TIME_LIMIT_S, RANKS, TIME_LIMIT
-from .problem import OBJECTIVES, SearchProblem
+from .options import MIN_TIME_LIMIT_S
+from .problem import SearchProblem
+from .request import REQUIRED, SearchRequest
 from .result import SearchInterrupted, SearchResult
-from .solve import SEARCH_METHODS, search
+from .solve import search
 from .spaces import search_every_space
-
-DEFAULT_TIME_LIMIT_S = 10.0
 
 
 def add_search_command(commands) -> None:
-    """Add ``search`` to the engine's subcommands (``commands`` is argparse's subparsers object)."""
+    """Add ``search`` to the engine's subcommands (``commands`` is argparse's subparsers object): its flags are
+    ``SearchRequest``'s settings, then the outputs."""
     parser = commands.add_parser(
         "search",
         help="search for the schedule with the shortest step under a memory budget",
@@ -34,42 +34,8 @@ def add_search_command(commands) -> None:
             "greedy for large ones. The result is checked by the validator and timed by the simulator."
         ),
     )
-    parser.add_argument("--ranks", type=option_type(RANKS), required=True, help=RANKS.help)
-    parser.add_argument("--microbatches", type=option_type(MICROBATCHES), required=True, help=MICROBATCHES.help)
-    parser.add_argument("--placement", choices=PLACEMENTS, default="loop", help="stage r on rank r, or a V")
-    parser.add_argument(
-        "--chunks",
-        choices=[*map(str, range(1, MAX_SEARCH_CHUNKS + 1)), "auto"],
-        default=None,
-        help="model chunks per rank in a loop (Megatron's interleaving, the backward split; a V has 2); auto: "
-        "search one stage per rank, the V and loops of 2 to 4 chunks within the time limit and keep the best",
-    )
-    parser.add_argument(
-        "--costs",
-        default="F=1,I=1,W=1",
-        help='durations per rank share: "F=1,I=1,W=1", or per stage "F=1:1:2:1,I=1:1:2:1,W=1:1:1:1"',
-    )
-    parser.add_argument("--comm", type=option_type(COMM), default=0.0, help="transfer time between ranks")
-    parser.add_argument("--memory", type=option_type(MEMORY), required=True, help=MEMORY.help)
-    parser.add_argument(
-        "--time-limit", type=option_type(TIME_LIMIT), default=DEFAULT_TIME_LIMIT_S, help=TIME_LIMIT.help
-    )
-    parser.add_argument("--method", choices=SEARCH_METHODS, default="auto", help="exact (CP-SAT), heuristic, or auto")
-    parser.add_argument(
-        "--objective",
-        choices=list(OBJECTIVES),
-        default="makespan",
-        help="makespan: one step from time 0; period: the longest rank span, a repeated step's cost (Zero Bubble)",
-    )
-    parser.add_argument("--grid", action="store_true", help="print the rank × step grid")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--out", metavar="FILE.csv", help="write the schedule as PyTorch's per-rank CSV")
-    parser.add_argument(
-        "--keep-best-on-interrupt",
-        action="store_true",
-        help="on Ctrl-C, SIGTERM or SIGHUP, still write the best schedule found so far to --out (not proven); "
-        "without it an interrupted search writes nothing",
-    )
+    add_flags(parser, SearchRequest, required=REQUIRED)
+    add_extras(parser, ("grid", "json", "out", "keep_best_on_interrupt"))
 
 
 def _clean(value: float) -> float:
@@ -91,15 +57,15 @@ def search_command(args) -> int:
         check_output(args.out, what="schedule")
     every_space = args.chunks == "auto"
     chunks = None if args.chunks in (None, "auto") else int(args.chunks)
-    ranks = whole_number("ranks", args.ranks, 1, MAX_RANKS, "search")
+    ranks = whole_number("ranks", args.num_ranks, 1, MAX_RANKS, "search")
     num_stages = ranks * PLACEMENTS[args.placement].chunks(chunks)
     if every_space and PER_STAGE_SEPARATOR in args.costs:  # a stage is another part of the model in each space
         raise ValueError("search: --chunks auto takes one cost per kind (a rank's share), not one per stage")
     costs = Costs.parse(args.costs, num_stages=None if every_space else num_stages, where="the search", comm=args.comm)
     # the limit is the visitor's: counted from the command's start (its imports take about half a second)
-    left = max(MIN_TIME_LIMIT_S, args.time_limit - command_age_s())
+    left = max(MIN_TIME_LIMIT_S, args.time_limit_s - command_age_s())
     problem = SearchProblem(
-        args.ranks, args.microbatches, costs, args.memory, args.placement, left, args.objective, chunks
+        ranks, args.num_microbatches, costs, args.memory_budget, args.placement, left, args.objective, chunks
     )
     try:
         result = search_every_space(problem, args.method) if every_space else search(problem, args.method)
@@ -137,7 +103,8 @@ def search_command(args) -> int:
     print(f"gap             {result.gap:.2%}")
     print(f"bubble_fraction {summary['bubble_fraction']:.4f}  (idle / (ranks × makespan))")
     print(f"span idle       {summary['span_idle_fraction']:.4f}  (idle inside each rank's span, Zero Bubble's count)")
-    print(f"peak memory     {', '.join(f'{peak:g}' for peak in summary['peak_memory'])}  (budget {args.memory:g})")
+    peaks = ", ".join(f"{peak:g}" for peak in summary["peak_memory"])
+    print(f"peak memory     {peaks}  (budget {args.memory_budget:g})")
     print(f"method          {result.method}: {result.detail}, {result.wall_time_s:.2f} s")
     if args.out is not None:
         print(f"schedule written to {args.out} (python -m engine simulate --from-csv {args.out} reads it)")

@@ -1,18 +1,24 @@
-"""The search's settings, declared once (``engine.options``): the command line's flags are typed and bounded by
-these, and the Search page narrows them (``app/search_settings.py``: the public server draws fewer ranks, fewer
-micro-batches and shorter searches). A value outside a bound is refused with the bound, in one line."""
+"""The search's bounds and its settings, each declared once (``engine.options``): the command line's flags are
+typed and bounded by these (``engine.search.request.SearchRequest`` gives them their defaults), and the Search
+page narrows them (``app/views/search/settings.py``: the public server draws fewer ranks, fewer micro-batches and
+shorter searches). A value outside a bound is refused with the bound, in one line."""
 
 from __future__ import annotations
 
-from ..limits import MAX_MICROBATCHES, MAX_RANKS
-from ..options import real, whole
+from dataclasses import replace
+
+from ..ir import PLACEMENTS
+from ..limits import MAX_RANKS
+from ..options import choose, real, verbatim
+from ..settings import MICROBATCHES as MICROBATCHES  # the engine's, which every command takes
+from ..settings import RANKS as RANKS
 
 MAX_SEARCH_PAIRS = 16_384
 """Stages × micro-batches a search takes: 32 ranks × 256 micro-batches on a V (64 stages), the Search page's
 largest, where the greedy alone takes about a second; the simulator's own bound is 8× more."""
 MAX_SEARCH_COST = 1e6
 """The longest an action or a transfer may take, in the search's units: costs are relative, and above this the
-exact model's ticks and the greedy's windows leave the range their arithmetic is exact in (``1e308`` overflowed)."""
+exact model's ticks and the greedy's windows leave the range their arithmetic is exact in (``1e308`` overflows)."""
 MAX_SEARCH_CHUNKS = 4
 """The most chunks per rank a loop search takes (Megatron's interleaving is used with 2 to 4 in practice)."""
 MAX_TIME_LIMIT_S = 3600.0
@@ -20,9 +26,35 @@ MAX_TIME_LIMIT_S = 3600.0
 MIN_TIME_LIMIT_S = 0.1
 """The shortest: the greedy's first answer and the final check need about this much at small sizes."""
 
-RANKS = whole("ranks", 1, MAX_RANKS, "Ranks (devices), p", "pipeline ranks (devices), p", widget="slider")
-MICROBATCHES = whole(
-    "microbatches", 1, MAX_MICROBATCHES, "Micro-batches, m", "micro-batches per step, m", widget="slider"
+PLACEMENT = choose(
+    "placement",
+    PLACEMENTS,
+    "Placement",
+    "Where each stage lives: a loop (stage s on rank s mod p, one stage per rank or several) or a V; auto chunks "
+    "search both.",
+    titles={"loop": "a loop: stage s on rank s mod p", "v": "a V: two chunks per rank"},
+    widget="radio",
+)
+CHUNK_CHOICES = ("auto", *(str(v) for v in range(1, MAX_SEARCH_CHUNKS + 1)))
+CHUNKS = choose(
+    "chunks",
+    CHUNK_CHOICES,
+    "Chunks per rank",
+    "How many model chunks each rank holds in a loop (Megatron's interleaving, with the backward split); a V "
+    "always has 2. auto searches one stage per rank, the V and loops of 2 to 4 chunks within the time limit and "
+    "keeps the best, so 'optimal' is said of the space it was proven in, with what the others reached. On the "
+    "command line, without --chunks: the placement's own (1 in a loop, 2 on a V).",
+    titles={"auto": "auto: every placement, the best kept", "1": "1 (one stage per rank)"}
+    | {str(v): f"{v} in a loop" for v in range(2, MAX_SEARCH_CHUNKS + 1)},
+    widget="radio",
+)
+"""The Search page starts at auto; the command line at the placement's own chunks, because auto searches every
+placement: it would set ``--placement`` aside, refuse per-stage ``--costs`` and skip, rather than refuse with its
+arithmetic, a space the ``--method`` cannot take (``SearchRequest``)."""
+COSTS = verbatim(
+    "costs",
+    "Costs F, I, W",
+    'durations per rank share: "F=1,I=1,W=1", or per stage "F=1:1:2:1,I=1:1:2:1,W=1:1:1:1"',
 )
 COMM = real(
     "comm",
@@ -40,12 +72,15 @@ MEMORY = real(
     "budget: activation memory a rank may hold, in micro-batches of its share (1F1B peaks at p)",
     step=0.5,
 )
-TIME_LIMIT = real(
-    "time",
-    MIN_TIME_LIMIT_S,
-    MAX_TIME_LIMIT_S,
-    "Time limit (s)",
-    "how long the search may take, in seconds (on the command line, counted from the command's start)",
-    widget="slider",
-    step=1.0,
+TIME_LIMIT = replace(
+    real(
+        "time",
+        MIN_TIME_LIMIT_S,
+        MAX_TIME_LIMIT_S,
+        "Time limit (s)",
+        "how long the search may take, in seconds (on the command line, counted from the command's start)",
+        widget="slider",
+        step=1.0,
+    ),
+    flag="--time-limit",
 )

@@ -9,44 +9,29 @@ from __future__ import annotations
 
 import sys
 
-from ..options import read_number, read_whole, whole_flag
+from ..options import Whole, add_extras, add_flags, read_number, read_whole
 from ..terminal import check_trace_output, print_json, write_trace
 from .compare import family_table
 from .imported import ImportedRun, ImportOptions
 from .isolated import import_traces_isolated
 from .reading import TraceError
+from .settings import TraceSettings
 
-PATTERN_HELP = "other frameworks' action names: a regex with (?P<stage>…), (?P<kind>…) and (?P<microbatch>…)"
+FILE_RANKS = Whole(0, 1_000_000)
+"""The ranks ``--ranks`` may give a file."""
 
 
 def add_trace_parser(commands) -> None:
+    """Add ``trace`` to the engine's subcommands: the files, ``TraceSettings``'s settings, then the outputs."""
     parser = commands.add_parser(
         "trace",
         help="read a real job's per-rank torch.profiler traces: its pipeline timeline, bubble and idle by cause",
         description="Read one torch.profiler (Kineto) trace per rank (.json or .json.gz) of a pipeline-parallel job "
         "and show one step as the lab's measured timeline.",
     )
-    parser.add_argument("files", nargs="+", metavar="TRACE", help="one trace per rank (rank*.json or .json.gz)")
-    parser.add_argument(
-        "--step", type=whole_flag(0, 10**9), help="ProfilerStep#N to read (default: the last on every rank)"
-    )
-    parser.add_argument("--ranks", metavar="R0,R1,...", help="each file's rank, in order, for traces that do not say")
-    parser.add_argument(
-        "--pattern",
-        help="names of other frameworks' actions: a regex with groups (?P<stage>…)(?P<kind>…)(?P<microbatch>…)",
-    )
-    parser.add_argument(
-        "--kinds", metavar="WORD=K,...", help="with --pattern: what its kind words mean, e.g. fwd=F,bwd_in=I,bwd_w=W"
-    )
-    parser.add_argument(
-        "--offsets", metavar="RANK:MS,...", help="clock offset per rank, ms (traces from several hosts)"
-    )
-    parser.add_argument("--expect", metavar="FAMILY|FILE.csv", help="check the order read against a family or a CSV")
-    parser.add_argument("--compare", action="store_true", help="add every family simulated with the measured costs")
-    parser.add_argument("--grid", action="store_true", help="print the rank × step grid")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--trace", metavar="FILE", help="write the timeline as a Chrome/Perfetto trace")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_extras(parser, ("files",))
+    add_flags(parser, TraceSettings)
+    add_extras(parser, ("compare", "grid", "json", "trace", "quiet"))
 
 
 def options_from(args) -> ImportOptions:
@@ -67,8 +52,8 @@ def options_from(args) -> ImportOptions:
 
 def _ranks(text: str) -> tuple[int, ...]:
     try:
-        return tuple(whole_flag(0, 1_000_000)(part) for part in text.split(","))
-    except Exception:
+        return tuple(FILE_RANKS.read(part) for part in text.split(","))
+    except ValueError:
         raise TraceError(f"--ranks takes whole numbers separated by commas, one per file, got {text[:80]!r}") from None
 
 
