@@ -21,7 +21,6 @@ from engine.search import options as searched
 from engine.search.frontier import default_budgets
 from engine.search.problem import OBJECTIVES
 
-PLACEMENT_TITLES = {"loop": "a loop: stage s on rank s mod p", "v": "a V: two chunks per rank"}
 COSTS = Text(lambda text: text if text.strip() else _empty(), str, "F=1,I=1,W=1, or per stage F=1:2:1:1,I=…,W=…")
 
 
@@ -31,16 +30,6 @@ COSTS_HELP = (
 )
 
 
-PLACEMENT_HELP = "Where each stage lives: a loop (one stage per rank, or several) or a V; auto chunks search both."
-CHUNK_CHOICES = ("auto", *(str(v) for v in range(1, searched.MAX_SEARCH_CHUNKS + 1)))
-CHUNK_TITLES = {"auto": "auto: every placement, the best kept", "1": "1 (one stage per rank)"} | {
-    str(v): f"{v} in a loop" for v in range(2, searched.MAX_SEARCH_CHUNKS + 1)
-}
-CHUNKS_HELP = (
-    "How many model chunks each rank holds in a loop (Megatron's interleaving, with the backward split); a V "
-    "always has 2. auto searches one stage per rank, the V and loops of 2 to 4 chunks within the time limit and "
-    "keeps the best, so 'optimal' is said of the space it was proven in, with what the others reached."
-)
 OBJECTIVE_TITLES = {"makespan": "the step from time 0 (makespan)", "period": "a repeated step (period, Zero Bubble)"}
 OBJECTIVE_HELP = " · ".join(f"{name}: {words}" for name, words in OBJECTIVES.items())
 
@@ -57,15 +46,9 @@ class SearchSettings(Declared):
     # public server: the same keys, labels and kinds of bound
     num_ranks: int = declared(4, searched.RANKS.narrowed(high=limits.MAX_RANKS))
     num_microbatches: int = declared(8, searched.MICROBATCHES.narrowed(high=limits.MAX_MICROBATCHES))
-    placement: str = declared(
-        "loop",
-        choose("placement", PLACEMENTS, "Placement", PLACEMENT_HELP, titles=PLACEMENT_TITLES, widget="radio"),
-    )
+    placement: str = declared("loop", searched.PLACEMENT)
     """"loop" (one stage per rank, or ``chunks`` of them) or "v" (two chunks in a V)."""
-    chunks: str = declared(
-        "auto",
-        choose("chunks", CHUNK_CHOICES, "Chunks per rank", CHUNKS_HELP, titles=CHUNK_TITLES, widget="radio"),
-    )
+    chunks: str = declared("auto", searched.CHUNKS)  # the command line's own default differs: searched.CHUNKS says why
     """"auto" (every placement searched, the best kept) or v chunks per rank in a loop ("1"…"4")."""
     costs: str = declared("F=1,I=1,W=1", Option("costs", COSTS, "Costs F, I, W", COSTS_HELP, widget="text"))
     comm: float = declared(0.0, searched.COMM.narrowed(high=limits.MAX_COST))
