@@ -39,11 +39,6 @@ def server_mode() -> None:
     _first_use = SERVER_FIRST_USE_SLOTS
 
 
-def first_use_slots() -> int:
-    """The slots from which this process loads Numba (``FIRST_USE_SLOTS``, or the server's)."""
-    return _first_use
-
-
 def _walk_arrays(durations, first_action, rank_first_slot, from_own, from_neighbour, makes, delay, num_keys):
     """Starts and ends per slot, the visiting order, how many slots were visited, and each rank's pointer (a rank
     whose pointer stops short of its list is deadlocked)."""

@@ -125,7 +125,7 @@ def slot_actions(slot: Slot) -> tuple[Action, ...]:
 def parse_slot(text: str) -> Slot:
     """An action ("2F0") or an overlapped pair ("(0F7;7B3)OVERLAP_F_B"), read in one pass: a regular
     expression like ``\\((.+);(.+)\\)OVERLAP_F_B`` backtracks quadratically on a long run of "(;" (a 32 KiB
-    cell took 6 s; 8 MiB would never end)."""
+    cell takes 6 s; 8 MiB would never end)."""
     text = text.strip()
     if text.startswith(_OVERLAP_START) and text.endswith(_OVERLAP_END):
         forward, semicolon, backward = text[len(_OVERLAP_START) : -len(_OVERLAP_END)].partition(";")
@@ -152,8 +152,6 @@ class Placement:
     """The model chunks every rank holds under this placement (2 for V), or None when it takes any v ≥ 1."""
     stage_rank: Callable[[int, int], int]
     """(stage, num_ranks) -> the rank that holds the stage."""
-    description: str
-    """In words, for menus and help."""
 
     def chunks(self, requested: int | None = None) -> int:
         """Chunks per rank a schedule in this placement has: its fixed count, else ``requested``, else 1 (one
@@ -181,8 +179,8 @@ def _v_rank(stage: int, num_ranks: int) -> int:
 PLACEMENTS: dict[str, Placement] = {
     placement.name: placement
     for placement in (
-        Placement("loop", "loop", None, _loop_rank, "stage s on rank s mod p (one stage per rank, or v in a loop)"),
-        Placement("v", "V", 2, _v_rank, "two chunks per rank in a V: rank r holds stages r and 2p−1−r"),
+        Placement("loop", "loop", None, _loop_rank),
+        Placement("v", "V", 2, _v_rank),
     )
 }
 """The placements by name (see [Note: placement]); iterating gives the names, as the CLI's choices want."""

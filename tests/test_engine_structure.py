@@ -1,14 +1,29 @@
-"""The engine's shape: no import cycle between its modules, a torch-free simulator, one enumeration of kinds."""
+"""The engine's shape. Which module may import which is the contracts' job (``.importlinter``: the engine's
+layers, the engine without the app, the schedule model without torch), run here by ``lint-imports``; the tests
+below check what those contracts cannot: no import cycle through a package's own ``__init__``, what ``python
+-m engine simulate`` really loads, and habits of the code (one enumeration of kinds, one execution loop)."""
 
 import ast
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ENGINE = Path(__file__).resolve().parents[1] / "engine"
+ROOT = Path(__file__).resolve().parents[1]
+ENGINE = ROOT / "engine"
+
+
+def test_the_import_contracts_hold():
+    """``lint-imports`` reads ``.importlinter`` at the repository root; it fails naming the import that breaks a
+    contract and the chain that leads to it."""
+    linter = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    if linter is None:
+        pytest.skip("import-linter is not installed (requirements-dev.txt)")
+    done = subprocess.run([linter, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 
 
 def module_name(path: Path) -> str:
@@ -35,6 +50,10 @@ def imports_of(path: Path) -> set[str]:
 
 
 def test_no_import_cycle_inside_the_engine():
+    """Every module and package ``__init__`` a node, every import an edge (relative, lazy and TYPE_CHECKING ones
+    too). The layers contract orders only the engine's top level, and import-linter's ``acyclic_siblings``
+    squashes a package into one node, so neither sees a cycle through a package's own ``__init__`` (``from .
+    import run`` in a module its ``__init__`` imports)."""
     modules = {module_name(path): path for path in ENGINE.rglob("*.py")}
     graph = {name: {m for m in imports_of(path) if m in modules and m != name} for name, path in modules.items()}
     state: dict[str, str] = {}

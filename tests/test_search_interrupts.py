@@ -1,5 +1,5 @@
-"""Issue 28: a search stops on time and on an interrupt, and an interrupted search leaves the user's file alone
-(unless asked to keep its best), like every other command."""
+"""A search stops on time and on an interrupt, and an interrupted search leaves the user's file alone (unless
+asked to keep its best), like every other command."""
 
 import os
 import signal
@@ -21,7 +21,7 @@ HARD = [
     "--method", "exact", "--ranks", "8", "--microbatches", "32", "--placement", "v", "--memory", "3",
     "--comm", "0.5", "--costs", f"F={UNEVEN_F},I={ONES},W={ONES}",
 ]  # fmt: skip
-"""The issue's instance: CP-SAT's own time limit overran 5 s by up to 2.2 s on it."""
+"""An instance on which CP-SAT's own time limit overruns 5 s by up to 2.2 s."""
 
 
 @pytest.mark.slow
@@ -36,6 +36,7 @@ def test_the_exact_method_stops_at_its_time_limit():
 
 
 @pytest.mark.slow
+@pytest.mark.timing  # "at once" is measured: run alone, not beside the parallel tests
 @pytest.mark.parametrize(
     ("signum", "status", "words", "keep"),
     [
@@ -55,7 +56,7 @@ def test_an_interrupted_search_exits_at_once_and_keeps_the_users_file(tmp_path, 
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3.0)  # CP-SAT is running by now (imports and the greedy take about a second)
+    _wait_until_solving(child)
     sent = time.monotonic()
     child.send_signal(signum)
     _, err = child.communicate(timeout=30)
@@ -66,6 +67,27 @@ def test_an_interrupted_search_exits_at_once_and_keeps_the_users_file(tmp_path, 
         assert "not proven optimal" in err and out.read_text().count("\n") == 8  # one line per rank
     else:
         assert out.read_text() == "the user's own schedule\n"
+
+
+def _wait_until_solving(child: subprocess.Popen, timeout_s: float = 120.0) -> None:
+    """Return once the search has forked CP-SAT's process (``stoppable.solve_until``): the search records the
+    greedy's schedule before any solve, so from then on an interrupt has a best schedule to keep. A fork keeps its
+    parent's command line; ``multiprocessing``'s helpers have their own. Fails if the command ends first."""
+    import psutil
+
+    command = psutil.Process(child.pid)
+    argv = command.cmdline()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert child.poll() is None, f"the search ended before it was interrupted: {child.communicate()}"
+        try:
+            if any(forked.cmdline() == argv for forked in command.children()):
+                return
+        except psutil.Error:  # a child that ended while we looked: look again
+            pass
+        time.sleep(0.05)
+    child.kill()
+    pytest.fail(f"no CP-SAT process after {timeout_s:g} s: {child.communicate()}")
 
 
 class _FakeSolver:
@@ -101,8 +123,8 @@ def _running() -> tuple[set, set]:
 
 
 def _nothing_left_running(before: tuple[set, set]) -> None:
-    """No thread and no child process started since ``before`` is left (issue 33: a solver thread alive at exit
-    aborts the interpreter)."""
+    """No thread and no child process started since ``before`` is left (a solver thread alive at exit aborts the
+    interpreter)."""
     threads, children = _running()
     assert threads <= before[0] and children <= before[1]
 
@@ -129,7 +151,7 @@ def test_a_solve_that_ignores_the_stop_is_killed_on_time_and_keeps_what_it_repor
     killed = stoppable.solve_until(_FakeSolver(30, ignores_stop=True), None, _reporting, wait_s=0.1)
     assert time.monotonic() - started < 0.1 + stoppable.STOP_GRACE_S + 2.0  # the grace, then a kill and a reap
     assert killed.status is None and killed.reports == ["a solution"]
-    _nothing_left_running(before)  # the old thread-based solve left its thread running here
+    _nothing_left_running(before)  # a solve in a thread would leave its thread running here
 
 
 def test_an_interrupt_during_a_solve_stops_it_and_is_raised_again():
@@ -159,8 +181,8 @@ print("threads", threading.active_count())
 
 @pytest.mark.slow
 def test_a_library_caller_whose_searches_hit_their_time_limit_exits_normally():
-    """Issue 33: a process that imported the library and ran searches stopped at their limits ends with status
-    0, not an abort from a solver thread still running at exit."""
+    """A process that imported the library and ran searches stopped at their limits ends with status 0, not an
+    abort from a solver thread still running at exit."""
     script = LIBRARY_CALLER.format(costs=f"F={UNEVEN_F},I={ONES},W={ONES}")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-2000:]
@@ -197,8 +219,8 @@ print("threads", threading.active_count())
 
 @pytest.mark.slow
 def test_solves_stopped_while_their_callback_is_busy_leave_a_process_that_exits_normally():
-    """The old solve in a thread, stopped while its callback was busy, left CP-SAT running at exit: this script
-    crashed with SIGSEGV (status 139) on 6 of 6 tries. Now each solve is killed at its grace and reaped."""
+    """A solve in a thread, stopped while its callback is busy, leaves CP-SAT running at exit, and this script
+    then crashes with SIGSEGV (status 139); each solve in its own process is killed at its grace and reaped."""
     done = subprocess.run([sys.executable, "-c", SLOW_CALLBACKS], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "terminate called" not in done.stderr, (done.returncode, done.stderr[-2000:])
     assert done.stdout.split() == ["threads", "1"]

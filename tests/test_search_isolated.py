@@ -13,7 +13,7 @@ from engine import UNIT, Costs
 from engine.runtime.errors import RunFailed
 from engine.runtime.isolated import call_isolated
 from engine.runtime.lifetime import stop_signals
-from engine.search import SearchProblem, search
+from engine.search import SearchProblem, exact, search
 from engine.search.isolated import (
     FORK_SERVER,
     NICENESS,
@@ -51,10 +51,19 @@ def test_a_refused_search_is_a_value_error_from_the_child():
         search_isolated(SearchProblem(4, 8, UNIT, memory_budget=0.5))
 
 
-def test_a_search_stopped_at_the_visitors_limit_answers_with_its_best_so_far():
+def test_a_search_stopped_at_the_visitors_limit_answers_with_its_best_so_far(monkeypatch):
     costs = Costs.parse(HARD_COSTS, num_stages=16, where="the test", comm=0.5)
     problem = SearchProblem(8, 32, costs, memory_budget=3, placement="v", time_limit_s=30, objective="period")
-    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()  # what the parent sends at the limit
+    solving = threading.Event()  # set once CP-SAT starts: the greedy's schedule is the best so far by then
+    original = exact.solve_until
+    monkeypatch.setattr(exact, "solve_until", lambda *args, **kwargs: solving.set() or original(*args, **kwargs))
+
+    def stop_once_solving() -> None:  # what the parent sends at the limit
+        if solving.wait(120):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    stopper = threading.Thread(target=stop_once_solving, daemon=True)
+    stopper.start()
     started = time.monotonic()
     with stop_signals():
         result = _search_counting_start(problem, time.time(), False, progress=lambda *_: None)

@@ -175,6 +175,26 @@ def test_the_twenty_dot_star_pattern_reads_in_linear_time():
 
 
 # -- signals -------------------------------------------------------------------------------------------------------
+def _wait_for_the_reading_child(child: subprocess.Popen, timeout_s: float = 120.0) -> None:
+    """Return once the command has forked its reading child (``engine.traces.isolated``): a fork keeps its parent's
+    command line, ``multiprocessing``'s helpers have their own. Fails if the command ends first."""
+    import psutil
+
+    command = psutil.Process(child.pid)
+    argv = command.cmdline()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert child.poll() is None, f"the command ended before it was interrupted: {child.communicate()}"
+        try:
+            if any(forked.cmdline() == argv for forked in command.children()):
+                return
+        except psutil.Error:  # a child that ended while we looked: look again
+            pass
+        time.sleep(0.05)
+    child.kill()
+    pytest.fail(f"no reading child after {timeout_s:g} s: {child.communicate()}")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("signum", "status", "words"), [(signal.SIGINT, 130, "interrupted"),
                                                          (signal.SIGHUP, 129, "interrupted by SIGHUP")])  # fmt: skip
@@ -184,7 +204,7 @@ def test_a_stop_signal_to_the_whole_group_while_the_reader_works_is_one_line(tmp
     path.write_bytes(gzip.compress(b'{"traceEvents": [' + b",".join([line] * 600_000) + b"]}", 1))
     child = subprocess.Popen([sys.executable, "-m", "engine", "trace", str(path)], cwd=ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
-    time.sleep(1.5)  # the reading child is at work (its start took about 0.5 s)
+    _wait_for_the_reading_child(child)
     os.killpg(child.pid, signum)
     _, err = child.communicate(timeout=30)
     assert child.returncode == status and err.strip().splitlines()[-1] == words, err[-2000:]

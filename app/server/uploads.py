@@ -1,7 +1,8 @@
 """A visitor's uploaded traces, moved out of the server's memory into a private folder of their own.
 
 Streamlit keeps an uploaded file in the server's memory for as long as its widget holds it: four visitors'
-87 MB uploads left the server 354 MB larger after their readings had ended (``benchmarks/trace_uploads.py``). So once a visitor's files are checked against the page's limits they are written to a folder that
+87 MB uploads left the server 354 MB larger after their readings had ended (``benchmarks/trace_uploads.py``). So once
+a visitor's files are checked against the page's limits they are written to a folder that
 belongs to that visitor's session, the uploader is given a new key (dropping the files it held), and every later
 reading (another step, another pattern) reads the folder. The folder goes when the visitor uploads other files,
 forgets these, or their session ends (its last reference dropped: ``weakref.finalize``).

@@ -4,8 +4,9 @@ comes back as it happens.
 
 Everything comes back through pipes the parent reads while the child runs — progress, then the outcome (the
 result, or what went wrong) — so there is no file for another program cleaning the temporary folder to take
-away, and no queue to deadlock (FIELD-NOTES: a queue filled before ``join``). The child's standard error goes
-through a third pipe: the parent copies it to its own (the server's log) and keeps the last lines.
+away, and no queue to deadlock (a child that fills a ``multiprocessing`` queue waits for a reader, so a
+parent that joins it before reading waits for ever). The child's standard error goes through a third pipe:
+the parent copies it to its own (the server's log) and keeps the last lines.
 
 When the child ends without an outcome, the error says what the evidence says ([Note: a run that left no
 result]): the exit code or the signal, the out-of-memory killer only when the kernel counted a kill during

@@ -80,11 +80,6 @@ class RunResult:
             result.append(float(added[mine].sum() / units) if units > 0 else 0.0)
         return result
 
-    def modelled_bytes(self) -> np.ndarray:
-        """The memory model in bytes, per action: its micro-batch units × the rank's measured bytes per unit."""
-        frame = self.measured.frame
-        return frame["memory_model"].to_numpy() * np.asarray(self.bytes_per_unit())[frame["rank"].to_numpy()]
-
     def modelled_memory_curve(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
         """The memory model of rank ``rank`` over the predicted step, in bytes: the predicted Timeline's memory
         series × the rank's measured bytes per unit. Its maximum is ``modelled_peak_bytes()[rank]``."""

@@ -2,8 +2,8 @@
 
 * CPU (emulated backend): the thread's CPU time (``time.thread_time_ns``) with one intra-op thread, so every
   operation runs on the calling thread and is counted, and time the thread spends descheduled is not. A busy
-  machine barely moves it (FIELD-NOTES: a 3.3 ms matmul stays ≤ 3.9 ms under two busy loops while its wall
-  time reaches 8.5 ms).
+  machine barely moves it (a 3.3 ms matmul stays ≤ 3.9 ms under two busy loops while its wall time reaches
+  8.5 ms).
 * CUDA: CUDA events on the device's stream, read after one synchronise per step.
 * instructions (``--clock instructions``, CPU, where Linux allows ``perf_event_open``): instructions the thread
   retired, which other work on the machine does not change (``perf.py``), turned into milliseconds at the

@@ -133,9 +133,3 @@ def sweep(home: Path | None = None) -> list[str]:
         shutil.rmtree(entry.path, ignore_errors=True)
         removed.append(entry.path)
     return removed
-
-
-def owner_of(path: str) -> int | None:
-    """The process id a run folder's name gives as its owner (None for another name)."""
-    match = _NAME.match(os.path.basename(path.rstrip(os.sep)))
-    return int(match[2]) if match else None

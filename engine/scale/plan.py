@@ -142,10 +142,6 @@ class Plan:
         """Hardware FLOPs (recomputation counted) per GPU per second, TFLOP/s (what Narayanan et al. report)."""
         return self.hardware_flops_per_step / self.num_gpus / self.step_seconds / 1e12
 
-    def time_breakdown(self) -> list[dict[str, float]]:
-        """Per stage, F + I + W of one micro-batch by category (``operations.CATEGORIES``), seconds."""
-        return [dict(row.breakdown) for row in self.stage_costs]
-
     @property
     def bubble_fraction(self) -> float:
         return self.timeline.bubble_fraction

@@ -111,8 +111,8 @@ def _repeat_steady_round(rank: int, actions: list[Action], built: int, extra: in
 
 def _rank_actions(rank: int, p: int, lists: list[list[int]]) -> tuple[Action, ...]:
     down, up = rank, 2 * p - 1 - rank
-    stage = (down, up, up, down, up, down)
-    kind = (Kind.F, Kind.F, Kind.I, Kind.I, Kind.W, Kind.W)
+    stage = {F_DOWN: down, F_UP: up, I_UP: up, I_DOWN: down, W_UP: up, W_DOWN: down}
+    kind = {F_DOWN: Kind.F, F_UP: Kind.F, I_UP: Kind.I, I_DOWN: Kind.I, W_UP: Kind.W, W_DOWN: Kind.W}
     timed = sorted((time, which, k) for which, slots in enumerate(lists) for k, time in enumerate(slots))
     return tuple(Action(stage[which], kind[which], k) for _, which, k in timed)
 

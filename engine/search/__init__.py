@@ -1,4 +1,4 @@
-"""Search for pipeline schedules: the shortest step under a memory budget (issue 18).
+"""Search for pipeline schedules: the shortest step under a memory budget.
 
 * ``search(SearchProblem(...))``: an exact CP-SAT model for small instances (``engine.search.exact``), a
   Zero-Bubble-style greedy for large ones (``engine.search.heuristic``) with the hand-made families of the

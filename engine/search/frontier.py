@@ -11,7 +11,7 @@ from ..costs import Costs
 from ..schedules import FAMILIES, build_schedule
 from ..simulator import simulate
 from ..timeline import Timeline
-from .problem import MEMORY_TOLERANCE, SearchProblem
+from .problem import SearchProblem
 from .result import SearchResult, finish
 from .solve import DEFAULT_WORKERS, search
 
@@ -60,11 +60,6 @@ class Frontier:
     """In increasing budget."""
     families: tuple[FamilyPoint, ...]
     """Every family the costs apply to (measured per-stage costs fit only those with as many stages)."""
-
-    def best_family_within(self, memory_budget: float) -> FamilyPoint | None:
-        """The family with the shortest step whose peak stays within ``memory_budget`` (None if none does)."""
-        within = [f for f in self.families if f.peak_memory <= memory_budget + MEMORY_TOLERANCE]
-        return min(within, key=lambda f: f.makespan, default=None)
 
 
 def default_budgets(problem: SearchProblem) -> tuple[float, ...]:

@@ -1,7 +1,8 @@
 """A search in a fresh child process, for a long-lived server (the app): CP-SAT's threads and every byte the
 solver allocated go when the child ends, the child runs below the server's priority so the pages and the
-health check keep answering while it works, and a child past its limit is ended (issue 28: six visitors
-searching at once kept 282 MB and 37 threads in the server afterwards, and its health check took up to 4 s).
+health check keep answering while it works, and a child past its limit is ended. (Searches in the server's own
+process leave their memory and CP-SAT's threads behind: six visitors searching at once leave 282 MB and 37
+threads, and slow the health check to 4 s.)
 
 Children are forked by a fork server that imported the search once (``FORK_SERVER``, started by the first
 search): a fresh interpreter importing the engine for each would take 0.7 s on an idle machine and up to 4.7 s

@@ -76,6 +76,8 @@ class SearchResult:
             raise AssertionError("the makespan must be the simulated one")
         if self.lower_bound > self.objective_value * (1 + 1e-9):
             raise AssertionError(f"lower bound {self.lower_bound:g} above a found {self.objective_value:g}")
+        if self.status not in (OPTIMAL, NOT_PROVEN) or self.method not in METHODS:
+            raise ValueError(f"unknown status {self.status!r} or method {self.method!r}")
 
     @property
     def claim(self) -> str:
@@ -96,8 +98,6 @@ class SearchResult:
     def objective_value(self) -> float:
         """The problem's objective of the found schedule: its makespan or its period."""
         return self.makespan if self.problem.objective == "makespan" else self.period
-        if self.status not in (OPTIMAL, NOT_PROVEN) or self.method not in METHODS:
-            raise ValueError(f"unknown status {self.status!r} or method {self.method!r}")
 
     def summary(self) -> dict:
         """The figures the CLI's --json prints (plain numbers, lists and strings)."""

@@ -2,11 +2,11 @@
 (``exact._solve`` builds the model and reads the answer; this module only runs the solver).
 
 [Note: a solver that stops on time]
-CP-SAT's own time limit overran by up to 2 s here (7.2 s for a 5 s search), and once told to stop
-(``stop_search``) it still took up to 1.8 s to return on a busy 2-core machine: a large-neighbourhood
-sub-solver looks at the stop flag only between its chunks. A solve in a thread of the caller's process can
-therefore be either on time or joined, not both — and a solver thread left running when the interpreter exits
-aborts it ("terminate called without an active exception", status 134: issue 33, pytest on a clean clone).
+CP-SAT's own time limit overruns by up to 2 s on a busy 2-core machine (7.2 s for a 5 s search), and once told
+to stop (``stop_search``) it can take up to 1.8 s more to return: a large-neighbourhood sub-solver looks at the
+stop flag only between its chunks. A solve in a thread of the caller's process can therefore be either on time
+or joined, not both — and a solver thread left running when the interpreter exits aborts it ("terminate called
+without an active exception", status 134).
 
 So the solve runs in a forked child process (``solve_until``): the model is already built, so the fork carries
 it for free (no pickling; OR-Tools' objects do not pickle). The child reports each solution the callback

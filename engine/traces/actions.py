@@ -131,7 +131,7 @@ def _handoffs_by_order(inside, computed, num_stages: int) -> tuple[list[tuple[Ha
     whose previous stage, or a backward whose next stage, is not on this rank — and the k-th send the output of
     the k-th action whose consumer is elsewhere. Surplus ops at the step's start are not the pipeline's (PyTorch's
     first step exchanges shapes before its first action): the last ones are paired. Nothing is paired when there
-    are fewer ops than actions that need them (the hand-offs then stay unread, as before)."""
+    are fewer ops than actions that need them (the hand-offs then stay unread, as when no op is named)."""
     mine = {label.compute.stage for _, label in computed if isinstance(label.compute, Action)}
     ordered = sorted(
         ((event, label.compute) for event, label in computed if isinstance(label.compute, Action)),

@@ -1,4 +1,4 @@
-"""Whether a job whose traces label no pipeline action is a pipeline at all (issue 35).
+"""Whether a job whose traces label no pipeline action is a pipeline at all.
 
 Reading actions from autograd events (``engine.traces.inferred``) finds bursts of forward ops and of backward
 functions in any training job: a single-GPU step or a data-parallel one has them too (DDP's gradient buckets read
@@ -75,12 +75,6 @@ def communication(trace: RankTrace, window: tuple[float, float]) -> Communicatio
     if family == "kernel":  # a SendRecv kernel is either: it moves data one way or the other
         receives = sends
     return Communication(sends, receives, counts)
-
-
-def _family(event) -> str | None:
-    if event.category == "kernel":
-        return "kernel"
-    return next((family for family in _FAMILIES if event.name.startswith(family)), None)
 
 
 def _kind(name: str) -> str:

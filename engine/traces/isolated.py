@@ -1,6 +1,6 @@
-"""A stranger's traces read in a child process with limits: what the command line and the Your run page both use
-(issue 34: a 160-byte file reached 3.9 GB in the reading process, and the server kept 515 MB after four
-uploads).
+"""A stranger's traces read in a child process with limits: what the command line and the Your run page both use.
+A crafted file can make the reader itself grow (a 160-byte gzip can ask for gigabytes), and a long-lived server
+does not give back to the system what one read took; a child's memory goes when the child ends.
 
 The child sets its own limits first thing (``resource.setrlimit``): an address space of what it had at the start
 plus ``MEMORY_LIMIT_BYTES``, and ``CPU_LIMIT_S`` of CPU; the parent ends it past ``time_limit_s`` of wall-clock
@@ -29,7 +29,7 @@ from .reading import TraceError
 
 MEMORY_LIMIT_BYTES = 1536 * 1024**2
 """Address space the child may add to what it had when it started: 1.5 GiB (the kept events' own budget is
-256 MiB; the valid 2- and 4-rank traces issue 34 tried read in 119 MB)."""
+256 MiB; the 2- and 4-rank example traces read in about 120 MB)."""
 CPU_LIMIT_S = 300
 """CPU seconds the child may use (a safety net: the wall-clock limit usually ends it first)."""
 COMMAND_TIME_LIMIT_S = 600.0

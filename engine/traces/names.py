@@ -170,7 +170,7 @@ def compile_pattern(text: str, kinds: str | None = None) -> NamePattern:
     ``kind_of``) and
     ``microbatch``. It runs on RE2 (``google-re2``), whose matching takes time linear in the name whatever the
     pattern holds: a pattern from a link reaches the server, and on Python's backtracking matcher twenty ``.*``
-    in a row froze it for good (issue 34). RE2 has no backreferences and no look-arounds; such a pattern is
+    in a row never finish. RE2 has no backreferences and no look-arounds; such a pattern is
     refused with RE2's reason (ValueError), as is one longer than ``MAX_PATTERN`` characters."""
     if len(text) > MAX_PATTERN:
         raise ValueError(f"a name pattern is at most {MAX_PATTERN} characters (this one has {len(text)})")

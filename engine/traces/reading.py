@@ -34,8 +34,8 @@ MAX_TRACE_BYTES = 2 * 1024**3
 """The largest trace file (as stored, compressed or not) the lab reads: 2 GiB."""
 MAX_KEPT_BYTES = 256 * 1024**2
 """What the kept events of all ranks together may take in memory, estimated (``event_bytes``): 256 MiB, about
-630,000 events without arguments. A budget in bytes across every file, not a count per rank: 5,000,001 tiny
-events per rank reached 3.4 GB and 58.6 s before the old per-rank count refused them (issue 34)."""
+630,000 events without arguments. A budget in bytes across every file, not a count per rank: a count per rank
+lets tiny events pile up on every rank at once (5 million per rank take 3.4 GB and about a minute to read)."""
 MAX_TEXT_BYTES = 4 * 1024**3
 """The most decompressed text one file may hold (a gzip "bomb" is refused when it passes this, not read on)."""
 MAX_DURATION_US = 3600e6

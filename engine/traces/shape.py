@@ -1,7 +1,7 @@
 """The shape of a trace's raw text, checked before the JSON parser builds anything: how deep its brackets nest
-and how long its strings run (issue 34).
+and how long its strings run.
 
-A parser builds what it reads: ``[[[[…]]]]`` 40,000 levels deep (a 160-byte gzip) cost the streaming parser
+A parser builds what it reads: ``[[[[…]]]]`` 40,000 levels deep (a 160-byte gzip) costs the streaming parser
 3.9 GB, since each level's path is a string as long as the depth (quadratic), and a 1 GiB name is built whole
 before anything can look at its length. A Kineto trace is 4–5 levels deep and its longest strings are kernel
 names and Python stacks of a few KiB, so ``MAX_DEPTH`` and ``MAX_STRING_BYTES`` refuse nothing real.

@@ -38,7 +38,7 @@ from .transport import ProcessGroup
 def rank_entry(rank: int, configs: list[RunConfig], workdir: str, init_method: str, status_array) -> None:
     """What the launcher starts (through ``lifetime.start_child``): every run of ``configs`` as rank ``rank``;
     rank 0 writes the results."""
-    torch.set_num_threads(1)  # FIELD-NOTES: more threads than cores made each rank 15-20× slower
+    torch.set_num_threads(1)  # ranks × threads above the cores makes each rank 15-20× slower
     current = {"action": None}
     status = RankStatus(status_array, rank)
     status.set(STARTING)
