@@ -17,7 +17,7 @@ where idle(X) is a rank's makespan minus its busy time in X. A part can be negat
 the schedule (ZB-H1 with W > I fills more of the drain) makes the step *less* idle than the textbook's.
 The per-micro-batch work of each stage is kept at every level, so the levels differ only in how that work is
 shaped and spread, never in how much there is. With equal stages, F = I = W and no transfers, S0 is the run
-itself and only "schedule" is non-zero: the family's closed form (``tests/test_attribution.py``).
+itself and only "schedule" is non-zero: the family's closed form (``tests/engine/test_attribution.py``).
 """
 
 from __future__ import annotations

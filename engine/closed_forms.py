@@ -3,7 +3,7 @@ when the two differ, which of the formula's assumptions this configuration break
 
 The formulas themselves belong to their families and live beside their generators
 (``engine/schedules/<family>.py``); this module names no family. Each family's forms are checked against
-the simulator in ``tests/test_closed_forms.py`` under their assumptions.
+the simulator in ``tests/engine/test_closed_forms.py`` under their assumptions.
 
 Legend: p ranks, m micro-batches, v chunks per rank; F, I, W the durations of one micro-batch through one
 rank's share of the model (B = I + W; with recomputation the backward also re-runs F, so I counts as I + F).
@@ -181,7 +181,7 @@ def fill_and_drain(s: Setting, timeline: Timeline, source: str) -> list[ClosedFo
 def interleaved_bubble(s: Setting, timeline: Timeline) -> ClosedForm:
     """Megatron's bubble ratio with v chunks per rank. Megatron states it for m a multiple of p; the lab's
     uneven rounds (``depth_first.microbatch_rounds``) reach it exactly for every m ≥ p, so only m < p departs
-    (checked over a grid in ``tests/test_closed_forms.py``)."""
+    (checked over a grid in ``tests/engine/test_closed_forms.py``)."""
     p, m, v = s.p, s.m, s.v
     return form(
         s,
@@ -202,7 +202,7 @@ def split_backward_idle(s: Setting, timeline: Timeline, source: str) -> ClosedFo
     The Zero Bubble paper's Table 2 writes (p − 1)(T_F + T_B − T_W) (its T_B is our I), for W no longer than F
     or I. A longer W still fills a gap, but cannot shorten it below the forward or the input gradient that
     frames it: F + I − min(F, I, W) = max(F + I − W, F, I). With min(F, I, W) the form holds for every
-    F, I, W this lab's simulator was checked on (``tests/test_closed_forms.py``), so it needs no W ≤ F, W ≤ I.
+    F, I, W this lab's simulator was checked on (``tests/engine/test_closed_forms.py``), so it needs no W ≤ F, W ≤ I.
     """
     p, v = s.p, s.v
     per_chunk = "" if v == 1 else " / v"

@@ -59,7 +59,7 @@ SIMULATE_COMPILER_BYTES = 128 * 1024 * 1024
 def simulate_bytes(num_pairs: int, *, compiled: bool) -> int:
     """An upper estimate of the memory simulating ``num_pairs`` (stage, micro-batch) pairs takes above the
     imports: three actions a pair (a split backward), and the compiler when the fast walk loads it
-    (``tests/test_cli.py`` checks it against a measured run)."""
+    (``tests/engine/test_cli.py`` checks it against a measured run)."""
     return 3 * num_pairs * SIMULATE_BYTES_PER_ACTION + (SIMULATE_COMPILER_BYTES if compiled else 0)
 
 

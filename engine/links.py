@@ -9,7 +9,7 @@ PyTorch's pipelining simulator names this as future work.
 
 The walk is event-driven: slot ends are taken from a heap in time order, so the links serve products first come
 first served; a rank starts its next slot once it is free and every input is known. With ``comm`` = 0 it
-gives the delay model's times (``tests/test_links.py``).
+gives the delay model's times (``tests/app/charts/test_links.py``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ with a colour-vision deficiency (pure functions, numpy).
 * sRGB → CIELAB (D65): IEC 61966-2-1 transfer function, then CIE 1976 L*a*b*.
 * ΔE00: Sharma, Wu, Dalal, "The CIEDE2000 color-difference formula: implementation notes, supplementary test
   data, and mathematical observations", Color Res. Appl. 30 (2005), eq. 1–23; its Table 1 is the test data
-  ``tests/test_palette.py`` checks against.
+  ``tests/app/charts/test_palette.py`` checks against.
 * Dichromacy: Machado, Oliveira, Fernandes, "A physiologically-based model for simulation of color vision
   deficiency", IEEE TVCG 15 (2009), the severity-1.0 matrices, applied to linear RGB.
 

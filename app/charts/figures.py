@@ -2,7 +2,7 @@
 one time axis (Compare), and the bubble-versus-memory trade-off (a real run's figure: ``run_figure.py``).
 
 Figures are assembled from plain dicts and wrapped without plotly's validation (``_validate=False``): for
-the Playground's 8×32 that takes the figure from ~300 ms to ~30 ms. ``tests/test_charts.py`` validates
+the Playground's 8×32 that takes the figure from ~300 ms to ~30 ms. ``tests/app/charts/test_charts.py`` validates
 every figure kind once, so a misspelt property still fails a test.
 """
 

@@ -9,7 +9,7 @@ KIND_COLOURS = {"F": "#8067BC", "B": "#F5840A", "I": "#1AB998", "W": "#40725E"}
 """F indigo, B orange, I teal, W dark green. Chosen (by a search over sRGB, staying close to the lab's
 earlier blue, orange, green and purple) so that every pair of kinds is at least 20 CIEDE2000 apart for normal
 vision and under simulated protanopia, deuteranopia and tritanopia, at every chunk shade, and each kind's chunk
-shades at least 12 apart; ``tests/test_palette.py`` checks it (``app/charts/colour.py`` has the science)."""
+shades at least 12 apart; ``tests/app/charts/test_palette.py`` checks it (``app/charts/colour.py`` has the science)."""
 CHUNK_LIGHTEN = {"F": 0.34, "B": 0.48, "I": 0.74, "W": 0.25}
 """How far the last chunk's shade of each kind goes towards white (chunks in between evenly)."""
 IDLE_FILL = "rgba(150,150,150,0.30)"
@@ -140,7 +140,8 @@ PROJECTOR = Sizes(
     gantt_padding=24,
 )
 """Projector mode fits the Playground's default chart, all four ranks and the memory, on the first screen of a
-1280 × 720 projector (``tests/test_browser_projector.py``); bars' letters are 18 px or more, every other text 20 px."""
+1280 × 720 projector (``tests/browser/test_browser_projector.py``); bars' letters are 18 px or more, every other
+text 20 px."""
 
 
 def sizes(projector: bool) -> Sizes:

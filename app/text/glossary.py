@@ -1,8 +1,8 @@
 """The lab's words, each defined in one sentence: the sidebar's Glossary (every page), the metric cards' help
 and the lesson checker read them from here (pure data, no Streamlit).
 
-A lesson may use a term before it teaches it only if the term is here (``tests/test_lessons.py``: every term a
-lesson uses is defined in that lesson — written in bold where it is introduced — or in this glossary). Each
+A lesson may use a term before it teaches it only if the term is here (``tests/app/lessons/test_lessons.py``:
+every term a lesson uses is defined in that lesson — written in bold where it is introduced — or in this glossary). Each
 metric card is a term too (its ``Metric.term`` in ``app.text.metrics``, which reads this module; nothing here
 reads the metrics): a lesson shows a card only from the step that introduces it.
 """

@@ -3,7 +3,7 @@ allows — so a run that cannot fit is refused with the arithmetic instead of ta
 
 The estimate is an upper bound (torch-free):
 
-* parameters P from the model's shapes (exact: ``tests/test_real_runs.py`` counts them in PyTorch);
+* parameters P from the model's shapes (exact: ``tests/app/real_run/test_real_runs.py`` counts them in PyTorch);
 * activations A of the whole batch through the whole model — what GPipe holds at its peak and what the
   unsplit reference saves — from per-layer counts that overestimate what autograd saves by 1.2–1.5×;
 * each process that imports PyTorch costs about ``PROCESS_BYTES`` before any tensor.

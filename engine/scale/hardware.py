@@ -44,7 +44,7 @@ NETWORK_RING_SHARE = 0.9
 85–96 % of the NICs' rate (NVIDIA/nccl-tests issue 119: 84.8 to 96 GB/s of 100 for four HDR NICs)."""
 
 # The one calibrated number per GPU: the share of peak a large GEMM's tiles reach, set so that the planner gives
-# one published run's throughput exactly (``engine.scale.calibration.calibrate``; tests/test_calibration.py
+# one published run's throughput exactly (``engine.scale.calibration.calibrate``; tests/engine/scale/test_calibration.py
 # recomputes both from the runs and checks these constants).
 A100_GEMM_SHARE = 0.722
 A100_CALIBRATION = "set so that the planner gives Narayanan et al. 2021's 1T run (Table 1) its 163 TFLOP/s per GPU"

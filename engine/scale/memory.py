@@ -9,8 +9,8 @@ N_d (Megatron's distributed optimizer: 6 + 12/d bytes, as its table says), stage
 also the weights.
 
 Activations per transformer layer and micro-batch: what its operations keep for the backward (``operations``,
-checked against torch's own saved tensors in ``tests/test_saved_tensors.py``). For a GPT-3 layer without flash
-attention it is Korthikanti et al. 2022's Table 2 (sₗ = s/c the tokens of a sequence on one GPU):
+checked against torch's own saved tensors in ``tests/engine/runtime/test_saved_tensors.py``). For a GPT-3 layer
+without flash attention it is Korthikanti et al. 2022's Table 2 (sₗ = s/c the tokens of a sequence on one GPU):
 
     none,      TP + sequence parallel    sₗbh·34/t + 5·a·sₗ·s·b/t
     none,      TP only                   sₗbh·(10 + 24/t) + 5·a·sₗ·s·b/t

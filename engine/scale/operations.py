@@ -18,7 +18,7 @@ and either flash attention's output and log-sum-exp (FP32) or, without it, the s
 mask and dropout output (Korthikanti et al. 2022 §4.1). With sequence
 parallelism a GEMM after an all-gather keeps its input before the gather (T'·h), as Megatron does. Recomputation
 (Korthikanti §5): selective re-runs the attention core, so only its inputs are kept; full keeps the layer input.
-Tests: ``tests/test_saved_tensors.py`` builds these layers in torch and counts what autograd saves.
+Tests: ``tests/engine/runtime/test_saved_tensors.py`` builds these layers in torch and counts what autograd saves.
 """
 
 from __future__ import annotations

@@ -161,7 +161,8 @@ LLAMA3_FLOPS_NOTE = (
 )
 LLAMA3_MEMORY_NOTE = (
     "Memory: the lab counts what a Megatron-LM layer with Transformer Engine keeps for its backward, checked against "
-    "torch's own saved tensors (tests/test_saved_tensors.py). Meta's training stack is not public: which tensors "
+    "torch's own saved tensors (tests/engine/runtime/test_saved_tensors.py). Meta's training stack is not public: "
+    "which tensors "
     "its layers keep, and in what precision, is the one assumption the lab cannot know; where the plan does not fit, "
     "its shortfall line says by how much each layer would have to keep less."
 )

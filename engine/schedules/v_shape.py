@@ -57,7 +57,7 @@ BuildingBlock = Callable[[int], list[tuple[int, int, int, int]]]
 def greedy_microbatches(num_ranks: int) -> int:
     """2p + 8: the most micro-batches the squeeze runs on. By then the middle micro-batches run the building
     block unchanged (the steady phase), so each further micro-batch repeats one steady round (checked against
-    the squeeze on all micro-batches in tests/test_v_shapes.py)."""
+    the squeeze on all micro-batches in tests/engine/test_v_shapes.py)."""
     return 2 * num_ranks + 8
 
 

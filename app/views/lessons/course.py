@@ -1,5 +1,5 @@
 """Lessons as data (``lessons/*.toml``), and what turns them into numbers: every figure a lesson states is
-computed by the engine, and the checker (``tests/test_lessons.py``) fails when the text and the engine
+computed by the engine, and the checker (``tests/app/lessons/test_lessons.py``) fails when the text and the engine
 disagree — or when a question's answer is on the screen before the learner has answered it.
 
 A lesson is ordered steps. A step has text (markdown), a live configuration (the Playground's URL keys), named

@@ -154,7 +154,8 @@ def kept_per_layer(result) -> None:
         st.table([{"kept by": name, "MB": f"{size / MB:,.1f}", "share": f"{size / total:.0%}"} for name, size in kept])
         st.caption(
             "Each operation's saved tensors as torch's autograd keeps them for a layer built as Megatron-LM builds "
-            "it (tests/test_saved_tensors.py counts them in torch for both layer styles and every recomputation)."
+            "it (tests/engine/runtime/test_saved_tensors.py counts them in torch for both layer styles and every "
+            "recomputation)."
         )
 
 

@@ -13,7 +13,7 @@ from engine import FAMILIES, UNIT, Costs, build_schedule, simulate
 from engine.cli import main
 from engine.search import OPTIMAL, SearchProblem, lower_bounds, search
 from engine.search.spaces import search_every_space
-from tests.test_search import HALVES, UNEVEN, best_of_all_orders, check
+from tests.engine.search.test_search import HALVES, UNEVEN, best_of_all_orders, check
 
 
 def every_family_at(p: int, m: int, costs: Costs):

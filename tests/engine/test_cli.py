@@ -568,7 +568,7 @@ def test_the_simulate_memory_estimate_bounds_a_measured_run():
         "    code = main(['simulate', '--schedule', 'zb-h2', '--ranks', '128', '--microbatches', '512', '--json'])\n"
         "print(code, (peak() - base) * 1024)\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", measure], cwd=root, capture_output=True, text=True, check=True)
     code, measured = map(int, done.stdout.split())
     assert code == 0, done.stderr  # a refused or failed simulate would measure nothing

@@ -12,7 +12,7 @@ from pytorch_orders import lowered_csv, pytorch_rows, pytorch_schedule
 from engine import FAMILIES, Costs, build_schedule, read_csv, simulate, validate
 from engine.cli import main
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 FULL_BACKWARD = [Costs.of({"F": 1, "B": 2}), Costs.of({"F": 1, "B": 3}, comm=0.5)]
 SPLIT_BACKWARD = [
     Costs.of({"F": 1, "I": 1, "W": 1}),

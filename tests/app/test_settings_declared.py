@@ -27,7 +27,7 @@ from engine.settings import SimulateSettings
 from engine.terminal import UsageError
 from engine.traces.settings import TraceSettings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = (LabSettings, SearchSettings, RealRunSettings, PlanRequest, YourRunSettings)
 MAX_FUNCTION_LINES = 80
 

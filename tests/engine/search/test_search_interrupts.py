@@ -14,7 +14,7 @@ import pytest
 from engine import Costs
 from engine.search import SearchProblem, search
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 UNEVEN_F = "1:1.5:1:2:1:1:1.25:1:1:1:1:2:1:1:1.5:1"
 ONES = ":".join(["1"] * 16)
 HARD = [

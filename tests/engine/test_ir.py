@@ -8,7 +8,7 @@ from engine import Action, Kind, Overlap, build_schedule, read_csv, validate
 from engine.ir import parse_slot
 from engine.schedules import FAMILIES
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from engine.traces import ImportOptions, TraceError, import_traces
 from engine.traces.reading import MAX_KEPT_BYTES
 from engine.traces.shape import MAX_DEPTH, MAX_STRING_BYTES, ShapeError, TextShape
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = sorted(str(p) for p in (ROOT / "examples" / "traces" / "schedule1f1b-2ranks").glob("rank*.json.gz"))
 MEASURED = """
 import resource, subprocess, sys, time

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-PAGES = sorted((Path(__file__).resolve().parents[1] / "app" / "views").glob("*/page.py"))
+PAGES = sorted((Path(__file__).resolve().parents[2] / "app" / "views").glob("*/page.py"))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda path: path.parent.name)
@@ -26,7 +26,7 @@ def test_visitors_see_no_error_details_and_no_developer_menu():
 
     from streamlit import config
 
-    settings = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
+    settings = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     client = settings["client"]
     assert client["showErrorDetails"] == "type" and client["toolbarMode"] == "viewer"
     described = config._config_options_template["client.showErrorDetails"].description

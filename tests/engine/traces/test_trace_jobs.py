@@ -17,7 +17,7 @@ from engine.traces import ImportOptions, TraceError, import_traces
 from engine.traces.actions import RankStep, TimedAction
 from engine.traces.evidence import refuse_broken_order
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 OTHER_JOBS = ROOT / "tests" / "fixtures" / "other_jobs"
 TRACES = ROOT / "examples" / "traces"
 

@@ -14,7 +14,7 @@ from engine.schedules.v_half import v_half_block, v_half_idle, v_half_peak
 from engine.schedules.v_min import v_min_block, v_min_idle, v_min_peak
 from engine.schedules.v_shape import greedy_microbatches, squeezed_ranks
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 PEAK = {"v-half": v_half_peak, "v-min": v_min_peak}
 IDLE = {"v-half": v_half_idle, "v-min": v_min_idle}
 BLOCK = {"v-half": v_half_block, "v-min": v_min_block}

@@ -44,7 +44,7 @@ from engine import Costs, build_schedule, simulate
 from engine.runtime import run
 from engine.runtime.budget import check_budget
 
-APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
+APP = str(Path(__file__).resolve().parents[3] / "app" / "streamlit_app.py")
 LESSONS = load_lessons()
 BY_NUMBER = {lesson.number: lesson for lesson in LESSONS}
 STEPS = [(lesson, step) for lesson in LESSONS for step in lesson.steps]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-IN_PROCESS_SEARCHES = ["tests/test_search.py", "tests/test_search_interrupts.py"]
+ROOT = Path(__file__).resolve().parents[2]
+IN_PROCESS_SEARCHES = ["tests/engine/search/test_search.py", "tests/engine/search/test_search_interrupts.py"]
 """The timing tier's files whose tests run CP-SAT inside the pytest process, each stopped at its time limit."""
 
 

@@ -87,7 +87,7 @@ def test_a_sendrecv_kernel_waiting_for_its_partner_is_a_wait_not_wire_time():
     waiting for the receiver's is a wait to leave ("made" → "depart")."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "fixtures"))
     from make_traces import NCCL_US
 
     from engine.traces.examples import example_files

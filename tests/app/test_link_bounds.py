@@ -16,7 +16,7 @@ from app.views.your_run.settings import YourRunSettings
 from engine.codecs import Choice, Flag, Number, Whole
 from engine.scale.request import PlanRequest
 
-APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 PAGES = {
     "views/playground/page.py": LabSettings,
     "views/compare/page.py": LabSettings,

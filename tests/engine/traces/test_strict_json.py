@@ -13,7 +13,7 @@ from engine.cli import main
 from engine.schedules import FAMILIES
 from engine.terminal import NOT_FINITE_KEY, json_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 TRACES = ROOT / "examples" / "traces" / "schedule1f1b-2ranks"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from app.server.preload import VIEWS, imported_by, page_modules
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_top_level_imports_are_read_in_order_once(tmp_path):

@@ -19,7 +19,7 @@ from engine.traces import ImportOptions, TraceError, import_traces, reading
 from engine.traces.compare import family_table
 from engine.traces.names import NOTHING, compile_pattern, read_label
 
-TRACES = Path(__file__).parents[1] / "examples" / "traces"
+TRACES = Path(__file__).parents[3] / "examples" / "traces"
 RUNS = sorted(path for path in TRACES.iterdir() if (path / "order.json").exists())
 
 
@@ -302,7 +302,7 @@ def test_the_cli_prints_the_step_and_refuses_bad_input_in_one_line(capsys, tmp_p
 def test_a_fresh_pytorch_run_regenerates_and_imports(tmp_path):
     """tests/fixtures/make_traces.py runs PyTorch's ScheduleInterleavedZeroBubble on 2 gloo processes again; the
     import rebuilds the order it executed."""
-    script = Path(__file__).parent / "fixtures" / "make_traces.py"
+    script = Path(__file__).parents[2] / "fixtures" / "make_traces.py"
     command = [sys.executable, str(script), "--out", str(tmp_path), "--ranks", "2"]
     result = subprocess.run(
         [*command, "--classes", "ScheduleInterleavedZeroBubble"], capture_output=True, text=True, timeout=300
