@@ -38,10 +38,10 @@ memcpy tests land lower, about 75 %, but training's element-wise work runs as ke
 NVLINK_RING_SHARE = 0.75
 """Share of the one-way NVLink rate a large NCCL ring collective reaches inside a node (its "bus bandwidth").
 Stated, not fitted: nccl-tests' all_reduce_perf on 8 × A100 SXM reports about 200–230 GB/s of the 300
-(NVIDIA/nccl-tests issues 149 and 178), and on 8 × H100 SXM about 360 of the 450 without NVLink SHARP."""
+(github.com/NVIDIA/nccl-tests/issues/149 and /178), and on 8 × H100 SXM about 360 of the 450 without NVLink SHARP."""
 NETWORK_RING_SHARE = 0.9
 """The same between nodes: all_reduce_perf across nodes of 8 A100s with 200 Gb/s HDR InfiniBand reports
-85–96 % of the NICs' rate (NVIDIA/nccl-tests issue 119: 84.8 to 96 GB/s of 100 for four HDR NICs)."""
+85–96 % of the NICs' rate (github.com/NVIDIA/nccl-tests/issues/119: 84.8 to 96 GB/s of 100 for four HDR NICs)."""
 
 # The one calibrated number per GPU: the share of peak a large GEMM's tiles reach, set so that the planner gives
 # one published run's throughput exactly (``engine.scale.calibration.calibrate``; tests/engine/scale/test_calibration.py

@@ -1,4 +1,4 @@
-"""Issue 28: no link makes any page show an exception. Every URL key of every page is driven out of its bounds
+"""No link makes any page show an exception. Every URL key of every page is driven out of its bounds
 (below, above, a non-ASCII digit, a Markdown payload); each comes back as a warning naming the key, the page
 draws with the default, and nothing is rendered as markup."""
 

@@ -21,7 +21,7 @@ def test_a_page_module_has_no_bare_string_but_its_docstring(page):
 
 
 def test_visitors_see_no_error_details_and_no_developer_menu():
-    """Issue 28: an unforeseen exception must not show a traceback with the server's paths to a visitor."""
+    """An unforeseen exception must not show a traceback with the server's paths to a visitor."""
     import tomllib
 
     from streamlit import config

@@ -215,7 +215,7 @@ FIRST_SCREEN = (
 
 
 def test_projector_mode_fits_a_1080p_screen(tmp_path):
-    """Issue 27: at 1920 × 1080 with ``projector=1``, lecture mode's narration sits beside the Gantt and both are
+    """At 1920 × 1080 with ``projector=1``, lecture mode's narration sits beside the Gantt and both are
     on the first screen; Compare's three default schedules and their one time axis are too; the sidebar writes
     every chosen schedule's whole name."""
     sync_api = require_browser()
@@ -281,7 +281,7 @@ def test_a_deep_link_to_every_page_is_clean_in_the_console():
 
 
 def test_lecture_mode_steps_in_the_browser_without_a_rerun():
-    """Issue 38: "Next event ▶" moves the cursor, the headline, the story and the player's time slider in the page
+    """Lecture mode's "Next event ▶" moves the cursor, the headline, the story and the player's time slider in the page
     itself — the script never runs — and lands where the engine's narration says."""
     from engine.narrate import Narration
 
@@ -355,7 +355,7 @@ LABELS_AGAINST_PLOTLY = """async (inView) => {
 
 
 def test_bar_labels_are_the_ones_plotly_shows_and_follow_a_zoom():
-    """Issue 38: the chart element draws the bars' labels itself (Plotly's took about 30 ms of a 4 × 8 change); it
+    """The chart element draws the bars' labels itself (Plotly's took about 30 ms of a 4 × 8 change); it
     shows exactly the labels Plotly shows for the same figure — all, some or none, on a laptop, a phone and a
     projector — each inside its bar, and redraws them where the bars go when the chart is zoomed."""
     sync_api = require_browser()

@@ -1,6 +1,6 @@
 """Hostile links, in a real browser: every URL key of every page given Markdown, HTML, KaTeX, bare URLs and
 very long values. The page must render none of it — no link, image, bold or formula the app did not make —
-and the browser must request nothing from another host (issue 15)."""
+and the browser must request nothing from another host."""
 
 from urllib.parse import quote
 

@@ -1,4 +1,4 @@
-"""Fast input is never lost (issue 20): 60 arrow-key presses on a slider, with no pause and with 50 ms pauses,
+"""Fast input is never lost: 60 arrow-key presses on a slider, with no pause and with 50 ms pauses,
 end with the slider, the numbers drawn for that value and the address bar all at the target — on the
 Playground, and on the other pages that keep their state in the address bar."""
 

@@ -89,7 +89,7 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, 
 
 
 def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
-    """Issue 36: a presentation clicker (PageDown / PageUp) walks lesson 2 as a deck — through lecture mode's events
+    """A presentation clicker (PageDown / PageUp) walks lesson 2 as a deck — through lecture mode's events
     where a step shows them, then on to the next step — and back, without the mouse."""
     from app.views.lessons.course import load_lessons
 

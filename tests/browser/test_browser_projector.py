@@ -1,4 +1,4 @@
-"""Issue 36: projector mode, run as a teacher would at the front of the room — every page with a chart, at 1920 ×
+"""Projector mode, run as a teacher would at the front of the room — every page with a chart, at 1920 ×
 1080 and at a 1280 × 720 projector: the sidebar gone (no strip, nothing of it in the Tab order) with a visible way
 back, the chart's bottom on the first screen with every rank of the page's default configuration named on it, and
 no focusable element outside the screen's width. Screenshots go to SCREENSHOT_DIR when it is set."""

@@ -49,7 +49,7 @@ def test_uploaded_traces_show_their_step_as_the_cli_reads_it():
 
 
 def _hostile_uploads(folder) -> list:
-    """Issue 34's files, each named as a visitor would name it."""
+    """Hostile files, each named as a visitor would name it."""
     import gzip
     import json
 
@@ -68,7 +68,7 @@ def _hostile_uploads(folder) -> list:
 
 
 def test_hostile_uploads_and_links_are_one_message_naming_the_upload_and_the_server_keeps_answering(tmp_path):
-    """Issue 34: each bad upload is a one-line error naming the file as uploaded (never the server's private
+    """Each bad upload is a one-line error naming the file as uploaded (never the server's private
     folder), the twenty-``.*`` link reads in linear time, and the health check answers within 2 s throughout."""
     import time
 

@@ -1,4 +1,4 @@
-"""Issue 33: a process that used the library exits normally. A CP-SAT thread still running when pytest's process
+"""A process that used the library exits normally. A CP-SAT thread still running when pytest's process
 ended aborted it ("terminate called without an active exception", status 134) after every test had passed, so
 a clean clone's CI failed; here the timing tier's in-process searches run together in a subprocess exactly as
 ``make test`` runs that tier, and its exit status is the assertion."""

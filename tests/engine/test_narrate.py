@@ -40,7 +40,7 @@ def test_the_story_of_gpipes_first_moments():
 
 
 def test_an_action_of_no_duration_is_no_event():
-    """Issue 36: lesson 2's forwards-only chart (B = 0) ended on an event narrating "rank 0 starts 0B0 (… full
+    """Lesson 2's forwards-only chart (B = 0) ended on an event narrating "rank 0 starts 0B0 (… full
     backward …)" on every rank, under a text that says the backwards take no time."""
     costs = Costs.of({"F": 1, "B": 0})
     schedule = build_schedule("gpipe", 4, 6)

@@ -63,7 +63,7 @@ def test_large_timelines_are_binned_and_the_bins_keep_the_busy_time():
 
 
 def test_a_binned_chart_keeps_forwards_and_backwards_visible_in_lanes():
-    """Issue 27: at 256 micro-batches, colouring a column by the kind that ran most drew one orange block; each
+    """At 256 micro-batches, colouring a column by the kind that ran most drew one orange block; each
     kind's own lane keeps the forwards visible, and a lane is coloured exactly where its kind ran for a quarter
     of the column or more."""
     timeline = simulate(build_schedule("1f1b", 16, 256), UNIT)
@@ -115,7 +115,7 @@ def test_every_chunk_shade_differs_and_its_label_is_readable():
 
 @pytest.mark.parametrize("name, recompute", [("1f1b", True), ("gpipe", True), ("zb-h1", False), ("dualpipev", True)])
 def test_the_memory_chart_and_the_peak_card_are_one_series(name, recompute):
-    """Issue 13: with recomputation the card said 1.3 while the chart never rose above 0.4 (it left out the
+    """With recomputation the card said 1.3 while the chart never rose above 0.4 (it left out the
     activations a recomputing backward rebuilds). Both now read Timeline.memory_curve."""
     costs = Costs.of({"F": 1, "I": 1, "W": 1}, recompute=recompute)
     timeline = simulate(build_schedule(name, 4, 8), costs)

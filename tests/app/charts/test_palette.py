@@ -41,7 +41,7 @@ def test_the_simulated_visions_keep_greys_and_confuse_what_they_should():
 @pytest.mark.parametrize("num_chunks", [1, 2, 3, 4, 8])
 @pytest.mark.parametrize("vision", list(VISIONS))
 def test_every_pair_of_kinds_is_at_least_20_apart_at_every_chunk_shade(vision, num_chunks):
-    """Issue 13: under protanopia F and W were ΔE ≈ 12 apart, B and I ≈ 20; DualPipeV's lighter shades washed
+    """Under protanopia F and W were ΔE ≈ 12 apart, B and I ≈ 20; DualPipeV's lighter shades washed
     together. Every pair of kinds at the same chunk shade is now ≥ 20 for every simulated vision."""
     for chunk in range(num_chunks):
         shades = {kind: chunk_shade(kind, chunk, num_chunks) for kind in KIND_COLOURS}

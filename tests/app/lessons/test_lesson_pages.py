@@ -8,7 +8,7 @@ pytestmark = pytest.mark.slow  # AppTest runs the whole app script per test
 
 
 def test_lesson_11_step_1_shows_the_staircase_in_seconds_beside_its_memory():
-    """Issue 36: "The staircase, in seconds" showed only a memory chart; now one pipeline's Gantt in seconds (the
+    """Lesson 11's "The staircase, in seconds" draws one pipeline's Gantt in seconds (the
     Plan page's, one engine call) comes first, its time axis the plan's step."""
     from app.frame.engine_calls import planned
     from app.views.lessons.course import load_lessons

@@ -212,7 +212,7 @@ SAME_WORDS = re.compile(r"\b(same|equal|unchanged|no different)\b", re.IGNORECAS
 
 
 def title_gives_away(lesson, step) -> str | None:
-    """Issue 36: the titles a learner reads before answering (the lesson's, shown in the header and the sidebar,
+    """The titles a learner reads before answering (the lesson's, shown in the header and the sidebar,
     its summary, the step's) must not state the answer in words: a tie called "the same" in a title, the
     question's own comparison ("a smaller bubble fraction") stated as a fact, or a ratio ("a third of the idle
     time") from which a number follows. Numbers are ``answer_on_screen``'s job."""
@@ -294,7 +294,7 @@ def lesson_text(number: int) -> str:
 
 
 def test_the_lessons_state_the_corrected_facts():
-    """Issue 14's fact check, where the words can be checked (the numbers are checked as claims above)."""
+    """The fact check, where the words can be checked (the numbers are checked as claims above)."""
     six = lesson_text(6)
     assert "ZB-1p, gains up to about 15 % throughput over 1F1B in both versions" in six  # not 23 %
     assert (
@@ -605,7 +605,7 @@ def test_the_glossary_is_in_the_sidebar_and_the_playground_points_to_lesson_1():
 
 
 def test_lesson_11s_warm_up_formula_gives_the_numbers_beside_it():
-    """Issue 36: the text's 2(p − 1) + (v − 1)·p + 1 chunk forwards, each 1/v of a share, at p = 16 equals the
+    """The text's 2(p − 1) + (v − 1)·p + 1 chunk forwards, each 1/v of a share, at p = 16 equals the
     planner's micro-batches in flight on rank 0 (before: the text had no + 1, which gives 17.75 and 23, not the
     17.875 and 23.5 shown)."""
     lesson = BY_NUMBER[11]

@@ -63,7 +63,7 @@ NOT_TERMS = {"GB": "a unit", "MB": "a unit", "TB": "a unit", "NVIDIA": "a maker'
 
 
 def test_every_abbreviation_the_plan_page_shows_is_in_the_glossary():
-    """Issue 36: "GEMM" was used throughout the Plan page and defined nowhere. Every capitalised abbreviation in
+    """An abbreviation such as "GEMM" is defined where the Plan page uses it. Every capitalised abbreviation in
     its text, cards and tables is a glossary term (by name or alias), or a unit or a name (``NOT_TERMS``)."""
     from app.text.glossary import TERMS
 

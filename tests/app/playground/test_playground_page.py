@@ -199,7 +199,7 @@ def test_dualpipev_draws_overlapped_pairs_as_half_bars():
 
 
 def test_a_lecture_too_long_for_the_page_steps_on_the_server():
-    """Past DECK_EVENTS events the page does not carry them all: each press is a rerun, as before issue 38."""
+    """Past DECK_EVENTS events the page does not carry them all: each press is a rerun."""
     from app.lecture.deck import DECK_EVENTS
 
     at = open_app({"schedule": "1f1b", "ranks": "32", "microbatches": "256"})
@@ -214,7 +214,7 @@ def test_a_lecture_too_long_for_the_page_steps_on_the_server():
 
 
 def test_the_playgrounds_closed_expanders_are_filled_once_opened():
-    """Issue 38: a change of setting no longer mounts the idle-cause chart and the schedule's grid while their
+    """A change of setting no longer mounts the idle-cause chart and the schedule's grid while their
     expanders are closed; opened, they hold the engine's attribution and the grid (and keep them on a change)."""
     at = open_app({"schedule": "1f1b", "ranks": "4", "microbatches": "8", "costs": "F=1,I=1,W=1"})
     labels = [e.label for e in at.expander]
@@ -234,7 +234,7 @@ def test_the_playgrounds_closed_expanders_are_filled_once_opened():
 
 
 def test_the_playgrounds_gantt_is_built_once_per_configuration_and_drawn_as_built():
-    """Issue 38: the figure and its JSON are kept per configuration (shared by every visitor); what the page
+    """The figure and its JSON are kept per configuration (shared by every visitor); what the page
     sends is the figure the chart module builds for that timeline."""
     from app.charts import timeline_figure
     from app.frame.engine_calls import playground_gantt, simulated

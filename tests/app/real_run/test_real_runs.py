@@ -134,7 +134,7 @@ def test_the_servers_memory_does_not_keep_what_a_run_allocated():
     assert after - before < 40 * 2**20
 
 
-# -- a run that ends without a result says what the evidence says (issue 14) ----------------------------------
+# -- a run that ends without a result says what the evidence says ----------------------------------
 @pytest.mark.parametrize(
     "exitcode, output, before, after, says, not_says",
     [

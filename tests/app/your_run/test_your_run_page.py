@@ -30,7 +30,7 @@ def test_your_run_marks_where_the_order_differs_and_warns_about_a_bad_link():
 
 
 def test_your_run_shows_the_prediction_as_a_card_and_its_outlines_and_the_arrows_only_when_asked():
-    """Issue 35: measured and predicted step side by side (one simulation for the card and the outlines); the
+    """Measured and predicted step side by side (one simulation for the card and the outlines); the
     outlines off and the arrows on by default, each behind its toggle; the time axis ends at the step."""
     from engine.traces import import_traces
     from engine.traces.examples import DEFAULT_EXAMPLE, example_files

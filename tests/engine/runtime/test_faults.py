@@ -2,7 +2,7 @@
 a rank stopped or killed mid-run must be named, within the time-out, and every process must be gone after;
 Ctrl-C is one line and status 130. Whatever stops the run's own process — SIGINT, SIGTERM, SIGHUP, even
 SIGKILL — leaves no process in its process group, no file in /dev/shm or the temporary folder, and no run
-folder once the next run has swept (issue 15)."""
+folder once the next run has swept."""
 
 import json
 import os

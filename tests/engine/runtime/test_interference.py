@@ -1,4 +1,4 @@
-"""Timings on a crowded host (issue 19): the estimator interference can only inflate, and the busy-host notice —
+"""Timings on a crowded host: the estimator interference can only inflate, and the busy-host notice —
 checked on synthetic repeats (deterministic), through a real run and the command line with the thresholds
 moved, and once under load induced on one CPU. No test here asserts a ratio that depends on this machine's
 cores or load: those are printed by benchmarks/crowded_host.py."""

@@ -32,7 +32,7 @@ def check(result):
     measured = result.measured.frame
     assert len(measured) == result.schedule.num_actions
     assert (measured["end"] >= measured["start"]).all()
-    # issue 16: the --json idle split, on every family and both backends (every run test comes through here):
+    # the --json idle split, on every family and both backends (every run test comes through here):
     # each rank's causes add up to its measured idle time within 1 % of the makespan
     tolerance = 0.01 * summary["makespan"]
     split = summary["idle_by_cause"]
@@ -181,7 +181,7 @@ def test_measured_memory_grows_with_microbatches_at_a_fixed_microbatch_size():
 @pytest.mark.slow
 @pytest.mark.timing
 def test_emulated_prediction_is_close_to_the_measurement(kind):
-    """The simulator, fed the run's own measured per-stage costs, predicts its makespan within 5 % (issue 8's
+    """The simulator, fed the run's own measured per-stage costs, predicts its makespan within 5 % (the
     target): durations are CPU time, each action's fastest of 5 steps, so a busy machine barely moves them."""
     result = run(RunConfig(family="1f1b", num_ranks=4, num_microbatches=8, model=ModelConfig(kind=kind), repeats=5))
     check(result)

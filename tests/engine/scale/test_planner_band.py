@@ -1,4 +1,4 @@
-"""Issue 37: the planner says how sure it is — each plan's step, throughput and MFU with the spread of the
+"""The planner says how sure it is — each plan's step, throughput and MFU with the spread of the
 planner's error over the published runs on the same GPU, computed from the runs the lab ships."""
 
 from __future__ import annotations

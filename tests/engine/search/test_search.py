@@ -1,4 +1,4 @@
-"""The schedule search (issue 18): every result checked by the validator and the simulator; the exact method
+"""The schedule search: every result checked by the validator and the simulator; the exact method
 against exhaustive enumeration; the hand-made Zero Bubble schedules as yardsticks; budgets, the frontier, the
 time limit, the CLI and its errors."""
 

@@ -1,4 +1,4 @@
-"""Issue 37: the search over chunked placements — a loop of 2, 3 or 4 chunks per rank besides one stage per rank
+"""The search over chunked placements — a loop of 2, 3 or 4 chunks per rank besides one stage per rank
 and the V — and ``auto``, which searches every space within the one time limit and keeps the best. "Optimal" always
 names its space; the searched step is never longer than a hand-made family's that fits the same memory."""
 

@@ -1,4 +1,4 @@
-"""Issue 33: every command's --json is strict JSON (no NaN, no Infinity), at short time limits and degenerate
+"""Every command's --json is strict JSON (no NaN, no Infinity), at short time limits and degenerate
 sizes; a value that is not finite is written as null and named in ``not_finite``."""
 
 import json

@@ -1,4 +1,4 @@
-"""Issue 35: an unlabelled GPU pipeline (PyTorch's Schedule1F1B writes no labels) is timed on the GPU — each
+"""An unlabelled GPU pipeline (PyTorch's Schedule1F1B writes no labels) is timed on the GPU — each
 inferred action by the kernels its autograd ops launched, matched through the launches' ``correlation`` ids, as
 Kineto records them: a ``cudaLaunchKernel`` (``cuda_runtime``) inside the op on the op's thread, and the kernel
 (``kernel``, on its stream) carrying the same ``correlation``. The trace is built here from that documented

@@ -1,4 +1,4 @@
-"""Issue 35: real jobs' traces read right, or refused with the reason — never a pipeline where there is none.
+"""Real jobs' traces read right, or refused with the reason — never a pipeline where there is none.
 
 The non-pipeline traces are real ``torch.profiler`` output of this machine (``tests/fixtures/make_other_jobs.py``):
 one process training an MLP, and DistributedDataParallel over gloo on 2 and 4 processes. Before, the lab read the
@@ -206,7 +206,7 @@ def test_a_family_is_named_in_any_case():
     "run", ["scheduleinterleaved1f1b-2ranks", "scheduleinterleaved1f1b-4ranks", "schedulegpipe-4ranks"]
 )
 def test_a_framework_that_names_only_its_compute_reads_its_hand_offs_from_the_send_and_receive_ops(tmp_path, run):
-    """Issue 35: "PP::Stage{s}-Forward{m}" labels and no hand-off labels at all (PyTorch's PP:…RECV_F… removed):
+    """Labels "PP::Stage{s}-Forward{m}" and no hand-off labels at all (PyTorch's PP:…RECV_F… removed):
     the hand-offs come from the gloo send/receive ops in the order the compute needs them, so the bubble is the
     labelled run's (before: 0.429 against 0.630, transfers 0 ms)."""
     words = {"F": "Forward", "B": "Backward", "I": "BackwardInput", "W": "BackwardWeight"}

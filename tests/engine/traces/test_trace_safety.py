@@ -1,4 +1,4 @@
-"""Issue 34: any file and any pattern is safe to read. Each hostile input the issue tried is refused by
+"""Any file and any pattern is safe to read. Each hostile input the issue tried is refused by
 ``python -m engine trace`` in one line with exit 2, within 10 s, its reading process under 1 GB, with no
 traceback, no warning text and no path but the one the user gave."""
 

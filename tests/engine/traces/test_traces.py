@@ -176,7 +176,7 @@ def test_a_pattern_re2_cannot_read_is_refused_with_its_reason(pattern, reason):
 @pytest.mark.parametrize(
     "pattern",
     [
-        r"(?P<stage>.*)(?P<kind>.*)(?P<microbatch>.*)" + ".*" * 20 + "Z",  # issue 34's link: froze the server
+        r"(?P<stage>.*)(?P<kind>.*)(?P<microbatch>.*)" + ".*" * 20 + "Z",  # many wildcards: slow on backtracking
         r"(?P<stage>[0-9]+)(?P<kind>F)(?P<microbatch>[0-9]+)(a+)+b",  # nested repeats: exponential on backtracking
         r"(?P<stage>[0-9])(?P<kind>F)(?P<microbatch>[0-9])(?:a|a)*b",
     ],
@@ -284,7 +284,7 @@ def test_the_cli_prints_the_step_and_refuses_bad_input_in_one_line(capsys, tmp_p
     assert main(["trace", *run, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["ranks"] == 4 and summary["time_unit"] == "ms"
-    # issue 35: every profiled step read; the one shown is the median by step time (the lower of two)
+    # every profiled step read; the one shown is the median by step time (the lower of two)
     steps = summary["profiled_steps"]
     assert [figures["step"] for figures in steps] == [0, 1]
     assert summary["profiler_step"] == min(steps, key=lambda figures: figures["makespan_ms"])["step"]
