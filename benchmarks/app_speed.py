@@ -12,7 +12,7 @@ Every browser figure is the median of --repeat and is printed against issue 38's
 Compare's too, ≤ 0.6 s at 32×256; Next ≤ 0.2 s; first chart ≤ 3 s, page frame ≤ 1 s) with the host's load.
 
 Run: .venv/bin/python benchmarks/app_speed.py [--repeat 3] [--schedule zb-v]
-Aims: server ≤ 200 ms and figure ≤ 300 KB at 8×32; browser 32×256 ≤ 3× 4×8 (issue 6); an unchanged
+Aims: server ≤ 200 ms and figure ≤ 300 KB at 8×32; browser 32×256 ≤ 3× 4×8; an unchanged
 32×256 rerun ≤ 2× the 4×8 one (issue 12: frozen results are cached without copying, st.cache_resource).
 """
 

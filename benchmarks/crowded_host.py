@@ -1,4 +1,4 @@
-"""Real-run timings on a crowded host (issue 19): the emulated backend's measured makespan on a quiet machine
+"""Real-run timings on a crowded host: the emulated backend's measured makespan on a quiet machine
 next to the same run with busy loops alongside, per estimator, and whether the busy-host notice appeared.
 
 1. The clock: the same matrix multiplies timed by the thread's CPU time and by the wall clock, quiet and with

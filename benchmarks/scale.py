@@ -5,7 +5,7 @@ on H100s) planned with its GPU's one calibrated GEMM share: the planner's step t
 the paper counts), MFU, and the fullest rank's memory split into weights, gradients, optimizer and activations,
 next to the published TFLOP/s with the percent difference; then a few layouts the papers do not give; then each
 model-state byte count next to Megatron-LM's own table.
---speed: the time of one plan (issue 17's goal: under 1 s for 16 ranks × 256 micro-batches).
+--speed: the time of one plan (goal: under 1 s for 16 ranks × 256 micro-batches).
 Run: .venv/bin/python benchmarks/scale.py [--speed] [--repeat N]
 """
 
@@ -56,7 +56,7 @@ def papers() -> None:
     predicted = [row.difference for row in rows if not row.calibrates]
     print(
         f"mean error {sum(every) / len(every):+.1%} over all {len(every)} published runs, the calibrating ones at "
-        f"their 0 % (issue 37's measure; goal: within ±3 %); {sum(predicted) / len(predicted):+.1%} over the "
+        f"their 0 % (goal: within ±3 %); {sum(predicted) / len(predicted):+.1%} over the "
         f"{len(predicted)} predicted runs alone"
     )
 

@@ -1,4 +1,4 @@
-"""Four visitors upload a large trace each at once on the Your run page (issue 34): how long each takes, how fast
+"""Four visitors upload a large trace each at once on the Your run page: how long each takes, how fast
 the server's health check answers meanwhile, and the server's own memory (its RSS; the readings run in child
 processes) before, at its peak and 10 s after the last reading ended.
 

@@ -39,8 +39,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_app(timeout_s: float = 60.0, entry: str = "serve.py"):
-    """Start Streamlit on a free port (``entry``: the file under app/ it runs); yield its URL; stop it. Its output
+def serve_app(timeout_s: float = 60.0, entry: str = "serve.py", options: tuple[str, ...] = ()):
+    """Start Streamlit on a free port (``entry``: the file under app/ it runs; ``options``: more of Streamlit's
+    command-line options, e.g. ``("--server.maxUploadSize", "64")``); yield its URL; stop it. Its output
     goes to a temporary file, not a pipe nobody reads: a full pipe would block the server, and every child
     process writing to the same stream."""
     port = free_port()
@@ -60,6 +61,7 @@ def serve_app(timeout_s: float = 60.0, entry: str = "serve.py"):
             "true",
             "--browser.gatherUsageStats",
             "false",
+            *options,
         ],
         cwd=ROOT,
         stdout=log,
@@ -148,3 +150,15 @@ class HealthWatch:
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join()
+
+
+def server_process(url: str):
+    """The psutil process of the server this test started at ``url`` (one of this process's children)."""
+    import psutil
+
+    port = url.rsplit(":", 1)[1]
+    for child in psutil.Process().children(recursive=True):
+        command = child.cmdline()
+        if "--server.port" in command and command[command.index("--server.port") + 1] == port:
+            return child
+    raise LookupError(f"no server of this test listens on port {port}")

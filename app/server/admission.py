@@ -5,12 +5,12 @@ share it. Module state: one queue per server process, whatever the sessions (pur
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import ctypes
 import itertools
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -31,25 +31,31 @@ class Admission:
     typical_s: float
     """How long a job usually takes: what a refusal says to wait."""
     _lock: threading.Condition = field(default_factory=threading.Condition, repr=False)
-    _queue: deque = field(default_factory=deque, repr=False)
+    _queue: list = field(default_factory=list, repr=False)
+    """(priority, ticket) of the jobs waiting, in the order they will run: by priority, then arrival."""
     _running: dict = field(default_factory=dict, repr=False)
-    """ticket → (what, since) of the jobs running now."""
+    """ticket → (what, since, kind) of the jobs running now."""
     _tickets: Iterator[int] = field(default_factory=itertools.count, repr=False)
 
     def running(self) -> list[tuple[str, float]]:
         """What runs now and for how long (seconds)."""
         with self._lock:
-            return [(what, time.monotonic() - since) for what, since in self._running.values()]
+            return [(what, time.monotonic() - since) for what, since, _ in self._running.values()]
 
     def waiting(self) -> int:
         with self._lock:
             return len(self._queue)
 
     @contextlib.contextmanager
-    def admitted(self, what: str, tell: Callable[[str], object] = lambda text: None) -> Iterator[float]:
+    def admitted(
+        self, what: str, tell: Callable[[str], object] = lambda text: None, *, priority: int = 0, kind: str = ""
+    ) -> Iterator[float]:
         """Wait for a slot (``tell`` is told the visitor's place every half second), then hold it for the block;
-        yields the seconds waited. ``Refused`` when the queue is full or the wait passes ``wait_limit_s``."""
+        yields the seconds waited. ``Refused`` when the queue is full or the wait passes ``wait_limit_s``.
+        ``priority``: a larger number waits behind every job of a smaller one that is waiting (then by arrival);
+        ``kind``: what the job is called in other visitors' messages (default: the queue's ``name``)."""
         started = time.monotonic()
+        kind = kind or self.name
         with self._lock:
             if len(self._queue) >= self.max_waiting:
                 raise Refused(
@@ -57,30 +63,33 @@ class Admission:
                     f"server queues: try again in about {self.typical_s * (len(self._queue) + 1):.0f} s"
                 )
             ticket = next(self._tickets)
-            self._queue.append(ticket)
+            place = (priority, ticket)
+            bisect.insort(self._queue, place)
             try:
-                while not (self._queue[0] == ticket and len(self._running) < self.slots):
+                while not (self._queue[0] == place and len(self._running) < self.slots):
                     waited = time.monotonic() - started
                     if waited > self.wait_limit_s:
                         raise Refused(
                             f"waited {waited:.0f} s for another visitor's {self.name} to end, the most this server "
                             f"waits: try again in about {self.typical_s:.0f} s"
                         )
-                    ahead = self._queue.index(ticket)
+                    ahead = self._queue.index(place)
                     now = time.monotonic()
-                    running = "; ".join(f"{job} for {now - since:.0f} s" for job, since in self._running.values())
+                    jobs = list(self._running.values())
+                    running = "; ".join(f"{job} for {now - since:.0f} s" for job, since, _ in jobs)
+                    other = jobs[0][2] if jobs else self.name
                     tell(
-                        f"Waiting for another visitor's {self.name} ({running or 'ending'}), {ahead} more ahead of "
+                        f"Waiting for another visitor's {other} ({running or 'ending'}), {ahead} more ahead of "
                         f"yours ({waited:.0f} s so far): this server runs {self.slots} at a time, so that each gets "
                         f"the machine's cores and its time limit or timings mean what they say."
                     )
                     self._lock.wait(0.5)
             except BaseException:
-                self._queue.remove(ticket)
+                self._queue.remove(place)
                 self._lock.notify_all()
                 raise
-            self._queue.popleft()
-            self._running[ticket] = (what, time.monotonic())
+            self._queue.pop(0)
+            self._running[ticket] = (what, time.monotonic(), kind)
         try:
             yield time.monotonic() - started
         finally:
@@ -99,6 +108,9 @@ def give_memory_back() -> None:
 
 SEARCHES = Admission("search", slots=1, max_waiting=8, wait_limit_s=120.0, typical_s=10.0)
 """CP-SAT takes both cores: one search at a time per server (six at once made each 30 s search take 41–51 s and
-the health check 4 s)."""
+the health check 4 s). A visitor's trace reading takes the same queue at a lower priority (``READING``): four
+read at once took 76–79 s each, and each took the cores from the searches and the pages."""
+READING = 1
+"""The priority of a trace reading in ``SEARCHES``: it waits behind every search that waits."""
 REAL_RUNS = Admission("real run", slots=1, max_waiting=8, wait_limit_s=600.0, typical_s=60.0)
 """One real run at a time, so that another's work does not disturb its timings."""

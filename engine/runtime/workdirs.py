@@ -2,7 +2,9 @@
 
 [Note: run folders]
 A distributed run keeps the ranks' rendezvous store, the reference gradients and the results in a folder of
-its own (``run-…``); a run in a child process for the app keeps its outcome in another (``isolated-…``).
+its own (``run-…``); a run in a child process for the app keeps its outcome in another (``isolated-…``); a
+visitor's uploaded traces wait in a third (``upload-…``, owned by the server process), and multiprocessing's
+fork-server socket in a fourth (``mp-…``).
 
 * **Where**: under a private base folder, created 0700 and owned by this user, not in the shared temporary
   folder: on a shared machine another program cleaning ``/tmp`` (``rm -rf /tmp/pplab-*``, an age-based
@@ -27,8 +29,8 @@ import stat
 import tempfile
 from pathlib import Path
 
-KINDS = ("run", "isolated")
-_NAME = re.compile(r"^(run|isolated)-(\d+)-(\d+)-(\d+)-[A-Za-z0-9_]+$")
+KINDS = ("run", "isolated", "upload", "mp")
+_NAME = re.compile(r"^(run|isolated|upload|mp)-(\d+)-(\d+)-(\d+)-[A-Za-z0-9_]+$")
 
 
 def process_start(pid: int) -> int:
@@ -88,8 +90,8 @@ def base() -> Path:
 
 
 def make(kind: str) -> str:
-    """A new, empty run folder of ``kind`` ("run" or "isolated") owned by this process, after sweeping away
-    the folders of runs that died."""
+    """A new, empty folder of ``kind`` (one of ``KINDS``) owned by this process, after sweeping
+    away the folders of processes that died."""
     assert kind in KINDS, kind
     home = base()
     sweep(home)

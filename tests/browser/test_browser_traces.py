@@ -3,7 +3,7 @@ Chromium): the Gantt, the bubble, the idle by cause and the every-family table i
 command line prints."""
 
 import pytest
-from browser_support import CHART, IDLE, HealthWatch, launch, require_browser, serve_app
+from browser_support import CHART, IDLE, HealthWatch, launch, require_browser, serve_app, server_process
 
 from engine.traces import import_traces
 from engine.traces.examples import example_files
@@ -101,3 +101,40 @@ def test_hostile_uploads_and_links_are_one_message_naming_the_upload_and_the_ser
         finally:
             browser.close()
     assert health.seconds and max(health.seconds) < 2.0, f"the health check took up to {max(health.seconds):.1f} s"
+
+
+def test_a_refused_upload_leaves_the_servers_memory_while_the_tab_stays_open(tmp_path):
+    """Three files, each under the server's cap on one file and together over the page's cap on all, are refused
+    in one line — and released at once: the server's memory is back within 50 MB of what it was before, with the
+    visitor's tab still open (a refusal that kept them held them for as long as the session lived)."""
+    import time
+
+    sync_api = require_browser()
+    files = []
+    for index in range(3):  # 3 × 30 MiB against a cap of 64 MiB (one setting: Streamlit's per file, the page's in all)
+        path = tmp_path / f"rank{index}.json"
+        path.write_bytes(b" " * (30 * 2**20))
+        files.append(str(path))
+    with serve_app(options=("--server.maxUploadSize", "64")) as url, sync_api.sync_playwright() as playwright:
+        server = server_process(url)
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.goto(f"{url}/your-run")
+            page.wait_for_selector(IDLE, timeout=90_000)
+            page.wait_for_selector(CHART, timeout=90_000)
+            baseline = server.memory_info().rss
+            page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(files)
+            page.wait_for_function(
+                "() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('90.0 MiB in all')",
+                timeout=120_000,
+            )
+            page.wait_for_selector(IDLE, timeout=60_000)
+            text = page.locator('[data-testid="stMain"]').inner_text()
+            assert "3 files of 90.0 MiB in all; this page reads up to 64 files and 64 MiB" in text
+            deadline = time.monotonic() + 30
+            while (grown := server.memory_info().rss - baseline) > 50e6 and time.monotonic() < deadline:
+                time.sleep(0.5)  # the tab stays open all along
+            assert grown <= 50e6, f"the server kept {grown / 1e6:.0f} MB of the refused 94 MB"
+        finally:
+            browser.close()

@@ -19,7 +19,8 @@ from app.frame.safe_text import plain, shown
 from app.frame.sidebar import page_heading, read_back, seed_from_link, warn_about
 from app.frame.timeline_panels import chart_summary, idle_causes
 from app.frame.widgets import draw
-from app.server.uploads import MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, StoredUpload, check_limits
+from app.server.admission import READING, SEARCHES, Refused, give_memory_back
+from app.server.uploads import MAX_UPLOAD_FILES, StoredUpload, check_limits, max_upload_bytes
 from app.views.navigation import link_to
 from app.views.search.settings import SearchSettings
 from app.views.your_run.settings import YOUR_RUN_KEYS, YourRunSettings
@@ -46,7 +47,7 @@ def bind():
         type=["json", "gz"],
         accept_multiple_files=True,
         key=f"{PAGE}_uploads_{st.session_state.get(ROUND, 0)}",
-        help=f"Up to {MAX_UPLOAD_FILES} files, {MAX_UPLOAD_BYTES // 2**20} MiB in all; `python -m engine trace` "
+        help=f"Up to {MAX_UPLOAD_FILES} files, {max_upload_bytes() // 2**20} MiB in all; `python -m engine trace` "
         "reads larger ones.",
     )
     if uploads:
@@ -68,19 +69,22 @@ def bind():
 
 def store(uploads) -> None:
     """The uploaded files to the session's own folder (the previous ones deleted), and the uploader emptied,
-    so the server's memory does not keep them (``app.server.uploads``); then the page runs again to read them."""
+    so the server's memory does not keep them (``app.server.uploads``), whether they were stored or refused;
+    then the page runs again to read them, or to say why not."""
     st.session_state[ROUND] = st.session_state.get(ROUND, 0) + 1
     try:
         check_limits(len(uploads), sum(upload.size for upload in uploads))
-        stored = StoredUpload([(upload.name, upload.getvalue()) for upload in uploads])
-    except TraceError as error:
+        stored = StoredUpload([(upload.name, upload) for upload in uploads])
+    except TraceError as error:  # refused: the files leave the server's memory all the same
         st.session_state[f"{PAGE}_refused"] = str(error)
-        st.rerun()
-    previous = st.session_state.get(STORED)
-    if previous is not None:
-        previous.remove()
-    st.session_state[STORED] = stored
-    release(uploads)
+    else:
+        previous = st.session_state.get(STORED)
+        if previous is not None:
+            previous.remove()
+        st.session_state[STORED] = stored
+    finally:
+        release(uploads)
+        give_memory_back()
     st.rerun()
 
 
@@ -111,10 +115,16 @@ def imported_upload(digest: str, _paths: tuple, _names: tuple, options: ImportOp
         megabytes = f"{done / 2**20:,.1f} of {total / 2**20:,.1f} MiB"
         bar.progress(min(done / max(total, 1), 1.0), text=f"Reading {file}: {megabytes}")
 
-    try:
-        return import_traces_isolated(
-            _paths, options, names=_names, progress=progress, time_limit_s=PAGE_TIME_LIMIT_S, server=True
-        )
+    def waiting(text: str) -> None:
+        bar.progress(0.0, text=text)
+
+    try:  # in the searches' queue, behind them: a reading takes the cores as a search does
+        with SEARCHES.admitted(f"reading {len(_paths)} trace(s)", tell=waiting, priority=READING, kind="reading"):
+            return import_traces_isolated(
+                _paths, options, names=_names, progress=progress, time_limit_s=PAGE_TIME_LIMIT_S, server=True
+            )
+    except Refused as refused:
+        raise TraceError(f"this server is busy: {refused}") from None
     finally:
         bar.empty()
 

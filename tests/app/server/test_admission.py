@@ -88,3 +88,29 @@ def test_a_visitor_who_leaves_while_waiting_leaves_the_queue():
             with counter.admitted("leaver", tell=leave):
                 pass
         assert counter.waiting() == 0
+
+
+def test_a_job_of_lower_priority_waits_behind_every_waiting_job_of_a_higher_one_and_is_named_to_them():
+    counter = Admission("search", slots=1, max_waiting=8, wait_limit_s=30, typical_s=1)
+    order, told = [], {}
+    first_in = threading.Event()
+
+    def visitor(name: str, priority: int, kind: str = "") -> None:
+        told[name] = []
+        with counter.admitted(name, tell=told[name].append, priority=priority, kind=kind):
+            first_in.set()
+            order.append(name)
+            time.sleep(0.3)
+
+    threads = [threading.Thread(target=visitor, args=("reading 1", 1, "reading"))]
+    threads[0].start()
+    first_in.wait(5)  # a reading runs; then a second reading and a search arrive, the reading first
+    for name, priority in (("reading 2", 1), ("search", 0)):
+        threads.append(threading.Thread(target=visitor, args=(name, priority, "reading" if priority else "")))
+        threads[-1].start()
+        while counter.waiting() < len(threads) - 1:
+            time.sleep(0.01)
+    for thread in threads:
+        thread.join()
+    assert order == ["reading 1", "search", "reading 2"]
+    assert told["search"][0].startswith("Waiting for another visitor's reading (reading 1 for ")

@@ -93,3 +93,26 @@ def test_owner_alive():
     assert workdirs.owner_alive(me, 0)  # no start time recorded: the pid alone decides
     assert not workdirs.owner_alive(me, workdirs.process_start(me) + 1)
     assert not workdirs.owner_alive(dead_pid(), 0)
+
+
+@pytest.mark.parametrize("kind", ["upload", "mp"])
+def test_a_servers_upload_and_fork_server_folders_are_swept_once_it_is_gone(home, kind):
+    """A server stopped by a signal leaves its visitors' uploads and multiprocessing's socket folder; the next
+    server's sweep at start-up removes them, and never a live server's."""
+    mine = workdirs.make(kind)
+    dead = folder(home, kind, dead_pid(), 1)
+    assert workdirs.sweep() == [str(dead)] and os.path.isdir(mine)
+
+
+def test_the_fork_server_keeps_its_socket_in_a_folder_of_this_process(home):
+    code = (
+        "import os, multiprocessing.util as u\n"
+        "from engine.runtime.fork_server import own_temporary_folder\n"
+        "own_temporary_folder()\n"
+        "print(u.get_temp_dir())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    folder_used = done.stdout.strip()
+    assert done.returncode == 0, done.stderr
+    assert os.path.dirname(folder_used) == str(home) and os.path.basename(folder_used).startswith("mp-")
+    assert not os.path.exists(folder_used)  # removed at the child's exit

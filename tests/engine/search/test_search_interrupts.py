@@ -70,9 +70,11 @@ def test_an_interrupted_search_exits_at_once_and_keeps_the_users_file(tmp_path, 
 
 
 def _wait_until_solving(child: subprocess.Popen, timeout_s: float = 120.0) -> None:
-    """Return once the search has forked CP-SAT's process (``stoppable.solve_until``): the search records the
-    greedy's schedule before any solve, so from then on an interrupt has a best schedule to keep. A fork keeps its
-    parent's command line; ``multiprocessing``'s helpers have their own. Fails if the command ends first."""
+    """Return once the search has forked CP-SAT's process (``stoppable.solve_until``), or has used 3 s of CPU (the
+    greedy's first schedule takes well under 1 s of it): the search records the greedy's schedule before any
+    solve, so from then on an interrupt has a best schedule to keep. A fork keeps its parent's command line;
+    ``multiprocessing``'s helpers have their own. CPU time, not wall time: a busy host slows both alike. Fails if
+    the command ends first."""
     import psutil
 
     command = psutil.Process(child.pid)
@@ -82,6 +84,9 @@ def _wait_until_solving(child: subprocess.Popen, timeout_s: float = 120.0) -> No
         assert child.poll() is None, f"the search ended before it was interrupted: {child.communicate()}"
         try:
             if any(forked.cmdline() == argv for forked in command.children()):
+                return
+            used = command.cpu_times()
+            if used.user + used.system >= 3.0:
                 return
         except psutil.Error:  # a child that ended while we looked: look again
             pass
