@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.server.admission import give_memory_back
+
 BUDGET_BYTES = 256 * 1024**2
 """What a server keeps of its visitors' engine results and figures, all caches together."""
 LARGEST_SHARE = 4
@@ -114,12 +116,17 @@ class KeptResults:
     def _keep(self, key: Hashable, value: object, weight: int) -> None:
         if weight * LARGEST_SHARE > self.budget_bytes:
             return
+        dropped: list[object] = []
         with self._lock:
             self._values[key] = (value, weight)
             self._bytes += weight
             while self._bytes > self.budget_bytes:
-                _, (_, dropped) = self._values.popitem(last=False)
-                self._bytes -= dropped
+                _, (old, old_weight) = self._values.popitem(last=False)
+                dropped.append(old)
+                self._bytes -= old_weight
+        if dropped:  # once they are gone, their pages go back to the system (glibc would keep them)
+            dropped.clear()
+            give_memory_back()
 
     def clear(self) -> None:
         with self._lock:
