@@ -1,6 +1,7 @@
 """Text ⇄ value for one setting, with its bounds (the codecs a declaration in ``engine.options`` names), the
-one number parser of the URL, the widgets' text and the command line, and the two ways a visitor's text is
-shown safely in Markdown.
+one number parser of the URL, the widgets' text and the command line, the one way text from outside enters a
+message or the terminal (``escaped``: control characters and bidi overrides shown as escapes), and the two ways a
+visitor's text is shown safely in Markdown.
 
 A codec reads a value from text (``read``: ValueError saying what is expected), checks a value a widget holds
 (``check``), writes a value back as a link does (``write``), and says what it accepts (``expected``).
@@ -39,20 +40,48 @@ def read_number(text: str) -> float:
     return value
 
 
+CONTROL_CHARACTERS = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+"""What a terminal or a page acts on instead of showing: C0 controls (ESC starts a screen clear, a colour or a
+window title; BEL, CR, LF), DEL, C1 controls (CSI U+009B is ESC [ on some terminals), the line and paragraph
+separators, the bidirectional marks, embeddings, overrides and isolates ("Trojan Source": U+202E shows the rest
+of a line backwards), and lone surrogates (a file name that is not UTF-8, which ``print`` cannot even encode)."""
+
+
+def escaped(text: object, keep: str = "") -> str:
+    """``text`` with every ``CONTROL_CHARACTERS`` character (but those in ``keep``) written as its Python escape
+    (``\\x1b``, ``\\n``, ``\\u202e``), so it shows as what it is and stays on one line: the one way text from
+    outside (a file name, a trace's fields, a value typed) enters a message or a line on the terminal. Nothing
+    else changes: it is idempotent, and text without such characters comes back as it was."""
+    value = str(text)
+    if CONTROL_CHARACTERS.search(value) is None:  # the usual case: nothing to build
+        return value
+    return CONTROL_CHARACTERS.sub(lambda found: found[0] if found[0] in keep else _escape(found[0]), value)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char)
+    if named is not None:
+        return named
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 SHOWN_CHARACTERS = 80
 """The most of a visitor's value a message quotes."""
 
 
 def code_span(value: object, limit: int = SHOWN_CHARACTERS) -> str:
     """``value`` as a Markdown code span, cut to ``limit`` characters with "…": nothing in it is rendered (the
-    app shows problem lines as Markdown).
+    app shows problem lines as Markdown), and a control character shows as its escape (``escaped``).
 
     CommonMark: a code span opened by n backticks ends at the next run of exactly n, so the fence is one
     longer than the longest run inside; a space pads a value that starts or ends with a backtick."""
     text = str(value)
     if len(text) > limit:
         text = text[:limit] + "…"
-    text = text.replace("\n", " ").replace("\r", " ")
+    text = escaped(text)  # a line break or a control character shows as its escape, never acts
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
@@ -67,11 +96,12 @@ AUTOLINK_STARTS = re.compile(r"(://|www\.|@)", re.IGNORECASE)
 def plain(text: object, limit: int = 600) -> str:
     """``text`` (a message that may quote a visitor's value) as Markdown that renders exactly that text: every
     punctuation character backslash-escaped (no link, image, emphasis, heading or ``$math$``), and a zero-width
-    space in "://", "www." and "@", which GitHub-flavoured Markdown would otherwise turn into a link. Cut to
-    ``limit`` characters with "…"."""
+    space in "://", "www." and "@", which GitHub-flavoured Markdown would otherwise turn into a link; every
+    control character but a line break shown as its escape (``escaped``). Cut to ``limit`` characters with "…"."""
     value = str(text)
     if len(value) > limit:
         value = value[:limit] + "…"
+    value = escaped(value, keep="\n")  # the message's own line breaks stay; every other control shows escaped
     value = AUTOLINK_STARTS.sub(lambda match: match.group(1)[0] + "\u200b" + match.group(1)[1:], value)
     return MARKDOWN_PUNCTUATION.sub(r"\\\1", value).replace("\n", "  \n")
 

@@ -1,6 +1,13 @@
 """What the command line writes to the terminal, and how it stays one line: JSON with finite, rounded floats;
 an error with long values quoted short; stdout watched, so a full disk is told from a library's OSError; stderr
-that may be gone after SIGHUP. ``engine.cli`` dispatches; this module only writes."""
+that may be gone after SIGHUP. ``engine.cli`` dispatches; this module only writes.
+
+[Note: nothing acts on the terminal] Text from outside (file names, a trace's fields, values typed) is escaped
+where a message quotes it (``codecs.escaped``, ``files.quoted``/``shown``), so the message itself, which the app
+shows too, carries the escaped form. What reaches the terminal passes ``escaped`` once more: an error line
+(``bounded``), a line on stderr (``say``) and everything written to stdout (``WatchedOutput``), so a control
+character or a bidi override a module forgot to quote still shows as its escape; only the engine's own line
+breaks (a grid, a table) and tabs stay."""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import math
 import os
 import sys
 
+from .codecs import CONTROL_CHARACTERS, escaped
 from .files import QUOTE_LIMIT, check_output, output_file, quoted
 
 JSON_DIGITS = 12
@@ -71,11 +79,16 @@ and its end around "…"; a ScheduleError's grid has several lines and prints wh
 
 
 def bounded(message: str, argv: list[str]) -> str:
-    """``message`` with every long command-line value in it quoted short (``quoted``), and, if it is one
-    line, at most ``LONGEST_ERROR_LINE`` characters."""
+    """``message`` with every long command-line value in it quoted short (``quoted``), every control character
+    but its own line breaks escaped ([Note: nothing acts on the terminal]), and, if it is one line, at most
+    ``LONGEST_ERROR_LINE`` characters."""
     values = {value.partition("=")[2] if value.startswith("--") else value for value in argv}
     for value in sorted((v for v in values if len(v) > QUOTE_LIMIT), key=len, reverse=True):
         message = message.replace(repr(value), quoted(value)).replace(value, quoted(value))
+    # a value typed with a line break in it (argparse echoes unknown arguments as typed) is one line too
+    for value in sorted((v for v in {*argv, *values} if CONTROL_CHARACTERS.search(v)), key=len, reverse=True):
+        message = message.replace(value, escaped(value))
+    message = escaped(message, keep="\n")
     if "\n" not in message and len(message) > LONGEST_ERROR_LINE:
         head, tail = LONGEST_ERROR_LINE // 2, LONGEST_ERROR_LINE // 4
         message = f"{message[:head]} … {message[-tail:]} ({len(message):,} characters)"
@@ -92,7 +105,8 @@ def silence_stdout() -> None:
 
 class WatchedOutput:
     """``sys.stdout`` while a command runs: remembers a write that failed, so ``main`` can tell a full disk
-    under ``> file`` from an OSError of a library."""
+    under ``> file`` from an OSError of a library; what is written shows every control character but a line break
+    or a tab as its escape ([Note: nothing acts on the terminal])."""
 
     def __init__(self, stream) -> None:
         self.stream = stream
@@ -100,7 +114,8 @@ class WatchedOutput:
 
     def write(self, text: str) -> int:
         try:
-            return self.stream.write(text)
+            self.stream.write(escaped(text, keep="\n\t"))
+            return len(text)  # what the caller gave, as io's write reports it
         except OSError as error:
             self.failure = error
             raise
@@ -117,9 +132,10 @@ class WatchedOutput:
 
 
 def say(line: str) -> None:
-    """One line on stderr, unless stderr is gone (a closed terminal after SIGHUP)."""
+    """One line on stderr (every control character in it escaped), unless stderr is gone (a closed terminal
+    after SIGHUP)."""
     try:
-        print(line, file=sys.stderr, flush=True)
+        print(escaped(line), file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
 

@@ -149,19 +149,43 @@ def warmup_caps(problem: SearchProblem, warmup: str) -> list[float]:
     return caps
 
 
-def greedy(problem: SearchProblem, variant: Variant) -> Candidate:
+def greedy(problem: SearchProblem, variant: Variant) -> Candidate | None:
     """One run of the list scheduler under ``variant`` (see the module docstring): ranks decide in time order,
-    each when it becomes free or when an input it waits for arrives."""
+    each when it becomes free or when an input it waits for arrives. None when it stalls with actions left
+    (every rank waiting for memory another's backwards would free): the reservations in ``forward_fits`` are
+    meant to make that unreachable at any budget the problem takes (the tests try every placement, 1 to 4
+    chunks and the least budgets), and ``engine.search.solve`` still has ``one_at_a_time`` if a variant does."""
     state = _ListScheduler(problem, variant)
     while state.queue:
         now, rank = heapq.heappop(state.queue)
         if now != state.decision[rank] or not state.left[rank]:
             continue  # a stale entry, or a finished rank
         state.decide(rank, now)
-    if any(state.left):  # the reservations in forward_fits make this unreachable; a failure here is a bug
-        raise AssertionError(f"greedy search stalled with {sum(state.left)} actions left ({variant})")
+    if any(state.left):
+        return None
     order = tuple(tuple(actions) for actions in state.order)
     return scored(problem, order, max(state.free), f"greedy list scheduler ({variant})")
+
+
+def one_at_a_time(problem: SearchProblem) -> Candidate:
+    """Each micro-batch alone through the pipeline: every rank runs its forwards of micro-batch j on its stages,
+    shallow to deep, then its I and W on them, deep to shallow, before micro-batch j + 1. Its peak is the least
+    any schedule needs (``problem.minimum_budget``: one micro-batch's forwards on every stage of a rank), so it
+    fits every budget a ``SearchProblem`` takes: the search's answer when no other candidate could be placed."""
+    table, p, m = problem.table, problem.num_ranks, problem.num_microbatches
+    ranks = []
+    for rank in range(p):
+        stages = table.stages_of(rank)
+        actions: list[Action] = []
+        for j in range(m):
+            actions += [Action(s, Kind.F, j) for s in stages]
+            for s in reversed(stages):
+                actions += [Action(s, Kind.I, j), Action(s, Kind.W, j)]
+        ranks.append(tuple(actions))
+    order = tuple(ranks)
+    schedule = Schedule("one-at-a-time", p, m, problem.num_chunks, problem.placement, order)
+    timeline = simulate(schedule, problem.costs, check=False)
+    return Candidate(order, timeline.makespan, "one micro-batch at a time", problem.score(timeline))
 
 
 def scored(problem: SearchProblem, ranks, makespan: float, source: str) -> Candidate:
@@ -204,11 +228,14 @@ class _ListScheduler:
         up_hop = [table.hop(s, s - 1) if s > 0 else 0.0 for s in range(num_stages)]  # I(s) → I(s−1)
         self.down_hop, self.up_hop = down_hop, up_hop
         self.stages_of = [table.stages_of(r) for r in range(p)]
-        # with several chunks, the next deeper stage on the same rank of each shallower one (``CHUNK_SHARING``)
+        # with several chunks, the next deeper stage on the same rank of each shallower one (``CHUNK_SHARING``),
+        # and all the deeper ones, nearest first (three or four chunks in a loop: more than the partner)
         self.partner = [-1] * num_stages
+        self.deeper: list[tuple[int, ...]] = [()] * num_stages
         for stages in self.stages_of:
-            for shallow, deep in zip(stages, stages[1:], strict=False):
-                self.partner[shallow] = deep
+            for index, shallow in enumerate(stages[:-1]):
+                self.partner[shallow] = stages[index + 1]
+                self.deeper[shallow] = stages[index + 1 :]
         # the variant
         self.budget = problem.memory_budget + MEMORY_TOLERANCE
         self.caps = [cap + MEMORY_TOLERANCE for cap in warmup_caps(problem, variant.warmup)]
@@ -253,15 +280,22 @@ class _ListScheduler:
         return math.inf
 
     def forward_fits(self, rank: int, s: int) -> tuple[bool, bool]:
-        """(fits the budget, fits the warm-up cap)."""
+        """(fits the budget, fits the warm-up cap).
+
+        A shallow forward keeps room for the forwards of every deeper chunk of the rank, not only the next one:
+        with three chunks, room kept for the middle chunk alone let the first chunk's next forward take what the
+        deepest chunk's needed, and at the least budget every rank stalled full of forwards (the greedy then
+        placed 8 of 288 actions at 4 ranks × 8 micro-batches, budget 1)."""
         memory, need = self.memory[rank], self.forward_memory[s]
         deeper = self.partner[s]
         if deeper >= 0:  # a shallow forward, ahead of its deep ones (``CHUNK_SHARING``)
-            ahead = self.forwards_done[s] - self.forwards_done[deeper]
-            if (self.sharing == "one" and ahead) or ahead >= self.lead[s]:
+            done = self.forwards_done
+            ahead = done[s] - done[deeper]
+            if ahead >= self.lead[s] or (self.sharing == "one" and done[s] > done[self.deeper[s][-1]]):
                 return False, True  # waits for the deep forwards (reported as memory: W's may help)
-            kept = {"turn": 1, "next": 1, "all": ahead + 1, "one": 0}[self.sharing or "next"]
-            need += kept * self.forward_memory[deeper]
+            for deep in self.deeper[s]:
+                kept = {"turn": 1, "next": 1, "all": done[s] - done[deep] + 1, "one": 0}[self.sharing or "next"]
+                need += kept * self.forward_memory[deep]
             return memory + need <= self.budget, self.waiting_memory[rank] + need <= self.caps[rank]
         if len(self.stages_of[rank]) > 1:  # the deepest forward: its room was reserved, the cap must not block it
             return memory + need <= self.budget, True

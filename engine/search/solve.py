@@ -12,7 +12,7 @@ from ..simulator import simulate
 from .bounds import lower_bounds
 from .coarse import coarse_problem
 from .exact import Progress, SolverInterrupted, model_scales, solve_exact
-from .heuristic import Candidate, greedy, variants
+from .heuristic import Candidate, greedy, one_at_a_time, variants
 from .problem import SearchProblem
 from .result import SearchInterrupted, SearchResult, finish
 from .seeds import family_candidates
@@ -87,7 +87,9 @@ def _search(problem, method, pairs, scalable, began, clock, num_workers, found: 
         spent = clock() - started
         if best is not None and (best.score <= bound * (1 + 1e-9) or clock() + 2 * spent > deadline):
             break  # proven by the bound, or out of time (room kept for the final check)
-    assert best is not None  # the first candidate, the greedy, always gives one
+    if best is None:  # no greedy variant or family could be placed (none is known to): the sequential order
+        best = one_at_a_time(problem)
+        found.append((best.ranks, best.source, "heuristic"))
     proven = best.score <= bound * (1 + 1e-9)
     ranks, by_solver, used, detail = best.ranks, False, "heuristic", best.source
     progress: tuple[Progress, ...] = ()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from ..codecs import escaped
+from ..files import shown
 from ..options import Whole, add_extras, add_flags, read_number, read_whole
 from ..terminal import check_trace_output, print_json, write_trace
 from .compare import family_table
@@ -88,7 +90,7 @@ def _bytes_progress(enabled: bool):
     def progress(name: str, done: int, total: int) -> None:
         if not bars:
             bars.append(tqdm(total=total, file=sys.stderr, unit="B", unit_scale=True, dynamic_ncols=True))
-        bars[0].set_description(name[-40:], refresh=False)
+        bars[0].set_description(escaped(name)[-40:], refresh=False)
         bars[0].update(done - bars[0].n)
 
     def close() -> None:
@@ -130,9 +132,9 @@ def _print(run: ImportedRun, summary: dict, args) -> None:
     if run.order_check is not None and not run.order_checkable:
         print(run.order_check)
     elif run.order_check is not None:
-        print(f"order differs from {args.expect}:\n{run.order_check}")
+        print(f"order differs from {shown(args.expect)}:\n{run.order_check}")
     elif args.expect:
-        print(f"order equals {args.expect}")
+        print(f"order equals {shown(args.expect)}")
     if args.grid:
         print(schedule.grid())
     print(f"makespan        {summary['makespan']:.3f} ms")
@@ -150,7 +152,7 @@ def _print(run: ImportedRun, summary: dict, args) -> None:
     if "families" in summary:
         _print_families(summary["families"])
     if args.trace is not None:
-        print(f"trace written to {args.trace} (open it in ui.perfetto.dev)")
+        print(f"trace written to {shown(args.trace)} (open it in ui.perfetto.dev)")
 
 
 def _print_families(families: dict) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..codecs import escaped
 from .names import MAX_NAME
 from .reading import KeptBudget, RankTrace, TraceError, keeps, read_rank_trace
 
@@ -40,12 +41,13 @@ def read_all(
 ) -> list[RankTrace]:
     """Every file, in order, one after the other (each streamed; the kept events of all of them share one
     ``budget``), reporting the bytes read as they go. ``names``: each file as the user named it (an upload's
-    own name), for the messages; default: the paths as given."""
+    own name), for the messages and the progress; default: the paths as given. Either is escaped here
+    (``codecs.escaped``): a name's control characters never reach a message, a progress bar or a page."""
     if not paths:
         raise TraceError("no trace files given")
     if len(paths) > MAX_FILES:
         raise TraceError(f"{len(paths)} files given; the lab reads up to {MAX_FILES} ranks")
-    names = [str(path) for path in paths] if names is None else list(names)
+    names = [escaped(name) for name in ([str(path) for path in paths] if names is None else names)]
     if len(names) != len(paths):
         raise ValueError(f"{len(names)} names for {len(paths)} files")
     sizes = [_size(path) for path in paths]

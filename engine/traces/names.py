@@ -17,6 +17,7 @@ from typing import Any
 
 import re2
 
+from ..codecs import escaped
 from ..ir import Action, Kind, Overlap
 
 COMPUTE = ("F", "B", "I", "W")
@@ -181,6 +182,7 @@ def compile_pattern(text: str, kinds: str | None = None) -> NamePattern:
         compiled = re2.compile(text, options)
     except re2.error as error:
         reason = error.args[0].decode(errors="replace") if error.args and isinstance(error.args[0], bytes) else error
+        reason = escaped(reason)  # RE2 quotes the pattern's text
         raise ValueError(
             f"the name pattern is not a regular expression the lab's linear-time matcher (RE2) reads: {reason} "
             "(RE2 has no backreferences and no look-ahead or look-behind)"

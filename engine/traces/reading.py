@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 
 import ijson
 
+from ..codecs import escaped
 from .shape import ShapeError, TextShape
 
 MAX_TRACE_BYTES = 2 * 1024**3
@@ -42,6 +43,8 @@ MAX_DURATION_US = 3600e6
 """An event (a step, an action) longer than an hour is not a pipeline step's."""
 MAX_TIME_US = 1e17
 """Timestamps are µs since the trace's base time or since 1970 (1.7e15 in 2024); beyond this is no time."""
+MAX_FIELD_CHARACTERS = 100
+"""The most of a trace's text field (``distributedInfo.backend``) the lab keeps to show."""
 HEADER_WINDOW = 256 * 1024
 """How much of the text's start and end is searched for the header's keys."""
 GZIP_MAGIC = b"\x1f\x8b"
@@ -77,11 +80,13 @@ class RankTrace:
     path: str
     """Where the file is (read again for the autograd events when the trace has no labels)."""
     name: str
-    """The file as the user named it: what every message says (an upload's own name, never a server's folder)."""
+    """The file as the user named it: what every message says (an upload's own name, never a server's folder),
+    every control character in it escaped (``codecs.escaped``)."""
     rank: int | None
     """From ``distributedInfo``; None when the trace does not say (then the file name, or the user, decides)."""
     world_size: int | None
     backend: str | None
+    """``distributedInfo.backend`` ("nccl"), escaped and at most ``MAX_FIELD_CHARACTERS`` long: it is shown."""
     base_ns: int
     """``baseTimeNanoseconds``: event times are µs after it (0 when the trace has none)."""
     events: tuple[Event, ...]
@@ -166,6 +171,7 @@ class _CountingReader(io.RawIOBase):
         data = self.raw.read(len(buffer))
         while data and not data.strip() and self.shape.string_since is None:  # whitespace between values: skipped
             self._count(data)  # here at the speed of decompression, not at the parser's
+            self.shape.gap()
             data = self.raw.read(len(buffer))
         self._count(data)
         self.shape.feed(data)  # ShapeError before the parser builds too deep a value or too long a string
@@ -193,9 +199,10 @@ def read_rank_trace(
     budget: KeptBudget | None = None,
 ) -> RankTrace:
     """Stream one rank's trace (``.json`` or ``.json.gz``); TraceError in one line for what cannot be read, naming
-    the file as ``name`` (default: ``path`` as given). ``budget``: shared by every file of one job."""
+    the file as ``name`` (default: ``path`` as given), escaped (``codecs.escaped``: this is where a file's name
+    enters every message of the reading). ``budget``: shared by every file of one job."""
     path = Path(path)
-    name = str(path) if name is None else name
+    name = escaped(str(path) if name is None else name)
     _check_regular_file(path, name)
     budget = budget or KeptBudget()
     used = budget.used
@@ -217,7 +224,7 @@ def read_rank_trace(
         name=name,
         rank=_whole_or_none(info.get("rank")),
         world_size=_whole_or_none(info.get("world_size")),
-        backend=backend if isinstance(backend, str) else None,
+        backend=_field_text(backend) if isinstance(backend, str) else None,
         base_ns=base,
         events=events,
         counts=counts,
@@ -343,11 +350,11 @@ def _check_event(raw: dict, name: str, number: int) -> None:
     for field_name, value in (("ts", start), ("dur", duration)):
         if not _number(value):
             raise TraceError(f'{where}: "{field_name}" is {_shown(value)}, not a number of microseconds')
-    if not abs(start) <= MAX_TIME_US:
-        raise TraceError(f'{where}: "ts" is {start:g} µs, beyond any clock (at most {MAX_TIME_US:g})')
+    if not abs(start) <= MAX_TIME_US:  # int against float compares exactly, whatever the int's size
+        raise TraceError(f'{where}: "ts" is {_magnitude(start)} µs, beyond any clock (at most {MAX_TIME_US:g})')
     if not 0 <= duration <= MAX_DURATION_US:
         raise TraceError(
-            f'{where}: "dur" is {duration:g} µs; an event lasts from 0 to an hour ({MAX_DURATION_US:g} µs)'
+            f'{where}: "dur" is {_magnitude(duration)} µs; an event lasts from 0 to an hour ({MAX_DURATION_US:g} µs)'
         )
     thread, process = raw.get("tid", 0), raw.get("pid", 0)
     for field_name, value in (("tid", thread), ("pid", process)):
@@ -359,7 +366,18 @@ def _check_event(raw: dict, name: str, number: int) -> None:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number: an integer of any size (never converted to a float here), or a finite float."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _magnitude(value: int | float) -> str:
+    """A number as a message shows it (``:g``), an integer beyond a float's range included."""
+    try:
+        return f"{value:g}"
+    except OverflowError:  # an int past 1.8e308: its order of magnitude, from its bits (``str`` of it may fail)
+        return f"about 1e+{int(abs(int(value)).bit_length() * math.log10(2))}"
 
 
 def _whole(value: Any) -> bool:
@@ -372,9 +390,18 @@ def _type_name(value: Any) -> str:
 
 
 def _shown(value: Any) -> str:
-    """A value as a message shows it: short, and never more than a line."""
+    """A value as a message shows it: short, never more than a line, and ASCII (``json.dumps`` escapes every
+    control character and everything past ASCII)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**60:
+        return _magnitude(value)  # never ``str`` of a huge int (Python refuses past 4,300 digits)
     text = json.dumps(value) if isinstance(value, str | int | float | bool | type(None)) else _type_name(value)
     return text if len(text) <= 60 else text[:40] + "…" + text[-10:]
+
+
+def _field_text(value: str) -> str:
+    """A trace's text field as the lab shows it: escaped, and cut to ``MAX_FIELD_CHARACTERS`` with "…"."""
+    value = escaped(value)
+    return value if len(value) <= MAX_FIELD_CHARACTERS else value[:MAX_FIELD_CHARACTERS] + "…"
 
 
 HEADER_KEYS = ("distributedInfo", "baseTimeNanoseconds")
@@ -394,7 +421,7 @@ def _header(head: bytes, tail: bytes) -> dict[str, Any]:
                 continue
             try:
                 found[key] = decoder.raw_decode(text, match.end())[0]
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # JSONDecodeError, or an int past Python's digits limit
                 continue
     return found
 

@@ -574,3 +574,30 @@ def test_the_simulate_memory_estimate_bounds_a_measured_run():
     assert code == 0, done.stderr  # a refused or failed simulate would measure nothing
     estimate = simulate_bytes(128 * 512, compiled=2 * 3 * 128 * 512 >= FIRST_USE_SLOTS)
     assert measured <= estimate <= 1.6 * measured, (measured, estimate)
+
+
+HOSTILE = "\x1b[2J\x1b]0;owned\x07\r\n\u202eevil\x9b31m\udcff"
+"""A screen clear, a window title ended by BEL, CR and LF, a bidi override, a C1 CSI and a byte that is not UTF-8
+(a file name's, as ``sys.argv`` holds it)."""
+
+
+def test_control_characters_from_outside_reach_the_terminal_escaped(capsys, tmp_path):
+    for args in (["simulate", f"--bogus{HOSTILE}"], ["simulate", "--from-csv", str(tmp_path / f"x{HOSTILE}.csv")],
+                 ["trace", "--quiet", str(tmp_path / f"rank0{HOSTILE}.json")]):  # fmt: skip
+        code, out, err = run_cli(capsys, *args)
+        assert code == 2 and out == "" and err.count("\n") == 1, ascii(err)
+        assert "\\x1b[2J" in err and not any(char in err for char in "\x1b\x07\r\u202e\x9b\udcff"), ascii(err)
+
+
+def test_stdout_and_stderr_lines_show_a_control_character_as_its_escape(capsys):
+    import io
+
+    from engine.terminal import WatchedOutput, say
+
+    stream = io.StringIO()
+    written = WatchedOutput(stream).write(f"grid\n\trow {HOSTILE}")
+    assert written == len(f"grid\n\trow {HOSTILE}")
+    # what is printed keeps its line breaks and tabs (a grid's), the rest shows escaped
+    assert stream.getvalue() == "grid\n\trow \\x1b[2J\\x1b]0;owned\\x07\\r\n\\u202eevil\\x9b31m\\udcff"
+    say(f"written to {HOSTILE}")
+    assert capsys.readouterr().err == "written to \\x1b[2J\\x1b]0;owned\\x07\\r\\n\\u202eevil\\x9b31m\\udcff\n"

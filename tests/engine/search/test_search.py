@@ -14,10 +14,10 @@ import pytest
 
 from engine import UNIT, Costs, Schedule, build_schedule, simulate, validate
 from engine.cli import main
-from engine.ir import Action, Kind
+from engine.ir import PLACEMENTS, Action, Kind
 from engine.search import NOT_PROVEN, OPTIMAL, SearchProblem, lower_bounds, search
 from engine.search.frontier import frontier
-from engine.search.heuristic import greedy, variants
+from engine.search.heuristic import greedy, one_at_a_time, variants
 
 UNEVEN = Costs.of({"F": 1, "I": 2, "W": 1}, comm=0.5)
 """Costs where I is the longest pass and transfers take time."""
@@ -232,6 +232,7 @@ def test_the_greedy_never_stalls_times_its_order_as_the_simulator_does_and_stays
         bound = max(lower_bounds(problem).values())
         for variant in variants(problem):
             order = greedy(problem, variant)
+            assert order is not None, (problem, variant)
             schedule = validate(Schedule("greedy", p, m, problem.num_chunks, placement, order.ranks))
             timeline = simulate(schedule, costs)
             assert timeline.makespan == pytest.approx(order.makespan), (problem, variant)
@@ -273,6 +274,59 @@ def test_the_minimum_budget_is_enough():
     for placement in ("loop", "v"):
         result = check(search(SearchProblem(3, 3, UNIT, 1, placement, time_limit_s=10)))
         assert max(result.peak_memory) == 1
+
+
+SPACES = [("loop", 1), ("v", None), ("loop", 2), ("loop", 3), ("loop", 4)]
+"""Every placement and chunk count the search takes (``engine.search.spaces.SPACES``)."""
+
+
+@pytest.mark.parametrize(("placement", "chunks"), SPACES)
+def test_the_greedy_places_every_action_at_the_least_budgets_in_every_space(placement, chunks):
+    """At 3 chunks and the least budget every variant stalled (the search said "AssertionError: greedy search
+    stalled with 280 actions left" at 4 × 8, memory 1): a shallow forward kept room for the next chunk's only."""
+    for p, m in ((1, 3), (2, 2), (2, 5), (3, 4), (4, 8)):
+        least = SearchProblem(p, m, UNIT, 2 * p, placement, chunks=chunks).minimum_budget
+        v = PLACEMENTS[placement].chunks(chunks)
+        for budget in sorted({least, least + 1 / v, least + 2 / v, 1.5, 2.0, float(p)}):
+            for costs in (UNIT, UNEVEN, Costs.of({"F": 1, "I": 1, "W": 1}, w_memory_fraction=0.0)):
+                problem = SearchProblem(p, m, costs, budget, placement, chunks=chunks)
+                for variant in variants(problem):
+                    order = greedy(problem, variant)
+                    assert order is not None, (p, m, budget, placement, chunks, variant)
+                    schedule = validate(Schedule("greedy", p, m, v, placement, order.ranks))
+                    assert max(simulate(schedule, costs).peak_memory_per_rank()) <= budget + 1e-9
+
+
+@pytest.mark.parametrize(("placement", "chunks"), SPACES)
+def test_one_micro_batch_at_a_time_peaks_at_the_least_budget(placement, chunks):
+    """The search's last resort when no greedy variant could be placed: it fits every budget a problem takes."""
+    problem = SearchProblem(3, 4, UNEVEN, 1, placement, chunks=chunks)
+    order = one_at_a_time(problem)
+    schedule = validate(Schedule("one", 3, 4, problem.num_chunks, placement, order.ranks))
+    timeline = simulate(schedule, UNEVEN)
+    assert max(timeline.peak_memory_per_rank()) == pytest.approx(problem.minimum_budget) == 1
+    assert order.makespan == timeline.makespan
+
+
+def test_a_search_whose_greedy_cannot_place_anything_still_answers(monkeypatch):
+    import engine.search.solve
+
+    monkeypatch.setattr(engine.search.solve, "greedy", lambda problem, variant: None)
+    monkeypatch.setattr(engine.search.solve, "family_candidates", lambda problem: iter(()))
+    result = check(search(SearchProblem(3, 4, UNIT, 1, "loop", chunks=3, time_limit_s=2), "heuristic"))
+    assert result.detail == "one micro-batch at a time" and max(result.peak_memory) <= 1
+
+
+@pytest.mark.parametrize(("placement", "chunks"), SPACES)
+def test_a_budget_below_the_least_is_refused_with_the_arithmetic_in_every_space(placement, chunks):
+    v = PLACEMENTS[placement].chunks(chunks)
+    with pytest.raises(ValueError, match=r"a memory budget of 0\.9 micro-batches is below the 1 micro-batch") as said:
+        SearchProblem(4, 8, UNIT, 0.9, placement, chunks=chunks)
+    if v > 1:
+        shares = " + ".join([f"1/{v}"] * v)
+        assert f"({shares} = 1) all run before its first backward there can start" in str(said.value)
+    with pytest.raises(ValueError, match="below the 1 micro-batch"):
+        frontier(4, 8, UNIT, placement, (0.5, 2), chunks=chunks, time_limit_per_budget_s=1)
 
 
 # -- frontier and time limit -----------------------------------------------------------------------------------
@@ -398,6 +452,19 @@ def test_cli_bad_input_is_one_line_and_exit_2(capsys, args, message):
     code, out, err = run_cli(capsys, *base, *args)
     assert code == 2 and out == ""
     assert message in err and err.count("\n") == 1
+
+
+def test_cli_the_least_budget_with_auto_chunks_is_searched_and_below_it_refused(capsys):
+    """The issue's ``--memory 1 --chunks auto`` ended in "AssertionError: greedy search stalled" (exit 1): 1 is
+    the least any schedule needs in every space, and one micro-batch at a time meets it."""
+    base = ["search", "--ranks", "4", "--microbatches", "8", "--costs", "F=1,I=1,W=1", "--chunks", "auto"]
+    code, out, err = run_cli(capsys, *base, "--memory", "1", "--time-limit", "3", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert max(summary["peak_memory"]) <= 1 and len(summary["spaces"]) == 5
+    code, out, err = run_cli(capsys, *base, "--memory", "0.75")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "a memory budget of 0.75 micro-batches is below the 1 micro-batch the first forward needs" in err
 
 
 @pytest.mark.slow

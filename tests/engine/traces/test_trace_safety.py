@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,24 +16,26 @@ import pytest
 
 from engine.traces import ImportOptions, TraceError, import_traces
 from engine.traces.reading import MAX_KEPT_BYTES
-from engine.traces.shape import MAX_DEPTH, MAX_STRING_BYTES, ShapeError, TextShape
+from engine.traces.shape import MAX_DEPTH, MAX_NUMBER_CHARACTERS, MAX_STRING_BYTES, ShapeError, TextShape
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = sorted(str(p) for p in (ROOT / "examples" / "traces" / "schedule1f1b-2ranks").glob("rank*.json.gz"))
 MEASURED = """
-import resource, subprocess, sys, time
-started = time.monotonic()
+import resource, subprocess, sys
 command = [sys.executable, "-m", "engine", "trace", "--quiet", *sys.argv[1:]]
 done = subprocess.run(command, capture_output=True, text=True)
-peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(done.returncode, round(time.monotonic() - started, 2), round(peak_mb), sep="\\n")
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(done.returncode, round(used.ru_utime + used.ru_stime, 2), round(used.ru_maxrss / 1024), sep="\\n")
 sys.stderr.write(done.stdout + done.stderr)
 """
-"""Runs the command and prints its exit status, seconds and the largest peak RSS among it and its children (MB)."""
+"""Runs the command and prints its exit status, the CPU seconds it and its children used (what a refusal costs the
+machine, whatever else shares it: wall-clock time on a busy host measures the host) and the largest peak RSS among
+them (MB). A command that hangs instead is ended by ``refused``'s timeout."""
 
 
 def refused(*args: str, says: str, within_s: float = 10.0) -> str:
-    """The command's one line of error, checked: exit 2, in time, under 1 GB, no traceback or warning."""
+    """The command's one line of error, checked: exit 2, within ``within_s`` CPU seconds, under 1 GB, no traceback
+    or warning."""
     done = subprocess.run([sys.executable, "-c", MEASURED, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)  # fmt: skip
     status, seconds, peak_mb = done.stdout.split()
@@ -104,7 +107,8 @@ def test_a_kept_event_bomb_is_refused_by_the_budget_of_all_ranks_together(tmp_pa
         path = tmp_path / f"rank{rank}.json.gz"
         path.write_bytes(gzip.compress(b'{"traceEvents": [' + b",".join([line] * (events // 2)) + b"]}", 1))
         paths.append(str(path))
-    refused(*paths, says=f"more than {MAX_KEPT_BYTES // 2**20} MiB in all the files read so far")
+    # about 12 CPU seconds to read the ~630,000 events up to the budget here; without it, minutes and gigabytes
+    refused(*paths, says=f"more than {MAX_KEPT_BYTES // 2**20} MiB in all the files read so far", within_s=30)
 
 
 @pytest.mark.slow
@@ -175,24 +179,27 @@ def test_the_twenty_dot_star_pattern_reads_in_linear_time():
 
 
 # -- signals -------------------------------------------------------------------------------------------------------
-def _wait_for_the_reading_child(child: subprocess.Popen, timeout_s: float = 120.0) -> None:
-    """Return once the command has forked its reading child (``engine.traces.isolated``): a fork keeps its parent's
-    command line, ``multiprocessing``'s helpers have their own. Fails if the command ends first."""
-    import psutil
+def _wait_for_the_reading_child(child: subprocess.Popen, timeout_s: float = 120.0) -> threading.Thread:
+    """Return once the command says its reader is at work: its progress line names the file (the reader reports
+    progress as it reads). Reads the command's stderr meanwhile, in a thread that keeps what it read on
+    ``child.stderr_read``; fails if the command ends first."""
+    read: list[str] = []
+    child.stderr_read = read  # type: ignore[attr-defined]
 
-    command = psutil.Process(child.pid)
-    argv = command.cmdline()
+    def drain() -> None:
+        while piece := child.stderr.read(1):
+            read.append(piece)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        assert child.poll() is None, f"the command ended before it was interrupted: {child.communicate()}"
-        try:
-            if any(forked.cmdline() == argv for forked in command.children()):
-                return
-        except psutil.Error:  # a child that ended while we looked: look again
-            pass
+        if "rank0.json.gz:" in "".join(read):
+            return reader
+        assert child.poll() is None, f"the command ended before it was interrupted: {''.join(read)[-2000:]}"
         time.sleep(0.05)
     child.kill()
-    pytest.fail(f"no reading child after {timeout_s:g} s: {child.communicate()}")
+    pytest.fail(f"no progress from the reader after {timeout_s:g} s: {''.join(read)[-2000:]}")
 
 
 @pytest.mark.slow
@@ -204,8 +211,111 @@ def test_a_stop_signal_to_the_whole_group_while_the_reader_works_is_one_line(tmp
     path.write_bytes(gzip.compress(b'{"traceEvents": [' + b",".join([line] * 600_000) + b"]}", 1))
     child = subprocess.Popen([sys.executable, "-m", "engine", "trace", str(path)], cwd=ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
-    _wait_for_the_reading_child(child)
+    reader = _wait_for_the_reading_child(child)
     os.killpg(child.pid, signum)
-    _, err = child.communicate(timeout=30)
+    child.wait(timeout=30)
+    reader.join(timeout=30)
+    err = "".join(child.stderr_read)
     assert child.returncode == status and err.strip().splitlines()[-1] == words, err[-2000:]
     assert "Traceback" not in err and "KeyError" not in err
+
+
+# -- numbers: their length bounded before the parser, an integer beyond a float -------------------------------
+def test_an_integer_beyond_a_float_is_one_line_naming_the_file_and_the_field(tmp_path):
+    path = tmp_path / "rank0.json"
+    path.write_bytes(b'{"traceEvents": [{"ph": "X", "name": "PP:0F0", "ts": 1' + b"0" * 400 + b', "dur": 1}]}')
+    assert path.stat().st_size < 500  # the issue's 420-byte file: a traceback, OverflowError on the page
+    line = refused(str(path), says=f'(the value of "ts"); the lab reads numbers of up to {MAX_NUMBER_CHARACTERS}')
+    assert line.startswith(f"error: {path}: a number of 401 characters")
+
+
+@pytest.mark.parametrize("digits", [MAX_NUMBER_CHARACTERS - 1, 300])  # ints past int64 (the slow parser), or a float
+def test_an_integer_past_64_bits_or_a_float_in_a_field_is_one_line_and_never_an_overflow(tmp_path, digits):
+    path = tmp_path / "rank0.json"
+    path.write_bytes(trace_text([action(ts=10**digits)]))  # 64 characters: read, then refused as no time
+    with pytest.raises(TraceError) as caught:
+        import_traces([str(path)], names=["my-trace.json"])
+    message = str(caught.value)
+    assert message.startswith("my-trace.json: ") and '"ts"' in message and "\n" not in message, message
+
+
+@pytest.mark.timing
+def test_a_20_mb_number_is_refused_in_one_line_within_5_s(tmp_path):
+    path = tmp_path / "rank0.json.gz"
+    number = b"1" * (20 * 10**6)  # 31-35 s before, quadratic: 5 MB took 2.8 s
+    path.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", "ts": ' + number + b"}]}", compresslevel=9))
+    assert path.stat().st_size < 100_000
+    started = time.monotonic()
+    line = refused(str(path), says="a number of more than", within_s=5)
+    assert time.monotonic() - started < 5 and '(the value of "ts")' in line, line
+
+
+def test_number_lengths_are_read_across_chunks_and_strings_hold_any_digits():
+    """The bound against a scanner that cuts the text anywhere: a number split over chunks is counted whole,
+    a string of digits is not a number, and whitespace the reader skipped ends a number."""
+    at_bound = b"9" * MAX_NUMBER_CHARACTERS
+    fine = b'{"a": [' + at_bound + b', "' + b"7" * 5000 + b'", 1.5e-7, -12, true, false], "b": ' + at_bound + b"}"
+    past = b'{"a": [1, 2], "ts": -' + b"9" * MAX_NUMBER_CHARACTERS + b"}"
+    for size in (1, 2, 3, 7, 64, 65, 1000, len(past)):
+        shape = TextShape()
+        for at in range(0, len(fine), size):
+            shape.feed(fine[at : at + size])
+        shape = TextShape()
+        says = rf'a number of (more than )?[0-9,]+ characters at byte {past.index(b"-")} \(the value of "ts"\)'
+        with pytest.raises(ShapeError, match=says):
+            for at in range(0, len(past), size):
+                shape.feed(past[at : at + size])
+    shape = TextShape()
+    shape.feed(b"[" + b"1" * 40)
+    shape.gap()  # a megabyte of whitespace the reader skipped
+    shape.feed(b"1" * 40 + b"]")
+
+
+# -- text from a trace or a file name never acts on the terminal ---------------------------------------------------
+HOSTILE = "\x1b[2J\x1b]0;owned\x07\r\n\u202eevil\x9b31m"
+"""A screen clear, a window title ended by BEL, a carriage return and a line feed, a bidi override, a C1 CSI."""
+RAW = ("\x1b", "\x07", "\r", "\u202e", "\x9b")
+
+
+def _hostile_copy(tmp_path: Path, rank: int) -> Path:
+    """The 2-rank example's file of ``rank``, its backend set to ``HOSTILE``, under a name holding it too."""
+    trace = json.loads(gzip.decompress(Path(EXAMPLE[rank]).read_bytes()))
+    trace["distributedInfo"]["backend"] = HOSTILE
+    path = tmp_path / f"rank{rank}{HOSTILE}.json"
+    path.write_text(json.dumps(trace))
+    return path
+
+
+def _engine_trace(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", "trace", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+
+
+def test_a_hostile_file_name_and_backend_reach_the_terminal_escaped(tmp_path):
+    paths = [str(_hostile_copy(tmp_path, rank)) for rank in range(2)]
+    read = _engine_trace(*paths, "--quiet")
+    assert read.returncode == 0, read.stderr[-2000:]
+    assert "\\x1b[2J\\x1b]0;owned\\x07\\r\\n\\u202eevil\\x9b31m" in read.stdout  # the backend, escaped
+    missing = _engine_trace(*paths, "--quiet", "--expect", f"x{HOSTILE}.csv")  # its name quoted in the refusal
+    broken = tmp_path / f"rank0{HOSTILE}-cut.json"
+    broken.write_bytes(Path(paths[0]).read_bytes()[:-100])
+    cut = _engine_trace(str(broken), "--quiet")
+    assert cut.returncode == 2 and len(cut.stderr.splitlines()) == 1, cut.stderr
+    assert "\\x1b[2J" in cut.stderr and "-cut.json: not a complete JSON trace" in cut.stderr, cut.stderr
+    assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1, missing.stderr
+    for output in (read.stdout, read.stderr, missing.stdout, missing.stderr, cut.stdout, cut.stderr):
+        assert not any(char in output for char in RAW), ascii(output[-2000:])
+    assert read.stdout.splitlines()[0].startswith("2 file(s), \\x1b[2J")  # its one line: the LF escaped too
+    shown = _engine_trace(*paths)  # with the progress bar, which names each file (its own \r redraws it)
+    assert shown.returncode == 0 and "\\u202eevil\\x9b31m.json" in shown.stderr, shown.stderr[-2000:]
+    assert not any(char in shown.stdout + shown.stderr for char in RAW if char != "\r"), ascii(shown.stderr[-2000:])
+
+
+def test_the_messages_the_page_shows_carry_the_escaped_names(tmp_path):
+    path = tmp_path / "upload.json"
+    path.write_bytes(trace_text([action(dur=None)]))
+    with pytest.raises(TraceError) as caught:
+        import_traces([str(path)], names=[f"my{HOSTILE}.json"])
+    message = str(caught.value)
+    assert message.startswith("my\\x1b[2J") and "\n" not in message
+    assert not any(char in message for char in RAW), ascii(message)
