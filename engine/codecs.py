@@ -72,9 +72,15 @@ SHOWN_CHARACTERS = 80
 """The most of a visitor's value a message quotes."""
 
 
+SHORT_CODE = re.compile(r":(?=[A-Za-z0-9_+\-/]+:)")
+"""A colon that opens an emoji or icon short code (``:skull:``, ``:material/home:``), which Streamlit's Markdown
+turns into a picture even when both colons are backslash-escaped."""
+
+
 def code_span(value: object, limit: int = SHOWN_CHARACTERS) -> str:
     """``value`` as a Markdown code span, cut to ``limit`` characters with "…": nothing in it is rendered (the
-    app shows problem lines as Markdown), and a control character shows as its escape (``escaped``).
+    app shows problem lines as Markdown), a control character shows as its escape (``escaped``), and a short code
+    is broken by a zero-width space after its colon.
 
     CommonMark: a code span opened by n backticks ends at the next run of exactly n, so the fence is one
     longer than the longest run inside; a space pads a value that starts or ends with a backtick."""
@@ -82,6 +88,7 @@ def code_span(value: object, limit: int = SHOWN_CHARACTERS) -> str:
     if len(text) > limit:
         text = text[:limit] + "…"
     text = escaped(text)  # a line break or a control character shows as its escape, never acts
+    text = SHORT_CODE.sub(":\u200b", text)  # Streamlit draws :material/…: as an icon even inside a code span
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
@@ -96,13 +103,15 @@ AUTOLINK_STARTS = re.compile(r"(://|www\.|@)", re.IGNORECASE)
 def plain(text: object, limit: int = 600) -> str:
     """``text`` (a message that may quote a visitor's value) as Markdown that renders exactly that text: every
     punctuation character backslash-escaped (no link, image, emphasis, heading or ``$math$``), and a zero-width
-    space in "://", "www." and "@", which GitHub-flavoured Markdown would otherwise turn into a link; every
+    space in "://", "www." and "@", which GitHub-flavoured Markdown would otherwise turn into a link, and after a
+    colon that opens a short code (``:skull:`` would be drawn as 💀); every
     control character but a line break shown as its escape (``escaped``). Cut to ``limit`` characters with "…"."""
     value = str(text)
     if len(value) > limit:
         value = value[:limit] + "…"
     value = escaped(value, keep="\n")  # the message's own line breaks stay; every other control shows escaped
     value = AUTOLINK_STARTS.sub(lambda match: match.group(1)[0] + "\u200b" + match.group(1)[1:], value)
+    value = SHORT_CODE.sub(":\u200b", value)  # a zero-width space after the colon: no short code is complete
     return MARKDOWN_PUNCTUATION.sub(r"\\\1", value).replace("\n", "  \n")
 
 

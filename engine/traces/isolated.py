@@ -79,7 +79,7 @@ def import_traces_isolated(
 def _read_with_limits(paths: list[str], options: ImportOptions, names: list[str], progress) -> ImportedRun:
     """In the child: the limits, then the reading; a limit reached is a TraceError that names it."""
     _limit(resource.RLIMIT_AS, _address_space() + MEMORY_LIMIT_BYTES)
-    _limit(resource.RLIMIT_CPU, CPU_LIMIT_S)
+    _limit(resource.RLIMIT_CPU, cpu_limit_s())
 
     def report(name: str, done: int, total: int) -> None:
         progress(done, total, name)
@@ -91,6 +91,16 @@ def _read_with_limits(paths: list[str], options: ImportOptions, names: list[str]
             f"reading these traces needs more than {MEMORY_LIMIT_BYTES / 2**30:g} GiB of memory, the most the "
             "lab gives one reading; profile fewer steps (torch.profiler.schedule(wait=1, warmup=1, active=1))"
         ) from None
+
+
+def cpu_limit_s() -> int:
+    """The CPU seconds a reading gets: ``CPU_LIMIT_S``, or less under a smaller hard limit (``ulimit -t``), then
+    a second below it, so the kernel's SIGXCPU at the soft limit comes before its SIGKILL at the hard one and the
+    reading ends saying it ran out of CPU, not of memory."""
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard == resource.RLIM_INFINITY or hard > CPU_LIMIT_S:
+        return CPU_LIMIT_S
+    return max(1, hard - 1)
 
 
 def _limit(which: int, value: int) -> None:
@@ -113,7 +123,7 @@ def _address_space() -> int:
 def _limit_reached(message: str, time_limit_s: float) -> str:
     """The child's ending, said as the limit it reached where one explains it."""
     if "SIGXCPU" in message:
-        return f"reading these traces took more than {CPU_LIMIT_S} s of CPU, the most the lab gives one reading"
+        return f"reading these traces took more than {cpu_limit_s()} s of CPU, the most the lab gives one reading"
     if "took longer than its limit" in message:
         return (
             f"reading these traces took more than {time_limit_s:g} s, the most the lab gives one reading; "

@@ -38,3 +38,14 @@ def test_shown_is_one_code_span_however_many_backticks_the_value_holds(text):
 def test_long_values_are_cut_with_an_ellipsis():
     assert len(shown("x" * 10_000)) < 100 and shown("x" * 10_000).endswith("…`")
     assert len(plain("y" * 10_000)) < 700 and plain("y" * 10_000).endswith("…")
+
+
+@pytest.mark.parametrize("value", [":skull:", ":material/home:", "a:+1:b", ":smile_cat:"])
+def test_no_short_code_survives_in_a_message_or_a_code_span(value):
+    """Streamlit's Markdown draws :skull: as 💀 (even with its colons escaped) and :material/home: as an icon (even
+    inside a code span): a zero-width space after the opening colon leaves the visitor's text as text."""
+    for shown_text in (plain(value), shown(value)):
+        unescaped = shown_text.replace("\\", "").strip("`")
+        assert re.search(r":[A-Za-z0-9_+\-/]+:", unescaped) is None, shown_text
+        assert unescaped.replace("\u200b", "") == value
+    assert plain("10:30") == "10\\:30"  # a colon that opens no short code is left alone

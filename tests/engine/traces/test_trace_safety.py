@@ -319,3 +319,23 @@ def test_the_messages_the_page_shows_carry_the_escaped_names(tmp_path):
     message = str(caught.value)
     assert message.startswith("my\\x1b[2J") and "\n" not in message
     assert not any(char in message for char in RAW), ascii(message)
+
+
+@pytest.mark.slow
+def test_under_a_small_ulimit_t_a_long_reading_says_it_ran_out_of_cpu_not_memory(tmp_path):
+    """``ulimit -t 3``: the reading's own CPU limit goes a second below it, so SIGXCPU (a CPU message) comes before
+    the hard limit's SIGKILL (which reads as a memory kill)."""
+    path = tmp_path / "rank0.json.gz"
+    line = json.dumps(action()).encode()
+    path.write_bytes(gzip.compress(b'{"traceEvents": [' + b",".join([line] * 600_000) + b"]}", 1))
+
+    def small_cpu_limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CPU, (3, 3))
+
+    done = subprocess.run([sys.executable, "-m", "engine", "trace", "--quiet", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, preexec_fn=small_cpu_limit)  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert "took more than 2 s of CPU" in lines[0] and "memory" not in lines[0], lines[0]
