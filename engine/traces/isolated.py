@@ -36,6 +36,8 @@ COMMAND_TIME_LIMIT_S = 600.0
 """Wall-clock limit of ``python -m engine trace``."""
 PAGE_TIME_LIMIT_S = 120.0
 """Wall-clock limit of one upload's reading on the page (the page reads up to 512 MiB)."""
+SERVER_NICENESS = 10
+"""A reading for a page runs below the server's priority: the pages, and the visitors who only click, come first."""
 
 
 def import_traces_isolated(
@@ -62,7 +64,7 @@ def import_traces_isolated(
     try:
         return call_isolated(
             _read_with_limits,
-            ([str(path) for path in paths], options or ImportOptions(), names),
+            ([str(path) for path in paths], options or ImportOptions(), names, SERVER_NICENESS if server else 0),
             progress=relay,
             time_limit_s=time_limit_s,
             what="trace reading",
@@ -76,8 +78,12 @@ def import_traces_isolated(
         raise TraceError(str(refused)) from None
 
 
-def _read_with_limits(paths: list[str], options: ImportOptions, names: list[str], progress) -> ImportedRun:
-    """In the child: the limits, then the reading; a limit reached is a TraceError that names it."""
+def _read_with_limits(
+    paths: list[str], options: ImportOptions, names: list[str], niceness: int, progress
+) -> ImportedRun:
+    """In the child: the limits and the priority, then the reading; a limit reached is a TraceError that names it."""
+    if niceness:
+        os.nice(niceness)
     _limit(resource.RLIMIT_AS, _address_space() + MEMORY_LIMIT_BYTES)
     _limit(resource.RLIMIT_CPU, cpu_limit_s())
 

@@ -339,3 +339,20 @@ def test_under_a_small_ulimit_t_a_long_reading_says_it_ran_out_of_cpu_not_memory
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
     assert "took more than 2 s of CPU" in lines[0] and "memory" not in lines[0], lines[0]
+
+
+def test_a_reading_for_a_page_runs_below_the_servers_priority(monkeypatch):
+    import multiprocessing
+
+    from engine.traces import isolated
+
+    monkeypatch.setattr(isolated, "import_traces", lambda *args, **kwargs: os.nice(0))  # the child's niceness
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    for niceness in (0, isolated.SERVER_NICENESS):
+        child = context.Process(
+            target=lambda n=niceness: results.put(isolated._read_with_limits(EXAMPLE, None, EXAMPLE, n, None))
+        )
+        child.start()
+        child.join(30)
+    assert [results.get(timeout=5) for _ in range(2)] == [os.nice(0), os.nice(0) + isolated.SERVER_NICENESS]
