@@ -5,10 +5,10 @@ whose settings need no narrowing (the Plan page) reads the engine's bounds throu
 
 from __future__ import annotations
 
-from engine import FAMILIES
 from engine import limits as engine
+from engine import settings as shared
 from engine.model_config import MODEL_BOUNDS
-from engine.options import choose, real, whole
+from engine.options import real, whole
 
 MAX_RANKS = min(32, engine.MAX_RANKS)
 """p on the simulated pages: 32 rows still read as a Gantt."""
@@ -48,11 +48,10 @@ for _name, _value, _bound in (
     assert _value <= _bound, f"{_name} ({_value}) exceeds the engine's limit ({_bound})"
 
 
-# -- the settings several pages share, declared once with these bounds (``engine.options``) ------------------
-RANKS = whole("ranks", 1, MAX_RANKS, "Ranks (devices), p", "pipeline ranks (devices), p", widget="slider")
-MICROBATCHES = whole(
-    "microbatches", 1, MAX_MICROBATCHES, "Micro-batches, m", "micro-batches per step, m", widget="slider"
-)
+# -- the settings several pages share: the engine's declarations (``engine.settings``, which the command line reads)
+# narrowed to these bounds, or the app's own where its widget differs (chunks from 2 on a slider, a stepped transfer)
+RANKS = shared.RANKS.narrowed(high=MAX_RANKS)
+MICROBATCHES = shared.MICROBATCHES.narrowed(high=MAX_MICROBATCHES)
 CHUNKS = whole(
     "chunks",
     MIN_CHUNKS,
@@ -69,10 +68,4 @@ COMM = real(
     "Time from the end of an action to its output's arrival on another rank.",
     step=0.25,
 )
-FAMILY = choose(
-    "schedule",
-    FAMILIES,
-    "Schedule",
-    "schedule family",
-    titles={name: family.title for name, family in FAMILIES.items()},
-)
+FAMILY = shared.SCHEDULE
