@@ -13,6 +13,24 @@ carry a hash), so each is compressed once per process and kept: a first visit mo
 which a class on one Wi-Fi feels 30 times over, for one compression per file.
 
 ``ChartLibrary``: serves the Plotly bundle the lab's own chart element draws with (``charts/live_chart.py``).
+
+What a stranger sends grows nothing and costs no compression per request. A copy is kept per FILE, not per
+address: ``static_name`` names the file Streamlit's server answers a path with (``//``, ``./`` and percent-encoding
+folded as that server folds them; a path it refuses or answers with its page names none), and a path that names
+no script file leaves no trace here (no lock, no entry). The copies are bounded by their bytes (``KEPT_BYTES``);
+past that bound a file goes out as Streamlit sends it, uncompressed, rather than compressed again per request. The
+table of compressions under way holds a file only while it is being compressed. ``Accept-Encoding`` is read with
+its weights (RFC 9110 §12.5.3), and a HEAD answers the headers its GET would, without the body.
+
+Slow headers (slow-loris): not bounded in this process. uvicorn 0.55 has no timeout for reading a request's head
+(its ``timeout_keep_alive`` is armed only once a response is complete and cancelled by the next request's first
+byte), and Streamlit 1.67 builds uvicorn's ``Config`` itself (``starlette_server._get_uvicorn_config_kwargs``) with
+no option to pass one, so app/serve.py cannot set one. The deployment that faces strangers is nginx in front
+(deploy/nginx-two-processes.conf, docs/deploy.md): nginx reads a whole request before it opens a connection to
+this process, and its ``client_header_timeout`` and ``client_body_timeout`` (not set there, so nginx's default of
+60 s each) end a client that sends its head, or its body between two reads, too slowly, with a 408; its
+``large_client_header_buffers`` (default 4 × 8 KB) refuse a longer request line with a 414. A process reached
+directly (``make run`` on a port open to strangers) has no such bound.
 """
 
 from __future__ import annotations
@@ -22,13 +40,17 @@ import functools
 import gzip
 import json
 import logging
+import mimetypes
+import os
 import re
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import streamlit
 from streamlit import config
+from streamlit.path_security import is_unsafe_path_pattern
 
 LOGGER = logging.getLogger(__name__)
 MARK = b"<head>"
@@ -37,6 +59,46 @@ ENCODINGS: dict[bytes, tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]
     b"identity": (bytes, bytes),
     b"gzip": (gzip.decompress, gzip.compress),
 }
+QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
+"""A weight as RFC 9110 §12.4.2 writes it: 0 to 1, at most three decimals."""
+
+
+def coding_weights(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, float] | None:
+    """The content codings a request's ``Accept-Encoding`` fields name, each with its weight (``x-gzip`` read as
+    ``gzip``, RFC 9110 §8.4.1.3; a coding named twice keeps its higher weight); None where the request has no such
+    field. An entry whose weight is malformed is left out, as if not named."""
+    values = [value for name, value in headers if name.lower() == b"accept-encoding"]
+    if not values:
+        return None
+    weights: dict[str, float] = {}
+    for entry in b",".join(values).decode("latin-1").split(","):
+        coding, *parameters = entry.split(";")
+        coding = coding.strip().lower()
+        weight: float | None = 1.0
+        for parameter in parameters:
+            key, _, value = parameter.partition("=")
+            if key.strip().lower() == "q":
+                value = value.strip()
+                weight = float(value) if QVALUE.fullmatch(value) else None
+        if not coding or weight is None:
+            continue
+        coding = "gzip" if coding == "x-gzip" else coding
+        weights[coding] = max(weight, weights.get(coding, 0.0))
+    return weights
+
+
+def accepts_gzip(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a request is to be answered with gzip (RFC 9110 §12.5.3): gzip (or ``*``, where gzip is not named)
+    has a weight above 0, and at least identity's where identity is weighed (named, or by ``*``). No field, or an
+    empty one, asks for identity; identity, always acceptable unless named with weight 0 or left to a ``*;q=0``,
+    is what a request gets where gzip is not acceptable."""
+    weights = coding_weights(headers)
+    if not weights:
+        return False
+    wildcard = weights.get("*")
+    gzip_weight = weights.get("gzip", 0.0 if wildcard is None else wildcard)
+    identity_weight = weights.get("identity", 0.0 if wildcard is None else wildcard)
+    return gzip_weight > 0 and gzip_weight >= identity_weight
 
 
 def base_url_script(base_path: str) -> bytes:
@@ -48,12 +110,13 @@ def base_url_script(base_path: str) -> bytes:
     ).encode()
 
 
-async def answer(send: Any, start: dict, body: bytes) -> None:
-    """Send ``start`` with its length set to ``body``'s, then ``body``."""
+async def answer(send: Any, start: dict, body: bytes, head: bool = False) -> None:
+    """Send ``start`` with its length set to ``body``'s, then ``body`` (nothing, for a HEAD: the length stays the
+    one its GET would be sent with)."""
     kept = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
     headers = [*kept, (b"content-length", str(len(body)).encode())]
     await send({**start, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": b"" if head else body})
 
 
 class ServerRootInPage:
@@ -99,6 +162,26 @@ KEPT_BYTES = 64 * 1024 * 1024
 LEVEL = 6
 GZIP_HEADERS = ((b"content-encoding", b"gzip"), (b"vary", b"Accept-Encoding"))
 STATIC = Path(streamlit.__file__).parent / "static"
+VALIDATORS = (b"range", b"if-none-match", b"if-modified-since")
+"""A request with one of these is answered by Streamlit (a part of the file, or 304), as it asked."""
+
+
+def static_name(path: str, base_path: str) -> str | None:
+    """The file in Streamlit's static folder its server answers a GET of ``path`` with, named as below that folder
+    (``static/js/index.abc.js``), where that is a file under ``static/``; else None. What Streamlit 1.67's server
+    does, in its order: a path starting ``//`` (or ``\\\\``), or whose rest holds a ``..`` segment, a NUL or a
+    drive is refused (400: ``PathSecurityMiddleware`` and the static handler); one ending in ``/`` is redirected;
+    the mount at the base path hands on what follows it, and Starlette's ``StaticFiles.get_path`` joins its
+    segments and normalises them (``//`` and ``./`` fold away). Percent-encoding is undone once, by uvicorn, before
+    ``scope["path"]``; Streamlit does not undo it again, so neither does this (``%252e`` stays a name of its own)."""
+    prefix = "/" + base_path.strip("/")
+    prefix = prefix.rstrip("/")
+    if path.startswith(("//", "\\\\")) or not path.startswith(prefix + "/") or path.endswith("/"):
+        return None
+    if is_unsafe_path_pattern(path.lstrip("/")):
+        return None
+    name = os.path.normpath(os.path.join(*path[len(prefix) :].split("/")))
+    return name if name.startswith("static/") else None
 
 
 def first_visit_first() -> list[str]:
@@ -137,15 +220,21 @@ def empty_request() -> Callable:
 
 
 class CompressedScripts:
-    """An ASGI middleware: a GET of ``/static/…`` from a browser that accepts gzip is answered with the file
-    compressed, from this process's copy after the first time. A conditional or ranged request, another method,
-    an answer other than 200 or one already encoded pass through as they are."""
+    """An ASGI middleware: a GET (or HEAD) of one of Streamlit's scripts under ``/static/…`` from a browser that
+    accepts gzip is answered with the file compressed, from this process's copy after the first time, whichever
+    spelling of its path was asked (``static_name``). A conditional or ranged request, another method, a path that
+    names no script file, an answer other than 200 or one already encoded pass through as they are.
 
-    def __init__(self, app: Any, warm: Callable[[], list[str]] = first_visit_first) -> None:
+    ``copies``: the compressed copies, by the file's name in ``directory`` (Streamlit's static folder), at most
+    ``KEPT_BYTES`` of them. ``compressing``: the files being compressed right now, each with the event its other
+    askers wait on; a file leaves it once compressed (or not), so it is empty between requests."""
+
+    def __init__(self, app: Any, warm: Callable[[], list[str]] = first_visit_first, directory: Path = STATIC):
         self.app = app
         self.warm = warm
+        self.directory = directory
         self.copies: dict[str, tuple[dict, bytes]] = {}
-        self.locks: dict[str, asyncio.Lock] = {}
+        self.compressing: dict[str, asyncio.Event] = {}
         self.kept = 0
         self.warmed = False
 
@@ -153,20 +242,43 @@ class CompressedScripts:
         if scope["type"] == "lifespan":
             await self.app(scope, receive, self._warm_once_started(scope, send))
             return
-        if not self._wanted(scope):
+        name = self._script(scope)
+        if name is None:
             await self.app(scope, receive, send)
             return
-        path = scope["path"]
-        # a class arriving at once asks for the same files together: one compresses, the others wait for its copy
-        async with self.locks.setdefault(path, asyncio.Lock()):
-            if path not in self.copies:
-                await self._compress(scope, receive, send)
+        head = scope["method"] == "HEAD"
+        if name not in self.copies:
+            # a class arriving at once asks for the same files together: one compresses, the others wait for its copy
+            under_way = self.compressing.get(name)
+            if under_way is not None:
+                await under_way.wait()
+            elif not self._is_file(name):  # no script file: Streamlit answers (its page, a 404), nothing is kept
+                await self.app(scope, receive, send)
                 return
-        start, body = self.copies[path]
-        await answer(send, start, body)
+            else:
+                self.compressing[name] = under_way = asyncio.Event()
+                try:
+                    await self._compress(name, scope, receive, send)
+                finally:
+                    del self.compressing[name]
+                    under_way.set()
+                return
+        copy = self.copies.get(name)
+        if copy is None:  # its compression made no copy (not a fresh script, no room, cut short): as Streamlit sends it
+            await self.app(self._canonical(scope, name, scope["method"]), receive, send)
+            return
+        await answer(send, *copy, head=head)
 
-    async def _compress(self, scope: dict, receive: Any, send: Any) -> None:
-        """The app's answer, compressed when it is a script that went well, and kept while there is room."""
+    @staticmethod
+    def _canonical(scope: dict, name: str, method: str) -> dict:
+        """``scope`` asking for ``name`` by its plain path: Streamlit answers such a path with the file itself, never
+        compressed by Streamlit's own gzip middleware (which lets only a plain ``/static/`` path by)."""
+        base = "/" + config.get_option("server.baseUrlPath").strip("/")
+        path = base.rstrip("/") + "/" + name
+        return {**scope, "method": method, "path": path, "raw_path": path.encode()}
+
+    async def _compress(self, name: str, scope: dict, receive: Any, send: Any) -> None:
+        """The app's answer, compressed when it is a script that went well and there is room to keep it, and kept."""
         first: dict = {}
         parts: list[bytes] = []
 
@@ -178,21 +290,30 @@ class CompressedScripts:
             else:
                 await send(message)
 
-        await self.app(scope, receive, keep)
+        head = scope["method"] == "HEAD"
+        await self.app(self._canonical(scope, name, "GET"), receive, keep)  # a HEAD's GET: its length
         body = b"".join(parts)
         headers = dict(first.get("headers", []))
         whole = headers.get(b"content-length", str(len(body)).encode()) == str(len(body)).encode()
         fresh = first.get("status") == 200 and b"content-encoding" not in headers and whole
-        if not fresh or not headers.get(b"content-type", b"").startswith(SCRIPT_TYPES):
-            await answer(send, first, body)
+        script = headers.get(b"content-type", b"").startswith(SCRIPT_TYPES)
+        if not fresh or not script or self.kept + len(body) > KEPT_BYTES:  # the copy could not be kept
+            await answer(send, first, body, head=head)
             return
         # off the event loop (zlib lets go of the GIL): Streamlit's 4.6 MB chart script takes about 0.1 s
         compressed = await asyncio.to_thread(functools.partial(gzip.compress, body, compresslevel=LEVEL, mtime=0))
         encoded = {**first, "headers": [*map(weak_etag, first.get("headers", [])), *GZIP_HEADERS]}
         if self.kept + len(compressed) <= KEPT_BYTES:
-            self.copies[scope["path"]] = (encoded, compressed)
+            self.copies[name] = (encoded, compressed)
             self.kept += len(compressed)
-        await answer(send, encoded, compressed)
+        await answer(send, encoded, compressed, head=head)
+
+    def _is_file(self, name: str) -> bool:
+        """Whether ``name`` is a file in the static folder (followed through links, as Streamlit serves it)."""
+        try:
+            return stat.S_ISREG(os.stat(self.directory / name).st_mode)
+        except (OSError, ValueError):  # too long a name, a NUL, no such file
+            return False
 
     def _warm_once_started(self, lifespan: dict, send: Any) -> Callable:
         """The lifespan's ``send``: once Streamlit has started, compress the scripts, then say the server has
@@ -211,7 +332,7 @@ class CompressedScripts:
 
     async def _compress_all(self, lifespan: dict) -> None:
         """Ask for every script as a browser would, through the app; a visitor asking meanwhile waits for the
-        same file's compression (its lock) or has its own answered."""
+        same file's compression or has its own answered."""
         base = "/" + config.get_option("server.baseUrlPath").strip("/")
 
         async def dropped(message: dict) -> None:
@@ -231,16 +352,18 @@ class CompressedScripts:
                 LOGGER.warning("compressing %s ahead of visitors failed: %s", name, error)
 
     @staticmethod
-    def _wanted(scope: dict) -> bool:
-        if scope["type"] != "http" or scope.get("method") != "GET":
-            return False
-        base = "/" + config.get_option("server.baseUrlPath").strip("/")
-        if not scope.get("path", "").startswith(base.rstrip("/") + "/static/"):
-            return False
-        headers = dict(scope.get("headers", []))
-        if b"range" in headers or b"if-none-match" in headers or b"if-modified-since" in headers:
-            return False
-        return b"gzip" in headers.get(b"accept-encoding", b"").lower()
+    def _script(scope: dict) -> str | None:
+        """The script file a request is for, where it is a GET or HEAD from a browser that takes gzip, asking for
+        the whole file; else None. Said by its path and type alone (what Starlette's file answer would say)."""
+        if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD"):
+            return None
+        headers = scope.get("headers", [])
+        if any(key.lower() in VALIDATORS for key, _ in headers) or not accepts_gzip(headers):
+            return None
+        name = static_name(scope.get("path", ""), config.get_option("server.baseUrlPath"))
+        if name is None or not (mimetypes.guess_type(name)[0] or "").encode().startswith(SCRIPT_TYPES):
+            return None
+        return name
 
 
 CHART_LIBRARY = Path(__file__).resolve().parents[1] / "static" / "plotly-cartesian-4.1.1.min.js"
@@ -258,25 +381,23 @@ def chart_library_url(base_path: str) -> str:
 
 
 class ChartLibrary:
-    """An ASGI middleware that answers a GET of ``CHART_LIBRARY_PATH`` with the bundle (compressed for a browser
-    that accepts gzip, compressed once, on first use); everything else passes through."""
+    """An ASGI middleware that answers a GET or HEAD of ``CHART_LIBRARY_PATH`` with the bundle (compressed for a
+    browser that accepts gzip, compressed once, on first use; a HEAD gets the same headers and no body);
+    everything else passes through."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.plain: bytes | None = None
         self.compressed: bytes | None = None
+        self.loading = asyncio.Lock()  # visitors at once on first use: one reads and compresses, the others wait
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         wanted = chart_library_url(config.get_option("server.baseUrlPath"))
-        if scope["type"] != "http" or scope.get("method") != "GET" or scope.get("path") != wanted:
+        if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD") or scope.get("path") != wanted:
             await self.app(scope, receive, send)
             return
-        if self.plain is None:
-            self.plain = await asyncio.to_thread(CHART_LIBRARY.read_bytes)
-            self.compressed = await asyncio.to_thread(
-                functools.partial(gzip.compress, self.plain, compresslevel=LEVEL, mtime=0)
-            )
-        accepts = b"gzip" in dict(scope.get("headers", [])).get(b"accept-encoding", b"").lower()
+        plain, compressed = await self._bundle()
+        accepts = accepts_gzip(scope.get("headers", []))
         headers = [
             (b"content-type", b"application/javascript; charset=utf-8"),
             (b"cache-control", b"public, max-age=31536000, immutable"),
@@ -284,5 +405,16 @@ class ChartLibrary:
         ]
         if accepts:
             headers.append((b"content-encoding", b"gzip"))
-        body = self.compressed if accepts else self.plain
-        await answer(send, {"type": "http.response.start", "status": 200, "headers": headers}, body or b"")
+        start = {"type": "http.response.start", "status": 200, "headers": headers}
+        await answer(send, start, compressed if accepts else plain, head=scope["method"] == "HEAD")
+
+    async def _bundle(self) -> tuple[bytes, bytes]:
+        """The bundle, plain and compressed: read and compressed on first use, once."""
+        async with self.loading:
+            if self.plain is None or self.compressed is None:
+                plain = await asyncio.to_thread(CHART_LIBRARY.read_bytes)
+                self.compressed = await asyncio.to_thread(
+                    functools.partial(gzip.compress, plain, compresslevel=LEVEL, mtime=0)
+                )
+                self.plain = plain
+        return self.plain, self.compressed

@@ -3,7 +3,10 @@ touched; Streamlit's scripts go out compressed, each compressed once. Driven as 
 against answers written here."""
 
 import asyncio
+import functools
 import gzip
+
+import pytest
 
 from app.server.middleware import KEPT_BYTES, CompressedScripts, ServerRootInPage, base_url_script
 
@@ -70,6 +73,16 @@ def test_a_base_url_path_is_the_root_named():
 
 SCRIPT = b"function lab() { return 'pipeline'; }\n" * 2000
 GZIP = ((b"accept-encoding", b"gzip, deflate, br"),)
+NAMES = ("static/js/index.abc.js", "static/js/chart.def.js", "static/js/late.js", "static/js/cut.js")
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """A static folder holding the scripts these tests ask for (a path naming no file is not compressed)."""
+    for name in NAMES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"on disk; the app answers")
+    return tmp_path
 
 
 class Counted:
@@ -87,9 +100,9 @@ class Counted:
         await send({"type": "http.response.body", "body": self.body})
 
 
-def test_a_script_goes_out_compressed_and_is_compressed_once():
+def test_a_script_goes_out_compressed_and_is_compressed_once(folder):
     app = Counted(SCRIPT)
-    middleware = CompressedScripts(app)
+    middleware = CompressedScripts(app, directory=folder)
     for _ in range(3):
         headers, body = _serve(app, middleware=middleware, path="/static/js/index.abc.js", headers=GZIP)
         assert gzip.decompress(body) == SCRIPT and headers[b"content-encoding"] == b"gzip"
@@ -98,33 +111,46 @@ def test_a_script_goes_out_compressed_and_is_compressed_once():
     assert app.calls == 1 and middleware.kept == len(body)
 
 
-def test_what_is_not_a_fresh_script_for_a_gzip_browser_passes_as_it_is():
+def test_what_is_not_a_fresh_script_for_a_gzip_browser_passes_as_it_is(folder):
+    (folder / "static" / "media").mkdir()
+    (folder / "static" / "media" / "x.png").write_bytes(b"on disk")
+    compressed_scripts = functools.partial(CompressedScripts, directory=folder)
     cases = [
         dict(path="/static/js/index.abc.js", headers=()),  # the browser does not take gzip
         dict(path="/static/js/index.abc.js", headers=(*GZIP, (b"range", b"bytes=0-10"))),
         dict(path="/static/js/index.abc.js", headers=(*GZIP, (b"if-none-match", b'"abc"'))),
         dict(path="/lessons", headers=GZIP),  # not under /static/
         dict(path="/static/js/index.abc.js", headers=GZIP, method="POST"),
+        dict(path="/static/js/absent.js", headers=GZIP),  # no such file: Streamlit answers with its page
     ]
     for case in cases:
-        headers, body = _serve(Counted(SCRIPT), middleware=CompressedScripts, **case)
+        middleware = compressed_scripts(Counted(SCRIPT))
+        headers, body = _serve(middleware.app, middleware=middleware, **case)
         assert body == SCRIPT and b"content-encoding" not in headers, case
-    for app in (Counted(b"\x89PNG" * 500, b"image/png"), Counted(b"gone", status=404)):
-        headers, body = _serve(app, middleware=CompressedScripts, path="/static/media/x", headers=GZIP)
+        assert middleware.copies == {} and middleware.compressing == {}, case
+    for app, path in (
+        (Counted(b"\x89PNG" * 500, b"image/png"), "/static/media/x.png"),
+        (Counted(b"gone", status=404), "/static/js/index.abc.js"),
+    ):
+        headers, body = _serve(app, middleware=compressed_scripts(app), path=path, headers=GZIP)
         assert body == app.body and b"content-encoding" not in headers
 
 
-def test_the_copies_kept_are_bounded():
-    middleware = CompressedScripts(Counted(SCRIPT))
-    middleware.kept = KEPT_BYTES - 10  # nearly full: the next file is compressed but not kept
-    _, body = _serve(middleware.app, middleware=middleware, path="/static/js/late.js", headers=GZIP)
-    assert gzip.decompress(body) == SCRIPT and "/static/js/late.js" not in middleware.copies
+def test_the_copies_kept_are_bounded(folder):
+    """Nearly full, the next file goes out as the app sends it, every time: no compression that is not kept."""
+    middleware = CompressedScripts(Counted(SCRIPT), directory=folder)
+    middleware.kept = KEPT_BYTES - 10
+    for _ in range(2):
+        headers, body = _serve(middleware.app, middleware=middleware, path="/static/js/late.js", headers=GZIP)
+        assert body == SCRIPT and b"content-encoding" not in headers
+    assert middleware.copies == {} and middleware.compressing == {} and middleware.kept == KEPT_BYTES - 10
 
 
-def test_a_class_asking_at_once_is_compressed_for_once():
-    """Thirty first visits at the same moment: the app is asked once, every visitor gets the compressed file."""
+def test_a_class_asking_at_once_is_compressed_for_once(folder):
+    """Thirty first visits at the same moment: the app is asked once, every visitor gets the compressed file; the
+    table of compressions under way is empty once it is done."""
     app = Counted(SCRIPT)
-    middleware = CompressedScripts(app)
+    middleware = CompressedScripts(app, directory=folder)
     bodies: list[bytes] = []
 
     async def visit():
@@ -146,6 +172,7 @@ def test_a_class_asking_at_once_is_compressed_for_once():
 
     asyncio.run(class_of_thirty())
     assert app.calls == 1 and len(bodies) == 30 and all(gzip.decompress(body) == SCRIPT for body in bodies)
+    assert middleware.compressing == {} and list(middleware.copies) == ["static/js/index.abc.js"]
 
 
 class Started(Counted):
@@ -161,10 +188,10 @@ class Started(Counted):
         await send({"type": "lifespan.shutdown.complete"})
 
 
-def test_a_starting_server_compresses_its_scripts_before_it_says_it_has_started():
+def test_a_starting_server_compresses_its_scripts_before_it_says_it_has_started(folder):
     app = Started(SCRIPT)
     names = ["static/js/index.abc.js", "static/js/chart.def.js"]
-    middleware = CompressedScripts(app, warm=lambda: names)
+    middleware = CompressedScripts(app, warm=lambda: names, directory=folder)
 
     async def server_starts_then_stops():
         events = asyncio.Queue()
@@ -183,7 +210,7 @@ def test_a_starting_server_compresses_its_scripts_before_it_says_it_has_started(
     made: list[str] = []
     assert asyncio.run(server_starts_then_stops()) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     assert sorted(made) == sorted(middleware.copies)
-    assert sorted(middleware.copies) == sorted(f"/{name}" for name in names) and app.calls == 2
+    assert sorted(middleware.copies) == sorted(names) and app.calls == 2
     headers, body = _serve(app, middleware=middleware, path="/static/js/chart.def.js", headers=GZIP)
     assert gzip.decompress(body) == SCRIPT and app.calls == 2  # the first visitor gets the copy
 
@@ -198,14 +225,14 @@ def test_the_scripts_named_by_streamlits_page_come_first():
     assert all((STATIC / name).is_file() for name in names) and any("PlotlyChart" in name for name in names)
 
 
-def test_a_body_shorter_than_its_length_is_neither_compressed_nor_kept():
+def test_a_body_shorter_than_its_length_is_neither_compressed_nor_kept(folder):
     class Cut(Counted):
         async def __call__(self, scope, receive, send):
             headers = [(b"content-type", b"text/javascript"), (b"content-length", b"999999")]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
 
-    middleware = CompressedScripts(Cut(b""))
+    middleware = CompressedScripts(Cut(b""), directory=folder)
     headers, body = _serve(middleware.app, middleware=middleware, path="/static/js/cut.js", headers=GZIP)
     assert body == b"" and b"content-encoding" not in headers and middleware.copies == {}
 
