@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
-import math
 import re
 import stat
 import zlib
@@ -29,6 +27,7 @@ from typing import Any, BinaryIO
 import ijson
 
 from ..codecs import escaped
+from . import values
 from .shape import ShapeError, TextShape
 
 MAX_TRACE_BYTES = 2 * 1024**3
@@ -213,12 +212,12 @@ def read_rank_trace(
         events, counts, has_gpu, header = _read(path, name, progress, keep, budget, ijson.get_backend("python"))
     info = header.get("distributedInfo")
     if info is not None and not isinstance(info, dict):
-        raise TraceError(f'{name}: distributedInfo is {_type_name(info)}, not an object like {{"rank": 0, …}}')
+        raise TraceError(f'{name}: distributedInfo is {values.type_name(info)}, not an object like {{"rank": 0, …}}')
     info = info or {}
     backend = info.get("backend")
     base = header.get("baseTimeNanoseconds") or 0
-    if not _whole(base) or not 0 <= base < 2**63:
-        raise TraceError(f"{name}: baseTimeNanoseconds is {_shown(base)}, not a whole number of nanoseconds")
+    if not values.whole(base) or not 0 <= base < 2**63:
+        raise TraceError(f"{name}: baseTimeNanoseconds is {values.shown(base)}, not a whole number of nanoseconds")
     return RankTrace(
         path=str(path),
         name=name,
@@ -241,7 +240,7 @@ def _process_groups(config: Any) -> tuple[tuple[int, ...], ...]:
     groups = []
     for group in config[:1000]:
         ranks = group.get("ranks") if isinstance(group, dict) else None
-        if isinstance(ranks, list) and ranks and all(_whole(rank) and rank >= 0 for rank in ranks):
+        if isinstance(ranks, list) and ranks and all(values.whole(rank) and rank >= 0 for rank in ranks):
             groups.append(tuple(ranks))
     return tuple(groups)
 
@@ -259,7 +258,7 @@ def _read(path: Path, name: str, progress, keep, budget: KeptBudget, parser) -> 
         raw: BinaryIO = gzip.GzipFile(fileobj=stored) if magic == GZIP_MAGIC else stored  # type: ignore[assignment]
         reader = _CountingReader(raw, stored, progress)
         found = _kept_events(name, io.BufferedReader(reader, 1 << 20), keep, budget, parser)
-        return (*found, _header(bytes(reader.head), bytes(reader.tail)))
+        return (*found, values.header(bytes(reader.head), bytes(reader.tail)))
 
 
 class _IntegerOverflow(Exception):
@@ -343,87 +342,33 @@ def _event(raw: dict, name: str, number: int, category: str) -> Event:
 def _check_event(raw: dict, name: str, number: int) -> None:
     """The full check of an event that is not the usual one: TraceError saying which field is wrong, and how."""
     label = raw.get("name", "")
-    where = f"{name}: event {number:,}" + (f" ({_shown(label)})" if isinstance(label, str) else "")
+    where = f"{name}: event {number:,}" + (f" ({values.shown(label)})" if isinstance(label, str) else "")
     if not isinstance(label, str):
-        raise TraceError(f"{where}: its name is {_type_name(label)}, not text")
+        raise TraceError(f"{where}: its name is {values.type_name(label)}, not text")
     start, duration = raw.get("ts", 0.0), raw.get("dur", 0.0)
     for field_name, value in (("ts", start), ("dur", duration)):
-        if not _number(value):
-            raise TraceError(f'{where}: "{field_name}" is {_shown(value)}, not a number of microseconds')
+        if not values.number(value):
+            raise TraceError(f'{where}: "{field_name}" is {values.shown(value)}, not a number of microseconds')
     if not abs(start) <= MAX_TIME_US:  # int against float compares exactly, whatever the int's size
-        raise TraceError(f'{where}: "ts" is {_magnitude(start)} µs, beyond any clock (at most {MAX_TIME_US:g})')
+        raise TraceError(f'{where}: "ts" is {values.magnitude(start)} µs, beyond any clock (at most {MAX_TIME_US:g})')
     if not 0 <= duration <= MAX_DURATION_US:
         raise TraceError(
-            f'{where}: "dur" is {_magnitude(duration)} µs; an event lasts from 0 to an hour ({MAX_DURATION_US:g} µs)'
+            f'{where}: "dur" is {values.magnitude(duration)} µs; '
+            f"an event lasts from 0 to an hour ({MAX_DURATION_US:g} µs)"
         )
     thread, process = raw.get("tid", 0), raw.get("pid", 0)
     for field_name, value in (("tid", thread), ("pid", process)):
-        if not (_whole(value) or (isinstance(value, str) and len(value) <= 200)):
-            raise TraceError(f'{where}: "{field_name}" is {_shown(value)}, not a number or a short name')
+        if not (values.whole(value) or (isinstance(value, str) and len(value) <= 200)):
+            raise TraceError(f'{where}: "{field_name}" is {values.shown(value)}, not a number or a short name')
     args = raw.get("args", {})
     if not isinstance(args, dict):
-        raise TraceError(f'{where}: "args" is {_type_name(args)}, not an object')
-
-
-def _number(value: Any) -> bool:
-    """A finite number: an integer of any size (never converted to a float here), or a finite float."""
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
-
-
-def _magnitude(value: int | float) -> str:
-    """A number as a message shows it (``:g``), an integer beyond a float's range included."""
-    try:
-        return f"{value:g}"
-    except OverflowError:  # an int past 1.8e308: its order of magnitude, from its bits (``str`` of it may fail)
-        return f"about 1e+{int(abs(int(value)).bit_length() * math.log10(2))}"
-
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _type_name(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}
-    return names.get(type(value), "a number")
-
-
-def _shown(value: Any) -> str:
-    """A value as a message shows it: short, never more than a line, and ASCII (``json.dumps`` escapes every
-    control character and everything past ASCII)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**60:
-        return _magnitude(value)  # never ``str`` of a huge int (Python refuses past 4,300 digits)
-    text = json.dumps(value) if isinstance(value, str | int | float | bool | type(None)) else _type_name(value)
-    return text if len(text) <= 60 else text[:40] + "…" + text[-10:]
+        raise TraceError(f'{where}: "args" is {values.type_name(args)}, not an object')
 
 
 def _field_text(value: str) -> str:
     """A trace's text field as the lab shows it: escaped, and cut to ``MAX_FIELD_CHARACTERS`` with "…"."""
     value = escaped(value)
     return value if len(value) <= MAX_FIELD_CHARACTERS else value[:MAX_FIELD_CHARACTERS] + "…"
-
-
-HEADER_KEYS = ("distributedInfo", "baseTimeNanoseconds")
-
-
-def _header(head: bytes, tail: bytes) -> dict[str, Any]:
-    """The header keys found in the text's first or last bytes (Kineto writes them around ``traceEvents``)."""
-    found: dict[str, Any] = {}
-    decoder = json.JSONDecoder()
-    for window in (head, tail):
-        text = window.decode("utf-8", errors="replace")
-        for key in HEADER_KEYS:
-            if key in found:
-                continue
-            match = re.search(rf'"{key}"\s*:\s*', text)
-            if match is None:
-                continue
-            try:
-                found[key] = decoder.raw_decode(text, match.end())[0]
-            except (ValueError, RecursionError):  # JSONDecodeError, or an int past Python's digits limit
-                continue
-    return found
 
 
 def _whole_or_none(value: Any) -> int | None:

@@ -13,16 +13,15 @@ from urllib.parse import unquote
 
 import pytest
 
+from app.server.http_rules import accepts_gzip, static_name
 from app.server.middleware import (
     CHART_LIBRARY,
     STATIC,
     ChartLibrary,
     CompressedScripts,
     ServerRootInPage,
-    accepts_gzip,
     chart_library_url,
     first_visit_first,
-    static_name,
 )
 
 GZIP = ((b"accept-encoding", b"gzip, deflate, br"),)
