@@ -63,6 +63,21 @@ def simulate_bytes(num_pairs: int, *, compiled: bool) -> int:
     return 3 * num_pairs * SIMULATE_BYTES_PER_ACTION + (SIMULATE_COMPILER_BYTES if compiled else 0)
 
 
+# -- a schedule search (engine.search) ------------------------------------------------------------------------------
+MAX_SEARCH_PAIRS = 16_384
+"""Stages × micro-batches a search takes: 32 ranks × 256 micro-batches on a V (64 stages), the Search page's
+largest, where the greedy alone takes about a second; the simulator's own bound is 8× more."""
+MAX_SEARCH_COST = 1e6
+"""The longest an action or a transfer may take, in the search's units: costs are relative, and above this the
+exact model's ticks and the greedy's windows leave the range their arithmetic is exact in (``1e308`` overflows)."""
+MAX_SEARCH_CHUNKS = 4
+"""The most chunks per rank a loop search takes (Megatron's interleaving is used with 2 to 4 in practice)."""
+MAX_TIME_LIMIT_S = 3600.0
+"""The longest a single search may be given."""
+MIN_TIME_LIMIT_S = 0.1
+"""The shortest: the greedy's first answer and the final check need about this much at small sizes."""
+
+
 # -- a plan at real scale (engine.scale) ---------------------------------------------------------------------------
 # The plan is arithmetic on sizes, so almost any size computes; these bounds refuse nonsense (NaN, a negative
 # bandwidth, 10⁹ layers) in words before it turns into an overflow or an hour-long simulation.

@@ -10,11 +10,10 @@ from __future__ import annotations
 from ..costs import PER_STAGE_SEPARATOR, Costs
 from ..files import check_output, write_text
 from ..ir import PLACEMENTS
-from ..limits import MAX_RANKS, whole_number
+from ..limits import MAX_RANKS, MIN_TIME_LIMIT_S, whole_number
 from ..options import add_extras, add_flags
 from ..runtime.lifetime import command_age_s
 from ..terminal import print_json, say
-from .options import MIN_TIME_LIMIT_S
 from .problem import SearchProblem
 from .request import REQUIRED, SearchRequest
 from .result import SearchInterrupted, SearchResult

@@ -18,11 +18,11 @@ from dataclasses import replace
 from functools import partial
 
 from ..costs import Costs
+from ..limits import MIN_TIME_LIMIT_S
 from ..runtime.fork_server import FORK_SERVER, start_fork_server
 from ..runtime.isolated import call_isolated
 from ..runtime.progress import Progress
 from .frontier import Frontier, frontier
-from .options import MIN_TIME_LIMIT_S
 from .problem import SearchProblem
 from .result import SearchInterrupted, SearchResult
 from .solve import search

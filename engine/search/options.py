@@ -1,30 +1,18 @@
-"""The search's bounds and its settings, each declared once (``engine.options``): the command line's flags are
-typed and bounded by these (``engine.search.request.SearchRequest`` gives them their defaults), and the Search
-page narrows them (``app/views/search/settings.py``: the public server draws fewer ranks, fewer micro-batches and
-shorter searches). A value outside a bound is refused with the bound, in one line."""
+"""The search's settings, each declared once (``engine.options``) with its bounds (``engine.limits``, the one
+home of bounds): the command line's flags are typed and bounded by these (``engine.search.request.SearchRequest``
+gives them their defaults), and the Search page narrows them (``app/views/search/settings.py``: the public server
+draws fewer ranks, fewer micro-batches and shorter searches). A value outside a bound is refused with the bound,
+in one line."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from ..ir import PLACEMENTS
-from ..limits import MAX_RANKS
+from ..limits import MAX_RANKS, MAX_SEARCH_CHUNKS, MAX_SEARCH_COST, MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
 from ..options import choose, real, verbatim
 from ..settings import MICROBATCHES as MICROBATCHES  # the engine's, which every command takes
 from ..settings import RANKS as RANKS
-
-MAX_SEARCH_PAIRS = 16_384
-"""Stages × micro-batches a search takes: 32 ranks × 256 micro-batches on a V (64 stages), the Search page's
-largest, where the greedy alone takes about a second; the simulator's own bound is 8× more."""
-MAX_SEARCH_COST = 1e6
-"""The longest an action or a transfer may take, in the search's units: costs are relative, and above this the
-exact model's ticks and the greedy's windows leave the range their arithmetic is exact in (``1e308`` overflows)."""
-MAX_SEARCH_CHUNKS = 4
-"""The most chunks per rank a loop search takes (Megatron's interleaving is used with 2 to 4 in practice)."""
-MAX_TIME_LIMIT_S = 3600.0
-"""The longest a single search may be given."""
-MIN_TIME_LIMIT_S = 0.1
-"""The shortest: the greedy's first answer and the final check need about this much at small sizes."""
 
 PLACEMENT = choose(
     "placement",

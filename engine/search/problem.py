@@ -21,10 +21,18 @@ import numpy as np
 
 from ..costs import Costs
 from ..ir import PLACEMENTS, Action, Kind, Schedule, all_actions, rank_of_stage
-from ..limits import MAX_MICROBATCHES, MAX_RANKS, check_pairs, whole_number
+from ..limits import (
+    MAX_MICROBATCHES,
+    MAX_RANKS,
+    MAX_SEARCH_CHUNKS,
+    MAX_SEARCH_COST,
+    MAX_SEARCH_PAIRS,
+    MAX_TIME_LIMIT_S,
+    check_pairs,
+    whole_number,
+)
 from ..simulator import memory_model, slot_durations
 from ..timeline import Timeline, before_on_rank
-from .options import MAX_SEARCH_CHUNKS, MAX_SEARCH_COST, MAX_SEARCH_PAIRS, MAX_TIME_LIMIT_S
 
 SPLIT_KINDS = (Kind.F, Kind.I, Kind.W)
 """The kinds a searched schedule uses: the backward is always split (the Zero Bubble paper's B and W)."""

@@ -9,7 +9,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from .options import MIN_TIME_LIMIT_S
+from ..limits import MIN_TIME_LIMIT_S
 from .problem import SearchProblem
 from .result import SearchResult
 
