@@ -27,8 +27,8 @@ from typing import Any, BinaryIO
 import ijson
 
 from ..codecs import escaped
-from . import values
 from .shape import ShapeError, TextShape
+from .values import header_keys, is_number, magnitude, shown, type_name, whole
 
 MAX_TRACE_BYTES = 2 * 1024**3
 """The largest trace file (as stored, compressed or not) the lab reads: 2 GiB."""
@@ -212,12 +212,12 @@ def read_rank_trace(
         events, counts, has_gpu, header = _read(path, name, progress, keep, budget, ijson.get_backend("python"))
     info = header.get("distributedInfo")
     if info is not None and not isinstance(info, dict):
-        raise TraceError(f'{name}: distributedInfo is {values.type_name(info)}, not an object like {{"rank": 0, …}}')
+        raise TraceError(f'{name}: distributedInfo is {type_name(info)}, not an object like {{"rank": 0, …}}')
     info = info or {}
     backend = info.get("backend")
     base = header.get("baseTimeNanoseconds") or 0
-    if not values.whole(base) or not 0 <= base < 2**63:
-        raise TraceError(f"{name}: baseTimeNanoseconds is {values.shown(base)}, not a whole number of nanoseconds")
+    if not whole(base) or not 0 <= base < 2**63:
+        raise TraceError(f"{name}: baseTimeNanoseconds is {shown(base)}, not a whole number of nanoseconds")
     return RankTrace(
         path=str(path),
         name=name,
@@ -240,7 +240,7 @@ def _process_groups(config: Any) -> tuple[tuple[int, ...], ...]:
     groups = []
     for group in config[:1000]:
         ranks = group.get("ranks") if isinstance(group, dict) else None
-        if isinstance(ranks, list) and ranks and all(values.whole(rank) and rank >= 0 for rank in ranks):
+        if isinstance(ranks, list) and ranks and all(whole(rank) and rank >= 0 for rank in ranks):
             groups.append(tuple(ranks))
     return tuple(groups)
 
@@ -258,7 +258,7 @@ def _read(path: Path, name: str, progress, keep, budget: KeptBudget, parser) -> 
         raw: BinaryIO = gzip.GzipFile(fileobj=stored) if magic == GZIP_MAGIC else stored  # type: ignore[assignment]
         reader = _CountingReader(raw, stored, progress)
         found = _kept_events(name, io.BufferedReader(reader, 1 << 20), keep, budget, parser)
-        return (*found, values.header(bytes(reader.head), bytes(reader.tail)))
+        return (*found, header_keys(bytes(reader.head), bytes(reader.tail)))
 
 
 class _IntegerOverflow(Exception):
@@ -342,27 +342,26 @@ def _event(raw: dict, name: str, number: int, category: str) -> Event:
 def _check_event(raw: dict, name: str, number: int) -> None:
     """The full check of an event that is not the usual one: TraceError saying which field is wrong, and how."""
     label = raw.get("name", "")
-    where = f"{name}: event {number:,}" + (f" ({values.shown(label)})" if isinstance(label, str) else "")
+    where = f"{name}: event {number:,}" + (f" ({shown(label)})" if isinstance(label, str) else "")
     if not isinstance(label, str):
-        raise TraceError(f"{where}: its name is {values.type_name(label)}, not text")
+        raise TraceError(f"{where}: its name is {type_name(label)}, not text")
     start, duration = raw.get("ts", 0.0), raw.get("dur", 0.0)
     for field_name, value in (("ts", start), ("dur", duration)):
-        if not values.number(value):
-            raise TraceError(f'{where}: "{field_name}" is {values.shown(value)}, not a number of microseconds')
+        if not is_number(value):
+            raise TraceError(f'{where}: "{field_name}" is {shown(value)}, not a number of microseconds')
     if not abs(start) <= MAX_TIME_US:  # int against float compares exactly, whatever the int's size
-        raise TraceError(f'{where}: "ts" is {values.magnitude(start)} µs, beyond any clock (at most {MAX_TIME_US:g})')
+        raise TraceError(f'{where}: "ts" is {magnitude(start)} µs, beyond any clock (at most {MAX_TIME_US:g})')
     if not 0 <= duration <= MAX_DURATION_US:
         raise TraceError(
-            f'{where}: "dur" is {values.magnitude(duration)} µs; '
-            f"an event lasts from 0 to an hour ({MAX_DURATION_US:g} µs)"
+            f'{where}: "dur" is {magnitude(duration)} µs; an event lasts from 0 to an hour ({MAX_DURATION_US:g} µs)'
         )
     thread, process = raw.get("tid", 0), raw.get("pid", 0)
     for field_name, value in (("tid", thread), ("pid", process)):
-        if not (values.whole(value) or (isinstance(value, str) and len(value) <= 200)):
-            raise TraceError(f'{where}: "{field_name}" is {values.shown(value)}, not a number or a short name')
+        if not (whole(value) or (isinstance(value, str) and len(value) <= 200)):
+            raise TraceError(f'{where}: "{field_name}" is {shown(value)}, not a number or a short name')
     args = raw.get("args", {})
     if not isinstance(args, dict):
-        raise TraceError(f'{where}: "args" is {values.type_name(args)}, not an object')
+        raise TraceError(f'{where}: "args" is {type_name(args)}, not an object')
 
 
 def _field_text(value: str) -> str:

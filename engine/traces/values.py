@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 
-def number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     """A finite number: an integer of any size (never converted to a float here), or a finite float."""
     if isinstance(value, bool):
         return False
@@ -46,7 +46,7 @@ def shown(value: Any) -> str:
 HEADER_KEYS = ("distributedInfo", "baseTimeNanoseconds")
 
 
-def header(head: bytes, tail: bytes) -> dict[str, Any]:
+def header_keys(head: bytes, tail: bytes) -> dict[str, Any]:
     """The header keys found in the text's first or last bytes (Kineto writes them around ``traceEvents``)."""
     found: dict[str, Any] = {}
     decoder = json.JSONDecoder()
