@@ -58,16 +58,16 @@ def test_a_search_stopped_at_the_visitors_limit_answers_with_its_best_so_far(mon
     original = exact.solve_until
     monkeypatch.setattr(exact, "solve_until", lambda *args, **kwargs: solving.set() or original(*args, **kwargs))
 
-    def stop_once_solving() -> None:  # what the parent sends at the limit
-        if solving.wait(120):
-            os.kill(os.getpid(), signal.SIGTERM)
+    def stop_once_solving() -> None:  # what the parent sends at the limit: once CP-SAT runs, or after 10 s all the
+        solving.wait(10)  # same (a busy host may spend the search's time building the model; the greedy's is kept)
+        os.kill(os.getpid(), signal.SIGTERM)
 
     stopper = threading.Thread(target=stop_once_solving, daemon=True)
     stopper.start()
     started = time.monotonic()
     with stop_signals():
         result = _search_counting_start(problem, time.time(), False, progress=lambda *_: None)
-    assert time.monotonic() - started < 15  # not the 30 s the search had
+    assert time.monotonic() - started < 20  # not the 30 s the search had
     assert result.detail.endswith("; stopped at the time limit") and result.makespan > 0
 
 
