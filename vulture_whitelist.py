@@ -32,11 +32,6 @@ ENGINE = [
     # engine/traces/reading.py: io.RawIOBase's protocol; io.BufferedReader calls readable() and readinto()
     _.readable,
     _.readinto,
-    # engine/runtime/distributed/transport.py: the Peers protocol's keyword names are torch.distributed's own
-    # (recv(tensor, *, src, tag), isend(tensor, *, dst, tag)); the stubs have no body to use them
-    _.src,
-    _.dst,
-    _.tag,
     # engine/scale/request.py: a PlanRequest field, read by name (getattr) when the custom model is built
     _.kv_heads,
 ]

@@ -8,6 +8,7 @@ are matched by their hand-off key (``engine.dependencies``), used as the tag.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -22,9 +23,10 @@ from .status import COMPUTING, RECEIVING, RankStatus
 class Peers(Protocol):
     """The point-to-point calls the transport makes: ``torch.distributed`` itself, or a stand-in in tests."""
 
-    def recv(self, tensor: torch.Tensor, *, src: int, tag: int) -> Any: ...
-
-    def isend(self, tensor: torch.Tensor, *, dst: int, tag: int) -> Any: ...
+    recv: Callable[..., Any]
+    """``recv(tensor, src=rank, tag=key)``: blocks until the tensor has arrived."""
+    isend: Callable[..., Any]
+    """``isend(tensor, dst=rank, tag=key)``: returns at once, with a request to wait on."""
 
 
 class ProcessGroup(Transport):
