@@ -83,7 +83,9 @@ def solve_until(solver, model, make_callback: Callable[[Callable[[Any], None]], 
     except BaseException:
         _stop(child, control, receiver, outcome)
         raise
-    _stop(child, control, receiver, outcome)
+    late = _stop(child, control, receiver, outcome)
+    if late is not None:  # came while the finished solve was reaped: the command must still stop
+        raise SolveInterrupted(late, outcome) from None
     return outcome
 
 
@@ -106,10 +108,12 @@ def _receive(receiver, outcome: Solve, until: float) -> bool:
             return True
 
 
-def _stop(child, control, receiver, outcome: Solve) -> None:
+def _stop(child, control, receiver, outcome: Solve) -> KeyboardInterrupt | None:
     """Tell the child to stop, take what it sends within the grace, kill it if it is still there, and reap it.
-    A second interrupt meanwhile does not cut this short (the child must not outlive the call)."""
+    An interrupt meanwhile does not cut this short (the child must not outlive the call); it is returned, so that a
+    stop that came while a finished solve was reaped is not lost (the stop handler drops later signals)."""
     finished = outcome.status is not None
+    caught: KeyboardInterrupt | None = None
     try:
         if not finished:
             try:
@@ -117,24 +121,29 @@ def _stop(child, control, receiver, outcome: Solve) -> None:
             except OSError:  # the child has already closed its end: it is on its way out
                 pass
             _receive(receiver, outcome, time.monotonic() + STOP_GRACE_S)
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt as stop:
+        caught = stop
     finally:
-        _reap(child)
+        reaped = _reap(child)
+        caught = caught or reaped
         control.close()
         receiver.close()
+    return caught
 
 
-def _reap(child) -> None:
-    """Wait for the child: it has finished or been told to stop, so a short wait, then a kill."""
+def _reap(child) -> KeyboardInterrupt | None:
+    """Wait for the child: it has finished or been told to stop, so a short wait, then a kill. Returns the
+    interrupt that came meanwhile, if one did."""
+    caught: KeyboardInterrupt | None = None
     while True:
         try:
             child.join(timeout=STOP_GRACE_S if child.exitcode is None else 0)
             if child.exitcode is None:
                 child.kill()
                 child.join()
-            return
-        except KeyboardInterrupt:  # a second interrupt: still reap (kill at once)
+            return caught
+        except KeyboardInterrupt as stop:  # an interrupt: still reap (kill at once)
+            caught = caught or stop
             child.kill()
 
 

@@ -56,12 +56,14 @@ def test_an_interrupted_search_exits_at_once_and_keeps_the_users_file(tmp_path, 
         stderr=subprocess.PIPE,
         text=True,
     )
+    began = time.monotonic()
     _wait_until_solving(child)
     sent = time.monotonic()
     child.send_signal(signum)
-    _, err = child.communicate(timeout=30)
+    printed, err = child.communicate(timeout=30)
     assert time.monotonic() - sent < 2.0
-    assert child.returncode == status and err.strip().splitlines()[-1] == words, err
+    said = f"signalled after {sent - began:.1f} s; exit {child.returncode}; stdout {printed[-600:]!r}; stderr {err!r}"
+    assert child.returncode == status and err.strip().splitlines()[-1] == words, said
     assert "Traceback" not in err
     if keep:  # the best found so far, said to be unproven, written whole in place of the old file
         assert "not proven optimal" in err and out.read_text().count("\n") == 8  # one line per rank
@@ -169,6 +171,34 @@ def test_an_interrupt_during_a_solve_stops_it_and_is_raised_again():
         stoppable.solve_until(_FakeSolver(30), None, _reporting, wait_s=20)
     timer.join()
     assert raised.value.solve.reports == ["a solution"] and raised.value.solve.status == _FakeSolver.STOPPED
+    _nothing_left_running(before)
+
+
+def test_an_interrupt_while_a_finished_solve_is_reaped_stops_the_command(monkeypatch):
+    """A stop that comes after CP-SAT finished, while its process is reaped, is raised once the child is gone:
+    the stop handler drops every later signal, so a stop swallowed here let the command run on and exit 0."""
+    from engine.search import stoppable
+
+    started = stoppable.start_child
+
+    def interrupted_while_reaped(*args, **kwargs):
+        child = started(*args, **kwargs)
+        join = child.join
+
+        def join_after_an_interrupt(timeout=None):
+            child.join = join
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the interrupt is raised here
+            return join(timeout)
+
+        child.join = join_after_an_interrupt
+        return child
+
+    monkeypatch.setattr(stoppable, "start_child", interrupted_while_reaped)
+    before = _running()
+    with pytest.raises(stoppable.SolveInterrupted) as raised:
+        stoppable.solve_until(_FakeSolver(0.0), None, _reporting, wait_s=20)
+    assert raised.value.solve.reports == ["a solution"] and raised.value.solve.status == _FakeSolver.FINISHED
     _nothing_left_running(before)
 
 
