@@ -58,6 +58,8 @@ class Setting:
     F: float
     I: float  # noqa: E741 - the Zero Bubble paper's letter (its "B")
     W: float
+    FB: float
+    """F&B: one overlapped forward-and-backward pair (DualPipe, DualPipeV); F + B when overlapping gains nothing."""
     comm: float
     recompute: bool
     keep: float
@@ -75,6 +77,7 @@ class Setting:
             F=costs.forward,
             I=costs.backward_input + extra,
             W=costs.backward_weight,
+            FB=costs.overlapped + extra,
             comm=costs.comm,
             recompute=costs.recompute,
             keep=costs.recompute_memory_fraction if costs.recompute else 1.0,

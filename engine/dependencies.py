@@ -15,7 +15,9 @@ and needs at most one product from a neighbour stage and one from its own stage:
     W(s, mb)     —                                                 input gradient of s (its own I)
 
 Activations flow to the next stage, input gradients to the previous one (``FLOW``). A product made on
-another rank arrives ``comm`` after its producer ends; on the same rank, at once.
+another rank arrives ``comm`` after its producer ends; on the same rank, at once. "First" and "last" are of the
+micro-batch's route: every stage, or for DualPipe one copy's (``Schedule.route``): a neighbour is a stage of the
+same copy, so the first copy's last stage hands nothing to the second copy's first.
 
 Keys: each product is one integer, ``(product × stages + stage) × micro-batches + micro-batch``, so the
 walk's tables are flat lists and the distributed backend uses the key as its message tag.
@@ -65,10 +67,17 @@ class Handoff(NamedTuple):
 
 
 def handoff_keys(
-    kind: np.ndarray, stage: np.ndarray, microbatch: np.ndarray, num_stages: int, num_microbatches: int
+    kind: np.ndarray,
+    stage: np.ndarray,
+    microbatch: np.ndarray,
+    num_stages: int,
+    num_microbatches: int,
+    route_length: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rules of [Note: hand-off rules] for arrays of actions: the key each action makes, the key it needs
-    from a neighbour stage and the key it needs from its own stage (−1: none)."""
+    from a neighbour stage and the key it needs from its own stage (−1: none). ``route_length``: the stages of
+    one copy of the model (all of them unless given)."""
+    route_length = num_stages if route_length is None else route_length
     per_product = num_stages * num_microbatches
 
     def key(product, at_stage):
@@ -80,7 +89,8 @@ def handoff_keys(
     makes = np.where(is_forward | is_gradient, key(product, stage), -1)
     # the neighbour's product comes from the stage it flows from: s − FLOW
     neighbour_stage = stage - np.where(is_forward, FLOW[Product.ACTIVATION], FLOW[Product.INPUT_GRADIENT])
-    has_neighbour = (is_forward | is_gradient) & (neighbour_stage >= 0) & (neighbour_stage < num_stages)
+    same_copy = neighbour_stage // route_length == stage // route_length
+    has_neighbour = (is_forward | is_gradient) & (neighbour_stage >= 0) & (neighbour_stage < num_stages) & same_copy
     from_neighbour = np.where(has_neighbour, key(product, neighbour_stage), -1)
     own_product = np.where(kind == Kind.W, Product.INPUT_GRADIENT, Product.ACTIVATION)
     from_own = np.where(is_forward, -1, key(own_product, stage))
@@ -127,6 +137,8 @@ class CompiledSchedule:
     """Key of the product each action needs from a neighbour stage (−1: none)."""
     from_own: np.ndarray
     """Key of the product each action needs from its own stage (−1: none)."""
+    route_length: int
+    """Stages of one copy of the model (all of them but for DualPipe, see ``Schedule.route``)."""
 
     @property
     def num_slots(self) -> int:
@@ -159,7 +171,14 @@ class CompiledSchedule:
         num_stages, m = schedule.num_stages, schedule.num_microbatches
         in_range = (stage >= 0) & (stage < num_stages) & (microbatch >= 0) & (microbatch < m)
         # out-of-range actions get no keys; the validator reports them before anything walks
-        keys = handoff_keys(kind, np.clip(stage, 0, num_stages - 1), np.clip(microbatch, 0, m - 1), num_stages, m)
+        keys = handoff_keys(
+            kind,
+            np.clip(stage, 0, num_stages - 1),
+            np.clip(microbatch, 0, m - 1),
+            num_stages,
+            m,
+            schedule.route_length,
+        )
         makes, from_neighbour, from_own = (np.where(in_range, k, -1) for k in keys)
         return cls(
             num_ranks=schedule.num_ranks,
@@ -176,6 +195,7 @@ class CompiledSchedule:
             slot_first_action=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
             rank_first_slot=rank_first_slot,
             owner=np.asarray([schedule.rank_of(s) for s in range(num_stages)], dtype=np.int64),
+            route_length=schedule.route_length,
             makes=makes,
             from_neighbour=from_neighbour,
             from_own=from_own,
@@ -274,7 +294,8 @@ class CompiledSchedule:
         """Rank that receives each action's product (−1 where nothing is handed on: W, the model's ends)."""
         flow = np.where(self.kind == Kind.F, FLOW[Product.ACTIVATION], FLOW[Product.INPUT_GRADIENT])
         target = self.stage + flow
-        handed_on = (self.makes >= 0) & (target >= 0) & (target < self.num_stages)
+        same_copy = target // self.route_length == self.stage // self.route_length
+        handed_on = (self.makes >= 0) & (target >= 0) & (target < self.num_stages) & same_copy
         return np.where(handed_on, self.owner[np.clip(target, 0, self.num_stages - 1)], -1)
 
 

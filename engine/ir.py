@@ -16,6 +16,10 @@ Placement (the ``PLACEMENTS`` registry of ``Placement`` records; see [Note: plac
 * ``loop``: stage s runs on rank ``s mod p`` (GPipe, 1F1B, interleaved 1F1B, ZB-H1/H2).
 * ``v``: rank r holds stages ``r`` and ``2p-1-r``, so the model goes down the ranks and back up
   (ZB-V, DualPipeV). The last stage then sits on rank 0, next to the first.
+* ``dual``: the ranks of ``v``, but two copies of the model instead of two halves (DualPipe): stages
+  ``0..p-1`` are the first copy, down the ranks; stages ``p..2p-1`` the second copy, back up (stage ``p+j`` is
+  block ``j``). The first half of the micro-batches goes through the first copy only, the second half through
+  the second: each micro-batch has its own *route* (``Schedule.route``).
 
 Words: a rank holds ``num_chunks`` (v) model chunks; ``chunk`` is the index of one of them (0 = nearer the
 input). Reading and writing PyTorch's CSV lives in ``engine.pytorch_csv``.
@@ -145,13 +149,16 @@ class Placement:
       2p−1−r: exactly two chunks per rank, and the last stage sits on rank 0 next to the first."""
 
     name: str
-    """The key: ``Schedule.placement``, the URL's and the CLI's ``placement`` value ("loop", "v")."""
+    """The key: ``Schedule.placement``, the URL's and the CLI's ``placement`` value ("loop", "v", "dual")."""
     title: str
-    """How messages name it ("loop", "V")."""
+    """How messages name it ("loop", "V", "bidirectional")."""
     chunks_per_rank: int | None
     """The model chunks every rank holds under this placement (2 for V), or None when it takes any v ≥ 1."""
     stage_rank: Callable[[int, int], int]
     """(stage, num_ranks) -> the rank that holds the stage."""
+    copies: int = 1
+    """Copies of the model the stages make: 1, or 2 for DualPipe's two directions. With c copies, stages
+    ``k·S/c .. (k+1)·S/c − 1`` are copy k, and micro-batches ``k·m/c .. (k+1)·m/c − 1`` go through copy k only."""
 
     def chunks(self, requested: int | None = None) -> int:
         """Chunks per rank a schedule in this placement has: its fixed count, else ``requested``, else 1 (one
@@ -181,6 +188,7 @@ PLACEMENTS: dict[str, Placement] = {
     for placement in (
         Placement("loop", "loop", None, _loop_rank),
         Placement("v", "V", 2, _v_rank),
+        Placement("dual", "bidirectional", 2, _v_rank, copies=2),
     )
 }
 """The placements by name (see [Note: placement]); iterating gives the names, as the CLI's choices want."""
@@ -207,7 +215,7 @@ class Schedule:
     num_chunks: int
     """v: model chunks (stages) per rank; the model has p·v stages."""
     placement: str
-    """"loop" or "v": a key of ``PLACEMENTS`` (see [Note: placement])."""
+    """"loop", "v" or "dual": a key of ``PLACEMENTS`` (see [Note: placement])."""
     ranks: tuple[tuple[Slot, ...], ...]
     """ranks[r] is rank r's ordered work."""
     _derived: dict[Callable[[Schedule], Any], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -220,6 +228,12 @@ class Schedule:
         PLACEMENTS[self.placement].check_chunks(self.num_chunks)
         if len(self.ranks) != self.num_ranks:
             raise ValueError(f"schedule has {len(self.ranks)} rank lists for {self.num_ranks} ranks")
+        copies = self.copies
+        if self.num_microbatches % copies:
+            raise ValueError(
+                f"the {PLACEMENTS[self.placement].title} placement sends half the micro-batches each way, so "
+                f"it needs an even number of them, got {self.num_microbatches}"
+            )
 
     @property
     def num_stages(self) -> int:
@@ -227,6 +241,32 @@ class Schedule:
 
     def rank_of(self, stage: int) -> int:
         return rank_of_stage(stage, self.num_ranks, self.placement)
+
+    @property
+    def copies(self) -> int:
+        """Copies of the model its stages make (2 for DualPipe, else 1; see [Note: placement])."""
+        return PLACEMENTS[self.placement].copies
+
+    @property
+    def route_length(self) -> int:
+        """Stages one micro-batch goes through: all of them, or one copy's."""
+        return self.num_stages // self.copies
+
+    @property
+    def stage_share(self) -> float:
+        """The part of one rank's share of the model that one stage is: 1/v, or 1 for DualPipe (each of its
+        2p stages is a whole 1/p of the model: a rank holds two of them, two copies)."""
+        return self.copies / self.num_chunks
+
+    def route(self, microbatch: int) -> range:
+        """The stages micro-batch ``microbatch`` goes through, in order."""
+        per_copy = self.num_microbatches // self.copies
+        copy = min(microbatch // per_copy, self.copies - 1) if per_copy else 0
+        return range(copy * self.route_length, (copy + 1) * self.route_length)
+
+    def block_of(self, stage: int) -> int:
+        """Which part of the model stage ``stage`` runs (the stage itself, but for DualPipe's second copy)."""
+        return stage % self.route_length
 
     def derived(self, compute: Callable[[Schedule], T]) -> T:
         """``compute(self)``, computed on first use and kept with the schedule.

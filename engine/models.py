@@ -186,33 +186,44 @@ class Stage(nn.Module):
         return x
 
 
-def split_model(model: ToyModel, counts: list[int]) -> list[Stage]:
-    """Deep copies of the model's pieces, grouped into stages (the original stays whole: the reference)."""
-    stages, start = [], 0
-    for index, count in enumerate(counts):
-        blocks = [copy.deepcopy(block) for block in model.blocks[start : start + count]]
-        start += count
-        embed = copy.deepcopy(model.embed) if index == 0 else None
-        head = copy.deepcopy(model.head) if index == len(counts) - 1 else None
-        stages.append(Stage(index, embed, blocks, head))
-    assert start == len(model.blocks)
+def split_model(model: ToyModel, counts: list[int], copies: int = 1) -> list[Stage]:
+    """Deep copies of the model's pieces, grouped into stages (the original stays whole: the reference). With
+    ``copies`` > 1 (DualPipe), ``counts`` covers the model that many times: each copy starts again from the
+    embedding, with the same initial weights."""
+    stages = []
+    assert sum(counts) == copies * len(model.blocks), (counts, copies, len(model.blocks))  # no block left out
+    for index, (first, last, blocks) in enumerate(_stage_blocks(counts, copies)):
+        embed = copy.deepcopy(model.embed) if first else None
+        head = copy.deepcopy(model.head) if last else None
+        stages.append(Stage(index, embed, [copy.deepcopy(model.blocks[b]) for b in blocks], head))
     return stages
 
 
-def stage_parameter_names(counts: list[int]) -> list[dict[str, str]]:
-    """For each stage, its parameter names mapped to the unsplit model's names (for gradient checks)."""
-    mapping, start = [], 0
-    for index, count in enumerate(counts):
-        names = {}
-        for local in range(count):
-            names[f"blocks.{local}"] = f"blocks.{start + local}"
-        if index == 0:
+def stage_parameter_names(counts: list[int], copies: int = 1) -> list[dict[str, str]]:
+    """For each stage, its parameter names mapped to the unsplit model's names (for gradient checks); the
+    stages of every copy map to the same names."""
+    mapping = []
+    for first, last, blocks in _stage_blocks(counts, copies):
+        names = {f"blocks.{local}": f"blocks.{block}" for local, block in enumerate(blocks)}
+        if first:
             names["embed"] = "embed"
-        if index == len(counts) - 1:
+        if last:
             names["head"] = "head"
         mapping.append(names)
-        start += count
     return mapping
+
+
+def _stage_blocks(counts: list[int], copies: int) -> list[tuple[bool, bool, range]]:
+    """Per stage: whether it is its copy's first and last, and the model's blocks it holds."""
+    per_copy = len(counts) // copies
+    assert per_copy * copies == len(counts) and counts[:per_copy] * copies == list(counts), (counts, copies)
+    found, start = [], 0
+    for index, count in enumerate(counts):
+        position = index % per_copy
+        start = 0 if position == 0 else start
+        found.append((position == 0, position == per_copy - 1, range(start, start + count)))
+        start += count
+    return found
 
 
 def reference_gradients(config: ModelConfig) -> tuple[float, dict[str, torch.Tensor]]:

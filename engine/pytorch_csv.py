@@ -145,24 +145,33 @@ def read_csv(
             f"({num_stages} = {num_stages // num_ranks}×{num_ranks} + {num_stages % num_ranks})"
         )
     num_chunks = num_stages // num_ranks
-    inferred = num_microbatches is None
-    if num_microbatches is None:
-        forwards_per_stage = Counter(a.stage for _, a in set(actions) if a.kind is Kind.F)
-        num_microbatches = max(forwards_per_stage.values(), default=1)
-    check_pairs(num_ranks, num_microbatches, num_chunks, "the schedule CSV")
     if placement is None:
         placement = _infer_placement(actions, num_ranks, num_stages)
+    inferred = num_microbatches is None
+    if num_microbatches is None:  # each copy of the model sees its share of them (DualPipe: half)
+        forwards_per_stage = Counter(a.stage for _, a in set(actions) if a.kind is Kind.F)
+        num_microbatches = max(forwards_per_stage.values(), default=1) * PLACEMENTS[placement].copies
+    check_pairs(num_ranks, num_microbatches, num_chunks, "the schedule CSV")
     schedule = Schedule(name, num_ranks, num_microbatches, num_chunks, placement, tuple(ranks))
     return CsvReading(schedule, dict(set_aside), inferred)
 
 
 def _infer_placement(actions: list[tuple[int, Action]], num_ranks: int, num_stages: int) -> str:
     """V only when every action sits where V placement (2 chunks per rank) puts it; otherwise loop, and the
-    validator marks any action on the wrong rank."""
+    validator marks any action on the wrong rank. A V in which no micro-batch crosses from stage p − 1 to stage
+    p is DualPipe's two copies ("dual": micro-batches 0..m/2−1 down stages 0..p−1, the others up p..2p−1): how
+    the lab writes two directions in PyTorch's one-model CSV."""
     v, loop = PLACEMENTS["v"], PLACEMENTS["loop"]
     fits_v = num_stages == v.chunks() * num_ranks and all(v.stage_rank(a.stage, num_ranks) == r for r, a in actions)
     fits_loop = all(loop.stage_rank(a.stage, num_ranks) == rank for rank, a in actions)
-    return v.name if fits_v and not fits_loop else loop.name
+    if not fits_v or fits_loop:
+        return loop.name
+    halves: dict[int, set[bool]] = {}
+    for _, action in actions:
+        halves.setdefault(action.microbatch, set()).add(action.stage >= num_ranks)
+    one_half_each = all(len(sides) == 1 for sides in halves.values())
+    both_used = {True, False} == set().union(*halves.values())
+    return "dual" if one_half_each and both_used else v.name
 
 
 def read_csv_file(path: str, **options) -> CsvReading:

@@ -4,7 +4,8 @@ Who waits for whom is ``engine.dependencies`` (the hand-off rules and the walk);
 model (how long each slot takes) and the memory model.
 
 Memory, in units of one micro-batch's activations through one rank's share of the model (a stage of a
-schedule with v chunks per rank holds 1/v of that): F adds 1/v; I frees all but ``w_memory_fraction``;
+schedule with v chunks per rank holds 1/v of that; a stage of DualPipe, whose two chunks are two copies, all of
+it: ``Schedule.stage_share``): F adds 1/v; I frees all but ``w_memory_fraction``;
 W frees the rest; B frees all. With recomputation F keeps only ``recompute_memory_fraction``; a backward
 first rebuilds the rest (held while it runs: ``memory_peak``), and I keeps the part W needs.
 """
@@ -30,7 +31,7 @@ def slot_durations(schedule: Schedule, costs: Costs) -> np.ndarray:
     """How long each slot takes under ``costs`` (flat slot order): each action its kind's cost (``COST_KINDS``),
     an overlapped pair's slot the F&B cost."""
     c = compiled(schedule)
-    v, num_stages = schedule.num_chunks, schedule.num_stages
+    v, num_stages, share = schedule.num_chunks, schedule.num_stages, schedule.stage_share
     pairs = _overlapped_slots(c)
     if costs.stage_costs is not None:  # measured per stage (recomputation already inside I and B)
         if len(costs.stage_costs) != num_stages:
@@ -58,11 +59,11 @@ def slot_durations(schedule: Schedule, costs: Costs) -> np.ndarray:
     for kind, cost in COST_OF_KIND.items():
         base[kind] = costs.durations[cost.key] + (recompute_extra if kind in RECOMPUTING else 0.0)
     with np.errstate(over="ignore"):  # an overflow becomes inf, which simulate() refuses with the numbers
-        durations = np.bincount(c.slot, weights=base[c.kind] * scale[c.stage] / v, minlength=c.num_slots)
+        durations = np.bincount(c.slot, weights=base[c.kind] * scale[c.stage] * share, minlength=c.num_slots)
     if len(pairs):  # one overlapped F&B pair costs F&B, scaled by the mean of its two stages
         first = c.slot_first_action[pairs]
         mean_scale = (scale[c.stage[first]] + scale[c.stage[first + 1]]) / 2
-        durations[pairs] = (costs.durations[PAIR_KEY] + recompute_extra) * mean_scale / v
+        durations[pairs] = (costs.durations[PAIR_KEY] + recompute_extra) * mean_scale * share
     return durations
 
 
@@ -75,7 +76,7 @@ def memory_model(schedule: Schedule, costs: Costs) -> tuple[np.ndarray, np.ndarr
     action order). A recomputing backward first rebuilds the (1 − kept) part of its micro-batch's activations,
     so while it runs the rank holds that much more than before it."""
     c = compiled(schedule)
-    share = 1.0 / schedule.num_chunks
+    share = schedule.stage_share
     keep = costs.recompute_memory_fraction if costs.recompute else 1.0
     w_part = costs.w_memory_fraction
     change = np.zeros(len(Kind))
@@ -177,7 +178,7 @@ def recompute_time(schedule: Schedule, costs: Costs) -> np.ndarray:
         per_stage = np.array([row["F"] for row in costs.stage_costs])
     else:
         scale = np.asarray(costs.stage_scale or (1.0,) * schedule.num_stages, dtype=float)
-        per_stage = costs.forward * scale / schedule.num_chunks
+        per_stage = costs.forward * scale * schedule.stage_share
     return np.where(np.isin(c.kind, RECOMPUTING), per_stage[c.stage], 0.0)
 
 

@@ -62,6 +62,18 @@ def _check_bounds(schedule: Schedule, c: CompiledSchedule) -> None:
             f"micro-batches 0..{m - 1})",
             at(i),
         )
+    off_route = c.stage // c.route_length != _route_of(schedule, c.microbatch)
+    if off_route.any():  # DualPipe: a micro-batch goes through one copy of the model only
+        i = _first(off_route)
+        mb = int(c.microbatch[i])
+        stages = schedule.route(mb)
+        _fail(
+            schedule,
+            f"{c.label(i)}: micro-batch {mb} goes through stages {stages.start}..{stages.stop - 1} only (the "
+            f"{schedule.placement} placement sends micro-batches 0..{m // 2 - 1} through the first copy, "
+            f"{m // 2}..{m - 1} through the second)",
+            at(i),
+        )
     # only now is c.stage a safe index into c.owner
     misplaced = c.owner[c.stage] != c.rank
     if misplaced.any():
@@ -82,6 +94,8 @@ class _PairTable:
     schedule: Schedule
     count: dict[Kind, np.ndarray]
     place: dict[Kind, np.ndarray]
+    on_route: np.ndarray
+    """True for the pairs that exist: every pair, but for DualPipe a micro-batch's own copy's stages."""
 
     def where(self, index: int) -> str:
         stage, mb = divmod(index, self.schedule.num_microbatches)
@@ -120,18 +134,26 @@ def _count_actions(schedule: Schedule, c: CompiledSchedule) -> _PairTable:
         )
     position = np.full(len(Kind) * pairs, -1)  # list position of each (kind, pair); -1 where absent
     position[key] = c.step
+    stage_of_pair, mb_of_pair = np.divmod(np.arange(pairs), m)
     return _PairTable(
         schedule,
         count={kind: counts[kind * pairs : (kind + 1) * pairs] for kind in Kind},
         place={kind: position[kind * pairs : (kind + 1) * pairs] for kind in Kind},
+        on_route=stage_of_pair // schedule.route_length == _route_of(schedule, mb_of_pair),
     )
+
+
+def _route_of(schedule: Schedule, microbatch: np.ndarray) -> np.ndarray:
+    """Which copy of the model each micro-batch goes through (0 but for DualPipe, ``Schedule.route``)."""
+    per_copy = max(schedule.num_microbatches // schedule.copies, 1)
+    return np.minimum(microbatch // per_copy, schedule.copies - 1)
 
 
 def _check_completeness(t: _PairTable) -> None:
     """Phase 3: one F per pair, and exactly one way of running its backward (B, or I and W)."""
     schedule, count, place = t.schedule, t.count, t.place
-    if (count[Kind.F] == 0).any():
-        i = _first(count[Kind.F] == 0)
+    if ((count[Kind.F] == 0) & t.on_route).any():
+        i = _first((count[Kind.F] == 0) & t.on_route)
         _fail(
             schedule,
             f"{t.where(i)} has no forward {t.named(i, Kind.F)} (rank {t.rank(i)} never runs it)",
@@ -146,7 +168,7 @@ def _check_completeness(t: _PairTable) -> None:
             f"{t.where(i)} has both a full backward B and a split I/W",
             t.mark(i, np.maximum(place[Kind.I], place[Kind.W])),
         )
-    neither = (count[Kind.B] == 0) & ~split
+    neither = (count[Kind.B] == 0) & ~split & t.on_route
     if neither.any():
         i = _first(neither)
         _fail(
@@ -166,7 +188,7 @@ def _check_order(t: _PairTable) -> None:
     """Phase 4: per stage, the gradient (B or I) after its F, and W after its I (list positions, one rank)."""
     schedule, count, place = t.schedule, t.count, t.place
     gradient_place = np.where(count[Kind.B] > 0, place[Kind.B], place[Kind.I])
-    early = gradient_place <= place[Kind.F]
+    early = (gradient_place <= place[Kind.F]) & t.on_route
     if early.any():
         i = _first(early)
         _fail(

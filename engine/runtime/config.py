@@ -182,7 +182,8 @@ class RunConfig:
                 )
             if failure.action not in {str(a) for r, a in all_actions(schedule) if r == failure.rank}:
                 raise ValueError(f"fail_at {self.fail_at}: rank {failure.rank} never runs {failure.action}")
-        return RunPlan(schedule, tuple(partition(self.model.layers, schedule.num_stages, self.partition)))
+        per_copy = partition(self.model.layers, schedule.route_length, self.partition)  # DualPipe: one copy's
+        return RunPlan(schedule, tuple(per_copy * schedule.copies))
 
     def failure_for(self, rank: int) -> str | None:
         """The action's text at which ``rank`` fails (None: it does not)."""

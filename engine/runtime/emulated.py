@@ -23,7 +23,7 @@ from .clocks import CLOCKS, INSTRUCTIONS, THREAD_CPU
 from .config import RunConfig
 from .devices import choose_devices, device_label
 from .execute import InProcess, Watch, execute
-from .gradients import gradient_errors, reference_gradients
+from .gradients import gradient_errors, reference_gradients, sum_copies
 from .interference import ESTIMATORS, Interference, assess, estimate
 from .progress import Progress, no_progress
 from .result import Measurement, RunResult, assemble
@@ -190,6 +190,7 @@ def _place_on_device_clocks(config: RunConfig, timings: _StepTimings) -> _Placed
 def _check_gradients(config: RunConfig, workers: dict) -> tuple[float, float, float]:
     """The pipeline's loss, the unsplit model's, and the largest relative gradient error against it."""
     reference_loss, reference = reference_gradients(config.model)
+    sum_copies({index: stage for w in workers.values() for index, stage in w.stages.items()}, config.plan.schedule)
     errors = {}
     for worker in workers.values():
         errors.update(gradient_errors(config.plan, worker, reference))

@@ -217,7 +217,7 @@ def build_worker(config: RunConfig, rank: int, device: torch.device) -> RankWork
     """The stages rank ``rank`` holds, copied from the seeded full model, and its share of the data."""
     schedule = config.plan.schedule
     model = ToyModel(config.model)
-    stages = split_model(model, list(config.plan.stage_layers))
+    stages = split_model(model, list(config.plan.stage_layers), schedule.copies)
     mine = {s.index: s.to(device) for s in stages if schedule.rank_of(s.index) == rank}
     x, target = make_batch(config.model)
     m = config.num_microbatches

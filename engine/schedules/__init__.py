@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..ir import Schedule
 from . import (
+    dualpipe,
     dualpipev,
     gpipe,
     interleaved_1f1b,
@@ -34,6 +35,7 @@ FAMILIES: dict[str, Family] = {
         interleaved_zb.FAMILY,
         zb_v.FAMILY,
         dualpipev.FAMILY,
+        dualpipe.FAMILY,
         v_half.FAMILY,
         v_min.FAMILY,
     )

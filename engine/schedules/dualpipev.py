@@ -42,12 +42,13 @@ def dualpipev(num_ranks: int, num_microbatches: int) -> Schedule:
     p, m = num_ranks, num_microbatches
     requested, m = m, max(m, minimum_microbatches(p))
     check_pairs(p, m, 2, f"{family} (built for {m} micro-batches, the fewest it runs on, 2p)")
-    ranks = tuple(_dualpipev_rank(rank, p, m) for rank in range(p))
+    ranks = tuple(dualpipev_order(rank, p, m) for rank in range(p))
     return keep_microbatches(Schedule(family, p, m, 2, "v", ranks), requested)
 
 
-def _dualpipev_rank(rank: int, p: int, m: int) -> tuple[Slot, ...]:
-    """Rank ``rank``'s list of DualPipeV on p ranks and m ≥ 2p micro-batches (phases 1–8 in ``dualpipev``)."""
+def dualpipev_order(rank: int, p: int, m: int) -> tuple[Slot, ...]:
+    """Rank ``rank``'s list of DualPipeV on p ranks and m ≥ 2p micro-batches (phases 1–8 in ``dualpipev``); also
+    DualPipe's, in phases, at its half rank (``dualpipe``)."""
     stage_of_chunk = (rank, 2 * p - 1 - rank)
     next_forward = [0, 0]
     next_backward = [0, 0]

@@ -52,6 +52,11 @@ class Family:
     """Why that minimum, in words."""
     trim_note: str = ""
     """What other implementations do below the minimum, in words, for the notice."""
+    refusal: Callable[[int, int], str | None] | None = None
+    """(p, m) -> why the family does not build these sizes, with the arithmetic (None: it does); None when it
+    builds every p ≥ 1, m ≥ 1 (DualPipe refuses odd p, odd m and m < 2p, as DeepSeek's ``step`` does)."""
+    fitted: Callable[[int, int], tuple[int, int]] | None = None
+    """(p, m) -> the nearest sizes at or above them that it builds, when it refuses some."""
     in_rounds: bool = False
     """True for the interleaved families, whose micro-batches go through the chunks in rounds."""
     forms: FormsOf | None = None
@@ -76,6 +81,14 @@ class Family:
         if self.minimum_microbatches is None:
             return num_microbatches
         return max(num_microbatches, self.minimum_microbatches(num_ranks))
+
+    def refuses(self, num_ranks: int, num_microbatches: int) -> str | None:
+        """Why it does not build ``num_ranks`` × ``num_microbatches``, in words; None when it does."""
+        return None if self.refusal is None else self.refusal(num_ranks, num_microbatches)
+
+    def accepted_sizes(self, num_ranks: int, num_microbatches: int) -> tuple[int, int]:
+        """The sizes asked for when it builds them, else the nearest it builds at or above them."""
+        return (num_ranks, num_microbatches) if self.fitted is None else self.fitted(num_ranks, num_microbatches)
 
     def chunks(self, requested: int | None) -> int:
         """Model chunks per rank this family runs for a requested v (its own when it fixes them)."""

@@ -13,7 +13,7 @@ from engine.schedules import FAMILIES
 
 
 def schedule_of(name: str):
-    return build_schedule(name, 3, 6, 2 if FAMILIES[name].takes_chunks else None)
+    return build_schedule(name, *FAMILIES[name].accepted_sizes(3, 6), 2 if FAMILIES[name].takes_chunks else None)
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -42,19 +42,25 @@ def test_ranks_and_slots_hold_their_lists(name):
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_producers_inputs_and_receivers_follow_the_hand_off_rules(name):
     """F(s) needs F(s−1); I/B(s) needs F(s) and I/B(s+1); W(s) needs I(s) — written out here, once more,
-    as the test's own reading of [Note: hand-off rules]."""
+    as the test's own reading of [Note: hand-off rules]. "First" and "last" are of the micro-batch's route:
+    DualPipe's second half of micro-batches goes through stages p..2p−1 only, the first half through 0..p−1."""
     schedule = schedule_of(name)
     c = compiled(schedule)
     where = {c.action(i): i for i in range(c.num_actions)}
-    last = schedule.num_stages - 1
+    m, copies = schedule.num_microbatches, (2 if name == "dualpipe" else 1)
+    per_copy = schedule.num_stages // copies
 
     def gradient(stage: int, mb: int) -> int:
         return where.get((stage, Kind.B, mb), where.get((stage, Kind.I, mb)))
 
     for i in range(c.num_actions):
         stage, kind, mb = c.action(i)
+        first = (mb // (m // copies)) * per_copy
+        last = first + per_copy - 1
+        assert first <= stage <= last
         if kind is Kind.F:
-            neighbour, own, receiver_stage = (where[(stage - 1, Kind.F, mb)] if stage else -1), -1, stage + 1
+            neighbour = where[(stage - 1, Kind.F, mb)] if stage > first else -1
+            own, receiver_stage = -1, stage + 1
         elif kind is Kind.W:
             neighbour, own, receiver_stage = -1, where[(stage, Kind.I, mb)], -1
         else:
@@ -65,7 +71,7 @@ def test_producers_inputs_and_receivers_follow_the_hand_off_rules(name):
         if neighbour >= 0:
             expected_inputs.append((neighbour, schedule.rank_of(stage) != c.rank[neighbour]))
         assert [tuple(found) for found in c.inputs(i)] == expected_inputs
-        handed_on = 0 <= receiver_stage <= last
+        handed_on = first <= receiver_stage <= last
         assert c.receiver(i) == (schedule.rank_of(receiver_stage) if handed_on else -1)
 
 

@@ -41,7 +41,7 @@ def test_overlapped_pair_text_is_pytorchs():
 
 def _cases():
     for name, family in FAMILIES.items():
-        p, m = (3, 6) if name in ("zb-v", "dualpipev") else (3, 3)
+        p, m = family.accepted_sizes(*((3, 6) if name in ("zb-v", "dualpipev") else (3, 3)))
         yield name, p, m, (2 if family.takes_chunks else None)
 
 

@@ -88,7 +88,11 @@ def test_zb_h1_is_interleaved_zero_bubbles_one_chunk_case():
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_csv_lowered_by_pytorch_reads_back_to_the_same_schedule(family):
     chunks = 2 if FAMILIES[family].takes_chunks else None
-    schedule = build_schedule(family, 3, 6, chunks)
+    schedule = build_schedule(family, *FAMILIES[family].accepted_sizes(3, 6), chunks)
+    if schedule.copies > 1:  # asserted, so that the skip cannot hide another family
+        with pytest.raises(AssertionError, match="Malformed compute schedule"):
+            lowered_csv(schedule)
+        pytest.skip("PyTorch's lowering sends stage p − 1's output on to stage p: it has one model, not DualPipe's two")
     reading = read_csv(lowered_csv(schedule), name=family)
     assert reading.schedule.ranks == schedule.ranks and reading.schedule.placement == schedule.placement
     assert reading.set_aside["SEND_F"] == reading.set_aside["RECV_F"] > 0

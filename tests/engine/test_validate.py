@@ -49,7 +49,7 @@ def test_missing_forward_is_reported():
 def test_every_family_validates(name):
     chunks = 3 if FAMILIES[name].takes_chunks else None
     for p, m in [(1, 2), (2, 4), (4, 8), (5, 10), (8, 16)]:
-        validate(build_schedule(name, p, m, chunks))
+        validate(build_schedule(name, *FAMILIES[name].accepted_sizes(p, m), chunks))
 
 
 def test_error_grid_is_cut_around_the_mark_for_long_schedules():

@@ -77,7 +77,7 @@ def _write_references(configs: list[RunConfig], workdir: str) -> None:
     """The unsplit model's loss and gradients, once per run, split into one file per rank."""
     for index, config in enumerate(configs):
         loss, gradients = reference_gradients(config.model)
-        names = stage_parameter_names(list(config.plan.stage_layers))
+        names = stage_parameter_names(list(config.plan.stage_layers), config.plan.schedule.copies)
         schedule = config.plan.schedule
         for rank in range(config.num_ranks):
             prefixes = [

@@ -26,7 +26,7 @@ from ..config import RunConfig
 from ..devices import choose_devices
 from ..errors import ActionFailed
 from ..execute import Watch, execute
-from ..gradients import gradient_errors, reference_gradients
+from ..gradients import copy_groups, gradient_errors, reference_gradients
 from ..result import RunResult
 from ..stage import build_worker
 from ..timing import StepClock
@@ -145,6 +145,7 @@ def run_rank(
         if step >= config.warmup_steps:
             events = [(*record.readings[i], record.memory[i], record.peak[i]) for i in mine]  # list order
             measured.append({"events": events, "waits": transport.waits, "origin": clock.origin, "finished": finished})
+    _sum_copies_with_the_mirror(plan.schedule, worker, rank)
     errors = gradient_errors(plan, worker, reference["gradients"])
     payload = {
         "rank": rank,
@@ -158,6 +159,33 @@ def run_rank(
     if gathered is None:
         return None
     return assemble_distributed(config, gathered, device, reference["loss"])
+
+
+def _sum_copies_with_the_mirror(schedule, worker, rank: int) -> None:
+    """DualPipe: each block this rank holds has a copy on another rank (the mirror, p − 1 − r); send ours, take
+    theirs, and add (see ``engine.runtime.gradients``). Every send and receive is posted before any wait, so the
+    two ranks of a pair cannot block each other. Tag: the sending stage."""
+    exchanges = []
+    for group in copy_groups(schedule):
+        for mine in (s for s in group if s in worker.stages):
+            for theirs in (s for s in group if s != mine):
+                partner = schedule.rank_of(theirs)
+                grads = [p.grad for p in worker.stages[mine].parameters()]
+                ours = torch.cat([g.reshape(-1) for g in grads])
+                received = torch.empty_like(ours)
+                if partner == rank:  # both copies here (not with the dual placement, but said for safety)
+                    received.copy_(torch.cat([p.grad.reshape(-1) for p in worker.stages[theirs].parameters()]))
+                    exchanges.append((grads, received, []))
+                    continue
+                requests = [dist.isend(ours, partner, tag=mine), dist.irecv(received, partner, tag=theirs)]
+                exchanges.append((grads, received, requests))
+    for grads, received, requests in exchanges:
+        for request in requests:
+            request.wait()
+        offset = 0
+        for grad in grads:
+            grad.add_(received[offset : offset + grad.numel()].view_as(grad))
+            offset += grad.numel()
 
 
 class _Heartbeat(Watch):

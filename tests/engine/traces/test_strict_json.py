@@ -48,7 +48,8 @@ def test_a_value_that_is_not_finite_becomes_null_and_is_named():
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_simulate_json_is_strict_at_one_rank_and_one_microbatch(capsys, family):
-    result = json_of(capsys, "simulate", "--schedule", family, "--ranks", "1", "--microbatches", "1")
+    p, m = FAMILIES[family].accepted_sizes(1, 1)  # DualPipe's fewest: 2 ranks, 4 micro-batches
+    result = json_of(capsys, "simulate", "--schedule", family, "--ranks", str(p), "--microbatches", str(m))
     assert result["makespan"] > 0 and NOT_FINITE_KEY not in result
 
 
