@@ -165,7 +165,7 @@ def _sum_copies_with_the_mirror(schedule, worker, rank: int) -> None:
     """DualPipe: each block this rank holds has a copy on another rank (the mirror, p − 1 − r); send ours, take
     theirs, and add (see ``engine.runtime.gradients``). Every send and receive is posted before any wait, so the
     two ranks of a pair cannot block each other. Tag: the sending stage."""
-    exchanges = []
+    exchanges: list[tuple[list, torch.Tensor, list]] = []
     for group in copy_groups(schedule):
         for mine in (s for s in group if s in worker.stages):
             for theirs in (s for s in group if s != mine):
@@ -181,7 +181,8 @@ def _sum_copies_with_the_mirror(schedule, worker, rank: int) -> None:
                 exchanges.append((grads, received, requests))
     for grads, received, requests in exchanges:
         for request in requests:
-            request.wait()
+            if request is not None:
+                request.wait()
         offset = 0
         for grad in grads:
             grad.add_(received[offset : offset + grad.numel()].view_as(grad))
