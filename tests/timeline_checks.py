@@ -4,13 +4,13 @@
 def check_timeline(schedule, comm: float, timeline) -> None:
     """Every action once, dependencies kept (with ``comm`` across ranks), no overlap on a rank."""
     frame = timeline.frame
-    m, num_stages = schedule.num_microbatches, schedule.num_stages
+    m = schedule.num_microbatches
     # every action exactly once
     keys = list(zip(frame["stage"], frame["kind"], frame["microbatch"], strict=True))
     assert len(keys) == len(set(keys)) == schedule.num_actions
     by_key = {key: row for key, row in zip(keys, frame.itertuples(index=False), strict=True)}
-    for stage in range(num_stages):
-        for mb in range(m):
+    for mb in range(m):  # each micro-batch through its route: every stage, or DualPipe's one copy
+        for stage in schedule.route(mb):
             assert (stage, "F", mb) in by_key
             assert ((stage, "B", mb) in by_key) != ((stage, "I", mb) in by_key and (stage, "W", mb) in by_key)
 
@@ -24,11 +24,12 @@ def check_timeline(schedule, comm: float, timeline) -> None:
         return (stage, "B", mb) if (stage, "B", mb) in by_key else (stage, "I", mb)
 
     for (stage, kind, mb), row in by_key.items():
-        if kind == "F" and stage > 0:
+        route = schedule.route(mb)
+        if kind == "F" and stage > route.start:
             after(row, (stage - 1, "F", mb))
         if kind in ("B", "I"):
             after(row, (stage, "F", mb))
-            if stage < num_stages - 1:
+            if stage < route.stop - 1:
                 after(row, grad(stage + 1, mb))
         if kind == "W":
             after(row, (stage, "I", mb))

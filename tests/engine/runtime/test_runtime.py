@@ -50,6 +50,28 @@ def test_emulated_matches_the_unsplit_model(name, kind, recompute):
     check(run(RunConfig(family=name, model=small(kind), recompute=recompute, repeats=1, warmup_steps=0, **sizes(name))))
 
 
+@pytest.mark.slow
+def test_dualpipe_at_4_ranks_and_8_micro_batches_matches_the_unsplit_model_on_both_backends():
+    """Each block lives on two ranks (rank r and p − 1 − r), each copy sees half the micro-batches: only the sum
+    of the two copies' gradients is the full batch's (an unsummed copy is off by about half)."""
+    configs = [
+        RunConfig(
+            family="dualpipe",
+            num_ranks=4,
+            num_microbatches=8,
+            model=small(kind),
+            backend=backend,
+            repeats=1,
+            warmup_steps=0,
+        )  # fmt: skip
+        for kind, backend in (("mlp", "emulated"), ("gpt", "emulated"), ("gpt", "distributed"))
+    ]
+    for config, result in zip(configs, run_many(configs), strict=True):
+        summary = check(result)
+        assert summary["max_grad_error"] < 1e-5 and result.config == config
+        assert result.schedule.copies == 2 and len(result.config.plan.stage_layers) == 8
+
+
 @pytest.mark.parametrize(
     "name, ranks, partition",
     [("1f1b", 4, "1,4,2,1"), ("zb-h1", 4, "llama3"), ("zb-v", 2, "0,4,4,0"), ("interleaved-1f1b", 2, "2,1,3,2")],
@@ -79,6 +101,7 @@ DISTRIBUTED_RANKS = {
     "interleaved-zb": 2,
     "zb-v": 2,
     "dualpipev": 2,
+    "dualpipe": 2,
     "v-half": 2,
     "v-min": 3,  # 3 divides p: the block with two extra slots
 }
@@ -100,7 +123,7 @@ def test_distributed_matches_the_unsplit_model(ranks):
     configs = []
     for name in (name for name, p in DISTRIBUTED_RANKS.items() if p == ranks):
         chunks = 2 if FAMILIES[name].takes_chunks else None
-        stages = build_schedule(name, ranks, 4, chunks).num_stages
+        stages = build_schedule(name, ranks, 4, chunks).route_length  # the partition is of one copy's stages
         variants = [
             ("mlp", False, "balanced"),
             ("mlp", True, "balanced"),
