@@ -65,6 +65,8 @@ class Setting:
     keep: float
     """Share of a micro-batch's activations a forward keeps (1, or the recompute fraction)."""
     equal_stages: bool
+    weights: float
+    """The most weights a rank holds, in rank's shares of the model (``Schedule.weights_per_rank``)."""
 
     @classmethod
     def of(cls, schedule: Schedule, costs: Costs) -> Setting:
@@ -82,6 +84,7 @@ class Setting:
             recompute=costs.recompute,
             keep=costs.recompute_memory_fraction if costs.recompute else 1.0,
             equal_stages=(scale is None or len(set(scale)) <= 1) and costs.stage_costs is None,
+            weights=max(schedule.weights_per_rank()),
         )
 
 

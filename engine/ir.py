@@ -264,6 +264,14 @@ class Schedule:
         copy = min(microbatch // per_copy, self.copies - 1) if per_copy else 0
         return range(copy * self.route_length, (copy + 1) * self.route_length)
 
+    def weights_per_rank(self) -> list[float]:
+        """The weights each rank holds, in units of one rank's share of the model (1/p of it): its stages times
+        each stage's share. 1 on every rank but for DualPipe's two copies: 2."""
+        held = [0] * self.num_ranks
+        for stage in range(self.num_stages):
+            held[self.rank_of(stage)] += 1
+        return [count * self.stage_share for count in held]
+
     def block_of(self, stage: int) -> int:
         """Which part of the model stage ``stage`` runs (the stage itself, but for DualPipe's second copy)."""
         return stage % self.route_length

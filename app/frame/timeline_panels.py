@@ -168,7 +168,7 @@ def shared_links_effect(shared: Timeline, delayed: Timeline) -> str:
     )
 
 
-def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> None:
+def legend_notes(timeline: Timeline, costs: Costs | None, schedule: Schedule) -> None:
     binned = len(timeline.frame) > BAR_LIMIT
     notes = [
         "Each rank's row has a lane per kind of action (F above B, or F, I, W), coloured where that kind ran for "
@@ -177,9 +177,17 @@ def legend_notes(timeline: Timeline, costs: Costs | None, num_chunks: int) -> No
         if binned
         else "Hatched grey blocks are idle time — the bubble."
     ]
-    if num_chunks > 1:
+    if schedule.copies > 1:  # DualPipe: the two chunks are two copies of the model, not two halves
+        half = schedule.num_microbatches // 2
         notes.append(
-            f"Each rank holds {num_chunks} model chunks: chunk 0 (nearest the input) in the darkest shade, "
+            f"Each rank holds two copies' blocks, {schedule.copies}× the weights of one rank's share: the first "
+            f"copy (micro-batches 0–{half - 1}, entering at rank 0) in the darker shade, the second copy "
+            f"(micro-batches {half}–{schedule.num_microbatches - 1}, entering at rank {schedule.num_ranks - 1}) "
+            f"lighter. The memory chart counts activations; the second copy of the weights comes on top."
+        )
+    elif schedule.num_chunks > 1:
+        notes.append(
+            f"Each rank holds {schedule.num_chunks} model chunks: chunk 0 (nearest the input) in the darkest shade, "
             f"each later chunk lighter."
         )
     if costs is not None and costs.recompute:

@@ -120,6 +120,17 @@ def closed_forms(s: Setting, timeline: Timeline) -> list[ClosedForm]:
         ),
         form(
             s,
+            "weights per rank, in one rank's share of the model (1F1B's: 1)",
+            "2×",
+            "2 copies × 1/p of the model each",
+            2.0,
+            s.weights,
+            "ratio",
+            "DeepSeek-V3 report Table 2 (parameters per device 2×)",
+            [],
+        ),
+        form(
+            s,
             "peak activation memory, micro-batches of one stage held at once",
             "PP + 1",
             f"{p} + 1",

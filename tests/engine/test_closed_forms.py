@@ -206,6 +206,8 @@ def sweep(name: str, sizes, costs_list) -> dict[str, int]:
     family = FAMILIES[name]
     counts = {"configurations": 0, "forms": 0, "held": 0, "departures listed": 0}
     for p, m in sizes:
+        if family.refuses(p, m):  # DualPipe's odd p, odd m, m < 2p: refused, nothing to check
+            continue
         for chunks in (2, 3) if family.takes_chunks else (None,):
             schedule = build_schedule(name, p, m, chunks)
             stages = p * schedule.num_chunks
@@ -235,7 +237,8 @@ def test_the_closed_form_sweep_every_form_holds_or_names_a_departure(name):
     transfers, recomputation) and an uneven split. Its figures are printed for the report (``-s``)."""
     counts = sweep(name, SWEEP_SIZES, SWEEP_COSTS)
     print(name, counts)
-    assert counts["configurations"] >= 45 * len(SWEEP_COSTS)
+    accepted = [size for size in SWEEP_SIZES if not FAMILIES[name].refuses(*size)]  # all 45 but for DualPipe's 7
+    assert len(accepted) >= 7 and counts["configurations"] >= len(accepted) * len(SWEEP_COSTS)
 
 
 def test_zb_h1_idle_holds_when_w_is_longer_than_i():

@@ -129,13 +129,24 @@ def test_at_8_ranks_and_20_micro_batches_it_holds_p_plus_1_against_1f1bs_p():
     assert max(dual.peak_memory_per_rank()) / max(one.peak_memory_per_rank()) == pytest.approx(9 / 8)
 
 
+def test_each_rank_holds_two_copies_weights_where_a_v_holds_one_share():
+    """DeepSeek's "parameters per device 2×": two blocks of 1/p of the model each; a V's two chunks are halves."""
+    assert build_schedule("dualpipe", 4, 8).weights_per_rank() == [2.0] * 4
+    assert build_schedule("dualpipev", 4, 8).weights_per_rank() == [1.0] * 4
+    assert build_schedule("interleaved-1f1b", 4, 8, 3).weights_per_rank() == pytest.approx([1.0] * 4)
+    schedule = build_schedule("dualpipe", 4, 8)
+    costs = FAMILIES["dualpipe"].costs({"F": 1, "I": 1, "W": 1})
+    weights = FAMILIES["dualpipe"].closed_forms(schedule, costs, simulate(schedule, costs))[1]
+    assert (weights.predicted, weights.simulated) == (2.0, 2.0) and weights.holds
+
+
 def _idle_form(p, n, f, i, w, pair):
     family = FAMILIES["dualpipe"]
     schedule = build_schedule("dualpipe", p, n)
     costs = family.costs({"F": f, "I": i, "W": w, "F&B": pair})
     timeline = simulate(schedule, costs)
     forms = family.closed_forms(schedule, costs, timeline)
-    return forms[0], max(timeline.idle_per_rank()), forms[1]
+    return forms[0], max(timeline.idle_per_rank()), forms[2]
 
 
 GRID = list(

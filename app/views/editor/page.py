@@ -112,7 +112,7 @@ def show_timeline(schedule, timeline, costs, projector: bool, *, cards: bool = T
         figure = timeline_figure(timeline, title=title, projector=projector)
         player("ed_gantt", figure, name=title, summary=chart_summary(timeline, title))
         live_chart(figure, key="ed_gantt")  # redrawn in place on a change (charts/live_chart.py)
-    legend_notes(timeline, costs, schedule.num_chunks)
+    legend_notes(timeline, costs, schedule)
     rank_table(timeline)
 
 

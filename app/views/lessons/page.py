@@ -178,7 +178,7 @@ def chart_block(
         )
 
     lectured_step()
-    legend_notes(timeline, costs, schedule.num_chunks)
+    legend_notes(timeline, costs, schedule)
 
 
 # -- the question ---------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def decoded(array) -> np.ndarray:
 def test_every_figure_passes_plotlys_validation(name):
     chunks = 3 if FAMILIES[name].takes_chunks else None
     costs = Costs.of({"F": 1, "I": 1, "W": 0.5}, comm=0.2, recompute=True)
-    timeline = simulate(build_schedule(name, 3, 6, chunks), costs)
+    timeline = simulate(build_schedule(name, *FAMILIES[name].accepted_sizes(3, 6), chunks), costs)
     for figure in (
         timeline_figure(timeline, title=name, projector=True, cursor_at=2.0),
         compare_figure({name: timeline, "gpipe": simulate(build_schedule("gpipe", 3, 6))}),
