@@ -192,6 +192,7 @@ def simulate_command(args) -> int:
     costs = Costs.parse(
         args.costs,
         comm=args.comm,
+        expert_comm=args.expert_comm,
         shared_links=args.shared_links,
         recompute=args.recompute,
         stage_scale=_numbers(args.stage_scale, "--stage-scale") if args.stage_scale else None,
@@ -228,6 +229,12 @@ def simulate_command(args) -> int:
     print(f"makespan        {summary['makespan']:g}")
     print(f"bubble_fraction {summary['bubble_fraction']:.4f}  (idle / (ranks × makespan))")
     print(f"bubble_ratio    {summary['bubble_ratio']:.4f}  (idle / busy)")
+    if timeline.expert_comm is not None:
+        expert = timeline.expert_comm
+        print(
+            f"all-to-all      {expert['total']:g} in all, {expert['hidden']:g} hidden under another micro-batch's "
+            f"compute ({expert['hidden_fraction']:.1%}), {expert['exposed']:g} waited for"
+        )
     totals = summary["idle_by_cause"]["total"]
     print("idle by cause   " + ", ".join(f"{cause} {value:g}" for cause, value in totals.items() if abs(value) > 1e-12))
     print("rank  busy      idle      idle-in-span  peak-memory")

@@ -61,6 +61,8 @@ class Setting:
     FB: float
     """F&B: one overlapped forward-and-backward pair (DualPipe, DualPipeV); F + B when overlapping gains nothing."""
     comm: float
+    expert_comm: float
+    """The all-to-all inside each F and backward (``Costs.expert_comm``)."""
     recompute: bool
     keep: float
     """Share of a micro-batch's activations a forward keeps (1, or the recompute fraction)."""
@@ -81,6 +83,7 @@ class Setting:
             W=costs.backward_weight,
             FB=costs.overlapped + extra,
             comm=costs.comm,
+            expert_comm=costs.expert_comm,
             recompute=costs.recompute,
             keep=costs.recompute_memory_fraction if costs.recompute else 1.0,
             equal_stages=(scale is None or len(set(scale)) <= 1) and costs.stage_costs is None,
@@ -94,6 +97,10 @@ FormsOf = Callable[[Setting, "Timeline"], list[ClosedForm]]
 
 # -- assumptions: (text, test) ----------------------------------------------------------------------------------
 Assumption = tuple[str, Callable[[Setting], bool]]
+NO_EXPERT_COMM: Assumption = (
+    "no all-to-all inside the actions (expert_comm = 0): it lengthens each F and backward by what it leaves exposed",
+    lambda s: s.expert_comm == 0,
+)
 NO_TRANSFER: Assumption = (
     "no transfer time (comm = 0): each hop between ranks adds comm to the critical path",
     lambda s: s.comm == 0,
@@ -126,7 +133,10 @@ def form(
     source: str,
     assumptions: list[Assumption],
 ) -> ClosedForm:
-    """One closed form, with the assumptions this setting breaks worked out."""
+    """One closed form, with the assumptions this setting breaks worked out. A time is in the costs' units, so an
+    all-to-all inside the actions departs from every time form (shares, ratios and memory keep their meaning)."""
+    if kind == "time":
+        assumptions = [*assumptions, NO_EXPERT_COMM]
     broken = tuple(text for text, test in assumptions if not test(setting))
     return ClosedForm(
         quantity,

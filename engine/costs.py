@@ -181,6 +181,11 @@ class Costs:
     the stage did not run), used as they are (no 1/v, no recompute extra); the runtime fills this from what it
     measured to predict its own timeline. An overlapped pair takes its two halves' durations plus the mean of its
     two stages' F&B − (F + B) (0 by default)."""
+    expert_comm: float = 0.0
+    """Communication inside each forward and each backward (B or I; W has none): an expert all-to-all's dispatch
+    and combine, as in DeepSeek-V3's MoE layers (report §3.2.1), per micro-batch through one rank's share. A
+    lone action waits for it; in an overlapped F&B pair each half's runs under the other half's compute
+    (``engine.simulator.expert_overlap``)."""
     recompute: bool = False
     """Activation recomputation: the forward keeps only its input; I or B first re-runs the forward."""
     w_memory_fraction: float = 0.5
@@ -192,6 +197,7 @@ class Costs:
         _check_resolved("durations", self.durations)
         _check_split(*(self.durations[key] for key in ("B", "I", "W")))
         _check_number("comm", self.comm)
+        _check_number("expert_comm", self.expert_comm)
         for seconds in self.hop_comm or ():
             _check_number("hop_comm", seconds)
         if self.hop_comm is not None and self.shared_links:

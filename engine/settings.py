@@ -33,6 +33,12 @@ SCHEDULE = choose(
     "schedule", FAMILIES, "Schedule", "schedule family", titles={name: f.title for name, f in FAMILIES.items()}
 )
 TRANSFER = amount("comm", "Transfer between ranks", "transfer time between ranks")
+EXPERT_COMM = amount(
+    "expert_comm",
+    "All-to-all inside each F and B",
+    "communication inside each forward and each backward (an expert all-to-all's dispatch and combine, per "
+    "micro-batch through one rank's share); an overlapped F&B pair hides each half's under the other's compute",
+)
 RECOMPUTE = toggle(
     "recompute", "Recompute activations", "keep only each stage's inputs and re-run the forward before each backward"
 )
@@ -48,6 +54,7 @@ class SimulateSettings(Declared):
     chunks: int | None = declared(None, CHUNKS)
     costs: str = declared("F=1,B=2", verbatim("costs", "Costs", 'durations per rank share: "F=1,B=2" or "F=1,I=1,W=1"'))
     comm: float = declared(0.0, TRANSFER)
+    expert_comm: float = declared(0.0, EXPERT_COMM)
     shared_links: bool = declared(
         False, toggle("shared_links", "Shared links", "a transfer occupies its link: one at a time per direction")
     )

@@ -29,42 +29,82 @@ RECOMPUTING = (Kind.B, Kind.I)
 
 def slot_durations(schedule: Schedule, costs: Costs) -> np.ndarray:
     """How long each slot takes under ``costs`` (flat slot order): each action its kind's cost (``COST_KINDS``),
-    an overlapped pair's slot the F&B cost."""
+    an overlapped pair's slot the F&B cost; plus the expert all-to-all each slot leaves exposed
+    (``expert_overlap``)."""
     c = compiled(schedule)
-    v, num_stages, share = schedule.num_chunks, schedule.num_stages, schedule.stage_share
+    share = schedule.stage_share
     pairs = _overlapped_slots(c)
-    if costs.stage_costs is not None:  # measured per stage (recomputation already inside I and B)
-        if len(costs.stage_costs) != num_stages:
-            raise ValueError(
-                f"stage_costs has {len(costs.stage_costs)} entries but the schedule has {num_stages} "
-                f"stages ({schedule.num_ranks} ranks × {v} per rank)"
-            )
-        per_stage_and_kind = np.zeros((num_stages, len(Kind)))  # (stage, kind)
-        for kind, cost in COST_OF_KIND.items():
-            per_stage_and_kind[:, kind] = [row[cost.key] for row in costs.stage_costs]
-        durations = np.bincount(c.slot, weights=per_stage_and_kind[c.stage, c.kind], minlength=c.num_slots)
-        if len(pairs):  # a pair: its halves, plus the mean of its two stages' gain F&B − (F + B) (0 by default)
-            gain = np.array([row[PAIR_KEY] - (row["F"] + row["B"]) for row in costs.stage_costs])
-            first = c.slot_first_action[pairs]
-            durations[pairs] += (gain[c.stage[first]] + gain[c.stage[first + 1]]) / 2
-        return durations
+    durations = np.bincount(c.slot, weights=_action_compute(schedule, costs), minlength=c.num_slots)
+    if len(pairs) and costs.stage_costs is not None:  # a pair: its halves, plus the mean of its two stages' gain
+        gain = np.array([row[PAIR_KEY] - (row["F"] + row["B"]) for row in costs.stage_costs])
+        first = c.slot_first_action[pairs]
+        durations[pairs] += (gain[c.stage[first]] + gain[c.stage[first + 1]]) / 2
+    elif len(pairs):  # one overlapped F&B pair costs F&B, scaled by the mean of its two stages
+        scale = _stage_scale(schedule, costs)
+        recompute_extra = costs.forward if costs.recompute else 0.0
+        first = c.slot_first_action[pairs]
+        mean_scale = (scale[c.stage[first]] + scale[c.stage[first + 1]]) / 2
+        durations[pairs] = (costs.durations[PAIR_KEY] + recompute_extra) * mean_scale * share
+    if costs.expert_comm > 0:
+        comm, hidden = expert_overlap(schedule, costs)
+        durations += np.bincount(c.slot, weights=comm - hidden, minlength=c.num_slots)
+    return durations
+
+
+def _stage_scale(schedule: Schedule, costs: Costs) -> np.ndarray:
+    num_stages = schedule.num_stages
     scale = np.asarray(costs.stage_scale or (1.0,) * num_stages, dtype=float)
     if len(scale) != num_stages:
         raise ValueError(
             f"stage_scale has {len(scale)} entries but the schedule has {num_stages} stages "
-            f"({schedule.num_ranks} ranks × {v} per rank)"
+            f"({schedule.num_ranks} ranks × {schedule.num_chunks} per rank)"
         )
+    return scale
+
+
+def _action_compute(schedule: Schedule, costs: Costs) -> np.ndarray:
+    """Each action's compute time run alone (compiled order): its kind's cost through its stage's share, times
+    its stage's multiplier (with recomputation B and I first re-run F); measured per-stage costs as they are."""
+    c = compiled(schedule)
+    num_stages = schedule.num_stages
+    if costs.stage_costs is not None:  # measured per stage (recomputation already inside I and B)
+        if len(costs.stage_costs) != num_stages:
+            raise ValueError(
+                f"stage_costs has {len(costs.stage_costs)} entries but the schedule has {num_stages} "
+                f"stages ({schedule.num_ranks} ranks × {schedule.num_chunks} per rank)"
+            )
+        per_stage_and_kind = np.zeros((num_stages, len(Kind)))  # (stage, kind)
+        for kind, cost in COST_OF_KIND.items():
+            per_stage_and_kind[:, kind] = [row[cost.key] for row in costs.stage_costs]
+        return per_stage_and_kind[c.stage, c.kind]
+    scale = _stage_scale(schedule, costs)
     recompute_extra = costs.forward if costs.recompute else 0.0  # a backward first re-runs its forward
     base = np.zeros(len(Kind))
     for kind, cost in COST_OF_KIND.items():
         base[kind] = costs.durations[cost.key] + (recompute_extra if kind in RECOMPUTING else 0.0)
     with np.errstate(over="ignore"):  # an overflow becomes inf, which simulate() refuses with the numbers
-        durations = np.bincount(c.slot, weights=base[c.kind] * scale[c.stage] * share, minlength=c.num_slots)
-    if len(pairs):  # one overlapped F&B pair costs F&B, scaled by the mean of its two stages
-        first = c.slot_first_action[pairs]
-        mean_scale = (scale[c.stage[first]] + scale[c.stage[first + 1]]) / 2
-        durations[pairs] = (costs.durations[PAIR_KEY] + recompute_extra) * mean_scale * share
-    return durations
+        return base[c.kind] * scale[c.stage] * schedule.stage_share
+
+
+def expert_overlap(schedule: Schedule, costs: Costs) -> tuple[np.ndarray, np.ndarray]:
+    """Per action (compiled order), its expert all-to-all time and the part of it that runs under compute.
+
+    Every F, B and I of a stage carries ``Costs.expert_comm`` × the stage's share of communication (dispatch and
+    combine; W has none). Run alone, an action waits for all of it. In an overlapped F&B pair (DualPipe,
+    DualPipeV) DeepSeek-V3 runs one micro-batch's all-to-all while the other computes (report §3.2.1, Figure 4):
+    the forward's communication hides under the backward's compute, the backward's under the forward's, each up
+    to that compute's length — so a pair's slot takes F&B plus what is left over, max(0, c − B) + max(0, c − F).
+    """
+    c = compiled(schedule)
+    comm = np.where(c.kind == Kind.W, 0.0, costs.expert_comm * schedule.stage_share)
+    hidden = np.zeros(c.num_actions)
+    pairs = _overlapped_slots(c)
+    if len(pairs) and costs.expert_comm > 0:
+        compute = _action_compute(schedule, costs)
+        first = c.slot_first_action[pairs]  # the forward; the backward is first + 1
+        hidden[first] = np.minimum(comm[first], compute[first + 1])
+        hidden[first + 1] = np.minimum(comm[first + 1], compute[first])
+    return comm, hidden
 
 
 def _overlapped_slots(c: CompiledSchedule) -> np.ndarray:
@@ -140,6 +180,7 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
             f"for {schedule.num_actions:,} actions; use smaller numbers"
         )
     after, peak = memory_model(schedule, costs)
+    expert = expert_overlap(schedule, costs) if costs.expert_comm > 0 else None
     return Timeline.from_slots(
         schedule,
         times.starts,
@@ -150,6 +191,7 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, check: bool = Tr
         recompute=recompute_time(schedule, costs),
         memory_peak=peak,
         transfer_times=times.transfer_times,
+        **({} if expert is None else {"expert_comm": expert[0], "expert_hidden": expert[1]}),
     )
 
 
@@ -177,8 +219,7 @@ def recompute_time(schedule: Schedule, costs: Costs) -> np.ndarray:
     if costs.stage_costs is not None:  # measured: the forward's own mean time stands for its re-run
         per_stage = np.array([row["F"] for row in costs.stage_costs])
     else:
-        scale = np.asarray(costs.stage_scale or (1.0,) * schedule.num_stages, dtype=float)
-        per_stage = costs.forward * scale * schedule.stage_share
+        per_stage = costs.forward * _stage_scale(schedule, costs) * schedule.stage_share
     return np.where(np.isin(c.kind, RECOMPUTING), per_stage[c.stage], 0.0)
 
 

@@ -243,6 +243,17 @@ class Timeline:
         total = self.num_ranks * self.makespan
         return 0.0 if total == 0 else sum(self.span_idle_per_rank()) / total
 
+    @cached_property
+    def expert_comm(self) -> dict[str, float] | None:
+        """The expert all-to-all inside the actions (``engine.simulator.expert_overlap``): its total time, the part
+        that ran under another micro-batch's compute, and that part's share; None when the costs had none."""
+        if "expert_comm" not in self.frame:
+            return None
+        total = float(self.frame["expert_comm"].sum())
+        hidden = float(self.frame["expert_hidden"].sum())
+        return {"total": total, "hidden": hidden, "exposed": total - hidden,
+                "hidden_fraction": hidden / total if total else 0.0}  # fmt: skip
+
     @property
     def num_transfers(self) -> int:
         """Hand-offs that cross from one rank to another (each pays the transfer time once)."""
@@ -315,7 +326,7 @@ class Timeline:
             "peak_memory": self.peak_memory_per_rank(),
             "num_actions": int(len(self.frame)),
             "transfers": self.num_transfers,
-        }
+        } | ({} if self.expert_comm is None else {"expert_comm": self.expert_comm})
 
     # -- export ------------------------------------------------------------------------------------------
     def to_chrome_trace(self, time_unit_us: float = 1000.0) -> dict:

@@ -17,14 +17,16 @@ durations = st.floats(min_value=0.05, max_value=5, allow_nan=False)
 @st.composite
 def configs(draw):
     name = draw(st.sampled_from(sorted(FAMILIES)))
+    p, m = FAMILIES[name].accepted_sizes(draw(st.integers(1, 16)), draw(st.integers(1, 64)))  # DualPipe: p, m even
     return dict(
         name=name,
-        p=draw(st.integers(1, 16)),
-        m=draw(st.integers(1, 64)),
+        p=p,
+        m=m,
         chunks=draw(st.integers(2, 4)) if FAMILIES[name].takes_chunks else None,
         costs=Costs.of(
             {"F": draw(durations), "I": draw(durations), "W": draw(durations), "F&B": draw(st.none() | durations)},
             comm=draw(st.floats(min_value=0, max_value=2)),
+            expert_comm=draw(st.sampled_from([0.0, 0.5, 3.0])),
             recompute=draw(st.booleans()),
         ),
     )
@@ -57,13 +59,20 @@ def test_rejected_configs_raise_value_error_only(name, p, m, chunks):
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 @pytest.mark.slow
 def test_every_family_accepts_fewer_microbatches_than_ranks(name):
-    chunks = 2 if FAMILIES[name].takes_chunks else None
+    """... or refuses them with the family's own reason (DualPipe: m ≥ 2p, as DeepSeek's step asserts)."""
+    family, chunks = FAMILIES[name], 2 if FAMILIES[name].takes_chunks else None
     for p in (1, 2, 3, 5, 8):
         for m in (1, 2, p - 1, p, p + 1):
             if m >= 1:
+                refused = family.refuses(p, m)
+                if refused:
+                    with pytest.raises(ValueError) as raised:
+                        build_schedule(name, p, m, chunks)
+                    assert str(raised.value) == refused
+                    continue
                 schedule = build_schedule(name, p, m, chunks)
                 check_timeline(schedule, 0.0, simulate(schedule, Costs()))
-    assert math.isfinite(simulate(build_schedule(name, 3, 12, chunks)).makespan)
+    assert math.isfinite(simulate(build_schedule(name, *family.accepted_sizes(3, 12), chunks)).makespan)
 
 
 @pytest.mark.parametrize(
