@@ -1,5 +1,7 @@
 """``python -m engine trace rank*.json[.gz]``: a real job's profiler traces as the lab's measured timeline —
-per-rank table, idle by cause, the grid, the every-family table, a Perfetto trace (text, or one JSON object).
+per-rank table, idle by cause, the grid, the every-family table, a Perfetto trace (text, or one JSON object);
+one rank's overlapped chunks (DeepSeek's profile of DualPipe) as their kernel times and the communication hidden
+under compute (``engine.traces.chunks``).
 
 Registered by ``engine.cli`` (``add_trace_parser`` adds the subcommand, ``trace_command`` runs it). A trace
 that cannot be read is a TraceError (a ValueError): one line, exit status 2.
@@ -13,9 +15,10 @@ from ..codecs import escaped
 from ..files import shown
 from ..options import Whole, add_extras, add_flags, read_number, read_whole
 from ..terminal import check_trace_output, print_json, write_trace
+from .chunks import OverlappedChunks
 from .compare import family_table
 from .imported import ImportedRun, ImportOptions
-from .isolated import import_traces_isolated
+from .isolated import read_traces_isolated
 from .reading import TraceError
 from .settings import TraceSettings
 
@@ -102,7 +105,9 @@ def _bytes_progress(enabled: bool):
 
 def _trace(args, progress) -> int:
     check_trace_output(args.trace, tuple(args.files))
-    run = import_traces_isolated(args.files, options_from(args), progress=progress)
+    run = read_traces_isolated(args.files, options_from(args), progress=progress)
+    if isinstance(run, OverlappedChunks):
+        return _chunks(run, args)
     if args.trace is not None:
         write_trace(run.timeline, args.trace, tuple(args.files))
     summary = run.summary()
@@ -115,6 +120,42 @@ def _trace(args, progress) -> int:
         print_json(summary)
         return 0
     _print(run, summary, args)
+    return 0
+
+
+PIPELINE_OUTPUTS = (("trace", "--trace"), ("grid", "--grid"), ("compare", "--compare"))
+"""The outputs only a pipeline's step has: its timeline, its grid, the families run on its costs."""
+
+
+def _chunks(chunks: OverlappedChunks, args) -> int:
+    """One rank's overlapped chunks: one JSON object, or the figures and a table of the components."""
+    asked = [flag for name, flag in PIPELINE_OUTPUTS if getattr(args, name) not in (None, False)]
+    if asked:
+        raise TraceError(
+            f"{chunks.describe()}; {' and '.join(asked)} {'needs' if len(asked) == 1 else 'need'} a pipeline's step, "
+            "which one rank's chunks are not"
+        )
+    if args.json:
+        print_json(chunks.summary())
+        return 0
+    print(chunks.describe())
+    print(f"  {chunks.bubble}")
+    for note in chunks.notes:
+        print(f"  {note}")
+    kernels = f"({chunks.communication_kernels:,} kernels, the union of their intervals)"
+    print(f"communication   {chunks.communication_ms:10.3f} ms  {kernels}")
+    print(f"compute         {chunks.compute_ms:10.3f} ms  ({chunks.compute_kernels:,} kernels, likewise)")
+    fraction = "—" if chunks.hidden_fraction is None else f"{chunks.hidden_fraction:.4f}"
+    print(f"hidden          {chunks.hidden_ms:10.3f} ms  (communication under compute: {fraction} of it)")
+    print(f"exposed         {chunks.exposed_ms:10.3f} ms  (communication with no compute beside it)")
+    print(f"GPU busy        {chunks.gpu_busy_ms:10.3f} ms  of a {chunks.gpu_span_ms:.3f} ms span")
+    print("component         spans  kernels  kernel (ms)  communication (ms)  compute (ms)  hidden (ms)")
+    rows = chunks.components + (() if chunks.outside is None else (chunks.outside,))
+    for row in rows:
+        print(
+            f"{row.label:<17} {row.spans:>5}  {row.kernels:>7}  {row.kernel_ms:>11.3f}  "
+            f"{row.communication_kernel_ms:>18.3f}  {row.compute_kernel_ms:>12.3f}  {row.hidden_ms:>11.3f}"
+        )
     return 0
 
 

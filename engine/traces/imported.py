@@ -3,7 +3,8 @@ the idle-by-cause split, the Perfetto export and the comparison with the simulat
 
 The steps, in order:
 
-1. read every file, streaming, side by side when large (``engine.traces.loading``);
+1. read every file, streaming, side by side when large (``engine.traces.loading``); one file of one rank's
+   overlapped chunks (DeepSeek's profile of DualPipe) is read as such instead (``engine.traces.chunks``);
 2. give each file its rank: ``distributedInfo``, else the number in its name, else the order the user gives;
    refuse two files with one rank, a missing rank, different world sizes;
 3. choose the step: ``ProfilerStep#N`` present on every rank (default: the last such step with actions on every
@@ -29,6 +30,7 @@ from ..schedules import FAMILIES
 from ..timeline import Timeline
 from .actions import RankStep, rank_step
 from .check import check_order, comparable
+from .chunks import OverlappedChunks, chunk_trace, keeps_chunk_labels, read_chunks
 from .clocks import common_clock
 from .evidence import few, refuse_broken_order, refuse_unless_pipeline
 from .inferred import inferred_rank_step, keeps_autograd
@@ -154,6 +156,29 @@ class ImportedRun:
         )
 
 
+def read_traces(
+    paths: Sequence[str | Path],
+    options: ImportOptions = ImportOptions(),
+    progress: Callable[[str, int, int], None] | None = None,
+    names: Sequence[str] | None = None,
+) -> ImportedRun | OverlappedChunks:
+    """What the files hold: one rank's overlapped chunks (one file labelling ``attn(F)``, ``mlp(B)``… and no
+    pipeline action: ``engine.traces.chunks``), else a pipeline's step (as ``import_traces``)."""
+    pattern = compile_pattern(options.pattern, options.kinds) if options.pattern else None
+    budget = KeptBudget()
+    keep = keeps_pattern(pattern) if pattern is not None else keeps_chunk_labels if len(paths) == 1 else keeps
+    traces = read_all(paths, progress, keep, names, budget)
+    chunked = chunk_trace(traces) if pattern is None else None
+    if chunked is not None:
+        if options.ranks is not None and len(options.ranks) != 1:
+            raise TraceError(f"{len(options.ranks)} ranks given for 1 file: give one rank per file, in order")
+        unused = tuple(what for what, given in (("the order check", options.expected),
+                                                ("the clock offsets", options.offsets_ms)) if given)  # fmt: skip
+        rank = None if options.ranks is None else options.ranks[0]
+        return read_chunks(chunked, budget, step=options.step, rank=rank, unused=unused)
+    return _pipeline(traces, pattern, budget, options)
+
+
 def import_traces(
     paths: Sequence[str | Path],
     options: ImportOptions = ImportOptions(),
@@ -163,12 +188,18 @@ def import_traces(
     """Read the per-rank traces of one job and return its chosen step (TraceError in one line otherwise).
     ``progress(file, bytes read, bytes in all files)`` is called as the files are read. ``names``: each file as
     the user named it (what messages and ``files`` say; default the paths). In this process: a stranger's files
-    go through ``engine.traces.isolated.import_traces_isolated``, which calls this in a child with limits."""
-    pattern = compile_pattern(options.pattern, options.kinds) if options.pattern else None
+    go through ``engine.traces.isolated.read_traces_isolated``, which calls ``read_traces`` in a child with
+    limits. One rank's overlapped chunks are refused here, in one line (``read_traces`` reads them)."""
+    found = read_traces(paths, options, progress, names)
+    if isinstance(found, OverlappedChunks):
+        raise TraceError(f"{found.describe()}: not a pipeline's step (read_traces reads it)")
+    return found
+
+
+def _pipeline(traces: list[RankTrace], pattern, budget: KeptBudget, options: ImportOptions) -> ImportedRun:
+    """Steps 2 to 6, for the files read."""
     if options.expected is not None and options.expected.lower() in FAMILIES:  # "1F1B" is the family 1f1b
         options = replace(options, expected=options.expected.lower())
-    budget = KeptBudget()
-    traces = read_all(paths, progress, keeps if pattern is None else keeps_pattern(pattern), names, budget)
     by_rank = _ranks(traces, options.ranks)
     by_rank, group = _pipeline_group(by_rank)
     offsets = options.offsets_ms

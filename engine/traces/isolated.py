@@ -24,7 +24,8 @@ from pathlib import Path
 from ..runtime.errors import RunFailed
 from ..runtime.fork_server import FORK_SERVER, start_fork_server
 from ..runtime.isolated import call_isolated
-from .imported import ImportedRun, ImportOptions, import_traces
+from .chunks import OverlappedChunks
+from .imported import ImportedRun, ImportOptions, read_traces
 from .reading import TraceError
 
 MEMORY_LIMIT_BYTES = 1536 * 1024**2
@@ -40,7 +41,7 @@ SERVER_NICENESS = 10
 """A reading for a page runs below the server's priority: the pages, and the visitors who only click, come first."""
 
 
-def import_traces_isolated(
+def read_traces_isolated(
     paths: Sequence[str | Path],
     options: ImportOptions | None = None,
     *,
@@ -48,8 +49,8 @@ def import_traces_isolated(
     progress: Callable[[str, int, int], None] | None = None,
     time_limit_s: float = COMMAND_TIME_LIMIT_S,
     server: bool = False,
-) -> ImportedRun:
-    """``import_traces`` in a child process with limits (see the module's note). ``server``: started from the
+) -> ImportedRun | OverlappedChunks:
+    """``read_traces`` in a child process with limits (see the module's note). ``server``: started from the
     fork server (the app); else by forking this process (the command line). TraceError in one line for a trace
     that cannot be read, a limit reached included."""
     names = [str(path) for path in paths] if names is None else list(names)
@@ -80,7 +81,7 @@ def import_traces_isolated(
 
 def _read_with_limits(
     paths: list[str], options: ImportOptions, names: list[str], niceness: int, progress
-) -> ImportedRun:
+) -> ImportedRun | OverlappedChunks:
     """In the child: the limits and the priority, then the reading; a limit reached is a TraceError that names it."""
     if niceness:
         os.nice(niceness)
@@ -91,7 +92,7 @@ def _read_with_limits(
         progress(done, total, name)
 
     try:
-        return import_traces(paths, options, progress=report, names=names)
+        return read_traces(paths, options, progress=report, names=names)
     except MemoryError:
         raise TraceError(
             f"reading these traces needs more than {MEMORY_LIMIT_BYTES / 2**30:g} GiB of memory, the most the "

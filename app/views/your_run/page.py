@@ -1,6 +1,7 @@
 """Your run: a real job's per-rank profiler traces (or an example run the lab ships) as the lab's measured
 timeline — its Gantt with waits and hand-offs, the bubble, each rank's idle time by cause, the simulator's
-prediction from the measured costs, and every family simulated with those costs (``engine.traces``)."""
+prediction from the measured costs, and every family simulated with those costs (``engine.traces``); one rank's
+overlapped chunks (DeepSeek's profile of DualPipe) as what they are (``app.views.your_run.chunks``)."""
 
 import json
 from pathlib import Path
@@ -23,13 +24,15 @@ from app.server.admission import READING, SEARCHES, Refused, give_memory_back
 from app.server.uploads import MAX_UPLOAD_FILES, StoredUpload, check_limits, max_upload_bytes
 from app.views.navigation import link_to
 from app.views.search.settings import SearchSettings
+from app.views.your_run.chunks import show_chunks
 from app.views.your_run.settings import YOUR_RUN_KEYS, YourRunSettings
 from engine import FAMILIES, simulate
 from engine.scale.request import PlanRequest
 from engine.traces import ImportedRun, ImportOptions, TraceError, import_traces
+from engine.traces.chunks import OverlappedChunks
 from engine.traces.compare import family_table
 from engine.traces.examples import PROFILE_CODE, example_files, example_runs
-from engine.traces.isolated import PAGE_TIME_LIMIT_S, import_traces_isolated
+from engine.traces.isolated import PAGE_TIME_LIMIT_S, read_traces_isolated
 
 PAGE = YourRunSettings.PREFIX
 
@@ -105,9 +108,12 @@ def imported_example(name: str, options: ImportOptions) -> ImportedRun:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def imported_upload(digest: str, _paths: tuple, _names: tuple, options: ImportOptions) -> ImportedRun:
+def imported_upload(
+    digest: str, _paths: tuple, _names: tuple, options: ImportOptions
+) -> ImportedRun | OverlappedChunks:
     """Uploaded traces, once per content and names (``digest``), read in a child process with limits
-    (``engine.traces.isolated``); every message names a file by its upload name, never the server's folder."""
+    (``engine.traces.isolated``); every message names a file by its upload name, never the server's folder. One
+    file of one rank's overlapped chunks comes back as such (``engine.traces.chunks``)."""
     del digest
     bar = st.progress(0.0, text="Reading the traces…")
 
@@ -120,7 +126,7 @@ def imported_upload(digest: str, _paths: tuple, _names: tuple, options: ImportOp
 
     try:  # in the searches' queue, behind them: a reading takes the cores as a search does
         with SEARCHES.admitted(f"reading {len(_paths)} trace(s)", tell=waiting, priority=READING, kind="reading"):
-            return import_traces_isolated(
+            return read_traces_isolated(
                 _paths, options, names=_names, progress=progress, time_limit_s=PAGE_TIME_LIMIT_S, server=True
             )
     except Refused as refused:
@@ -129,7 +135,7 @@ def imported_upload(digest: str, _paths: tuple, _names: tuple, options: ImportOp
         bar.empty()
 
 
-def run_engine(settings: YourRunSettings, stored: StoredUpload | None) -> ImportedRun:
+def run_engine(settings: YourRunSettings, stored: StoredUpload | None) -> ImportedRun | OverlappedChunks:
     """The uploaded traces, else the example run."""
     options = settings.import_options()
     refused = st.session_state.pop(f"{PAGE}_refused", None)
@@ -286,6 +292,11 @@ def your_run() -> None:
         if run is None:
             st.stop()
         st.caption("Below: the last traces that were read.")
+    if isinstance(run, OverlappedChunks):  # one rank, no pipeline: its overlap, not a Gantt or a bubble
+        show_chunks(run, projector)
+        if projector:
+            how_to_profile()
+        return
     predicted = simulate(run.schedule, run.costs, check=False)  # one simulation: the card and the outlines
     if projector:  # the chart first, what was read and the cards beside it
         chart_area, side = st.columns([5, 2], gap="medium")

@@ -346,7 +346,7 @@ def test_a_reading_for_a_page_runs_below_the_servers_priority(monkeypatch):
 
     from engine.traces import isolated
 
-    monkeypatch.setattr(isolated, "import_traces", lambda *args, **kwargs: os.nice(0))  # the child's niceness
+    monkeypatch.setattr(isolated, "read_traces", lambda *args, **kwargs: os.nice(0))  # the child's niceness
     context = multiprocessing.get_context("fork")
     results = context.Queue()
     for niceness in (0, isolated.SERVER_NICENESS):
