@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.charts.bins import add_bins
-from app.charts.lanes import ONE_LANE, Lanes, add_transfers, add_waits, lanes_for, time_format
+from app.charts.lanes import ONE_LANE, Lanes, add_expert_comm, add_transfers, add_waits, lanes_for, time_format
 from app.charts.style import (
     IDLE_FILL,
     IDLE_HATCH,
@@ -47,7 +47,7 @@ def gantt_traces(timeline: Timeline, *, axes: dict, show_legend: bool) -> tuple[
         drawn = "bins"
     else:
         lanes = lanes_for(timeline)
-        for add in (_add_bars, _add_idle, _add_recompute, add_transfers, add_waits):
+        for add in (_add_bars, _add_idle, _add_recompute, add_transfers, add_expert_comm, add_waits):
             add(traces, timeline, show_legend, lanes)
         drawn = "bars"
     for trace in traces:

@@ -7,8 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from app.charts.style import (
+    EXPERT_HIDDEN,
+    EXPERT_WAITED,
     RECEIVE_COLOUR,
     SEND_COLOUR,
     TRANSFER_COLOUR,
@@ -50,7 +53,8 @@ def lanes_for(timeline: Timeline) -> Lanes:
     moves = timeline.transfers
     timed = moves is not None and len(moves) <= TRANSFER_LIMIT and bool((moves["arrive"] > moves["depart"]).any())
     waited = timeline.waits is not None and len(timeline.waits) > 0
-    return TWO_LANES if timed or waited else ONE_LANE
+    expert = timeline.expert_comm is not None and timeline.expert_comm["total"] > 0
+    return TWO_LANES if timed or waited or expert else ONE_LANE
 
 
 ARROWS = "pplab-arrows"
@@ -122,6 +126,41 @@ def add_transfers(traces: list, timeline: Timeline, show_legend: bool, lanes: La
             hoverinfo="skip",
         )
     )
+
+
+def add_expert_comm(traces: list, timeline: Timeline, show_legend: bool, lanes: Lanes) -> None:
+    """The all-to-all inside each F and backward (``engine.simulator.expert_overlap``) on its rank's communication
+    lane: the part that ran under the other half's compute faint, the part the rank waited for solid. A lone
+    action waits for all of it, drawn at its end; an overlapped pair's two, one after the other from its start."""
+    frame = timeline.frame
+    if lanes.comm is None or "expert_comm" not in frame or len(frame) > TRANSFER_LIMIT:
+        return
+    rows = frame[frame["expert_comm"] > 0]
+    if rows.empty:
+        return
+    comm, hidden = rows["expert_comm"].to_numpy(), rows["expert_hidden"].to_numpy()
+    is_forward = (rows["kind"] == "F").to_numpy()
+    paired = rows["overlapped"].to_numpy()
+    partner = np.where(paired & ~is_forward, comm, 0.0)  # a pair's backward follows its forward's (same c)
+    begin = np.where(paired, rows["start"].to_numpy() + partner, rows["end"].to_numpy() - comm)
+    fmt = time_format(timeline)
+    ranks = rows["rank"].reset_index(drop=True)
+    labels = [f"{s}{k}{m}" for s, k, m in zip(rows["stage"], rows["kind"], rows["microbatch"], strict=True)]
+    for name, low, high, marker in (
+        ("all-to-all: under compute", begin, begin + hidden,
+         dict(color=EXPERT_HIDDEN, line=dict(width=0), pattern=dict(shape=".", fgcolor=EXPERT_WAITED, size=4))),
+        ("all-to-all: waited for", begin + hidden, begin + comm, dict(color=EXPERT_WAITED, line=dict(width=0))),
+    ):  # fmt: skip
+        keep = high > low + 1e-12
+        if not keep.any():
+            continue
+        hover = [
+            f"rank {r} · {label} · {name.split(': ')[1]} · {a:{fmt}} → {b:{fmt}}"
+            for r, label, a, b, k in zip(ranks, labels, low, high, keep, strict=True)
+            if k
+        ]
+        traces.append(lane_bar(name, "all-to-all", show_legend, lanes, ranks[keep],
+                               pd.Series(low[keep]), pd.Series(high[keep]), marker, hover))  # fmt: skip
 
 
 def add_waits(traces: list, timeline: Timeline, show_legend: bool, lanes: Lanes) -> None:

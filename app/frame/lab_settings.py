@@ -107,6 +107,7 @@ class LabSettings(Declared):
     )
     """F, B, I, W and (when given) F&B: each family reads its own (``Family.costs``); no F&B means F + B."""
     comm: float = declared(0.0, limits.COMM)
+    expert_comm: float = declared(0.0, limits.EXPERT_COMM)
     shared_links: bool = declared(
         False,
         Option("links", Choice((False, True), texts=("delay", "shared")), LINKS_LABEL, LINKS_HELP, widget="toggle"),
@@ -185,6 +186,7 @@ class LabSettings(Declared):
     def _shared_costs(self) -> dict:
         return dict(
             comm=self.comm,
+            expert_comm=self.expert_comm,
             shared_links=self.shared_links,
             recompute=self.recompute,
             recompute_memory_fraction=self.recompute_memory_fraction,
@@ -224,6 +226,7 @@ class LabSettings(Declared):
             name
             for name, unused in (
                 ("shared_links", not self.shared_links),
+                ("expert_comm", not self.expert_comm),
                 ("recompute_memory_fraction", not self.recompute),
                 ("stage_scale", not self.stage_scale),
             )

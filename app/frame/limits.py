@@ -68,4 +68,14 @@ COMM = real(
     "Time from the end of an action to its output's arrival on another rank.",
     step=0.25,
 )
+EXPERT_COMM = real(
+    "a2a",
+    0.0,
+    MAX_COST,
+    "All-to-all inside each F and B",
+    "Communication inside each forward and each backward (an expert all-to-all's dispatch and combine, as in "
+    "DeepSeek-V3's MoE layers). A lone action waits for it; an overlapped F&B pair (DualPipe, DualPipeV) runs "
+    "each half's under the other half's compute.",
+    step=0.25,
+)
 FAMILY = shared.SCHEDULE

@@ -77,6 +77,7 @@ def _draw_costs(prefix: str, family: Family | None, inputs: LabInputs) -> None:
     for key in keys:
         draw_option(COST_BOXES[key], LabSettings.widget_key(COST_BOXES[key].key, prefix))
     draw(LabSettings, "comm", prefix)
+    draw(LabSettings, "expert_comm", prefix)
 
 
 def _draw_shared(prefix: str) -> None:

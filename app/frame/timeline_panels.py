@@ -25,6 +25,8 @@ def card_rows(
         idle = CARDS["idle"].value(timeline)
         differs = abs(sum(timeline.span_idle_per_rank()) - idle) > 1e-9 * max(1.0, idle)
         cards = tuple(c for c in PLAYGROUND_CARDS if c not in ("idle_inside_span", "period_bubble_rate") or differs)
+        if timeline.expert_comm is None:  # no all-to-all asked for: no card about it
+            cards = tuple(c for c in cards if c != "all_to_all_hidden")
     return [
         (metric.card, metric.shown(timeline, time_unit=time_unit), metric.help)
         for name, metric in CARDS.items()
@@ -202,6 +204,16 @@ def legend_notes(timeline: Timeline, costs: Costs | None, schedule: Schedule) ->
             f"Under each rank a thin lane shows its transfers, each taking {costs.comm:g}: dark where one leaves, "
             f"light where it arrives, an arrow between"
             + (" — one at a time on each link, so a burst queues." if costs.shared_links else ".")
+        )
+    expert = timeline.expert_comm
+    if expert is not None and expert["total"] > 0:
+        notes.append(
+            f"On the lane under each rank, the all-to-all inside each F and backward ({costs.expert_comm:g} each, "
+            f"through one rank's share): solid where the rank waited for it, light where it ran under another "
+            f"micro-batch's compute — {expert['hidden']:g} of {expert['total']:g} hidden "
+            f"({expert['hidden_fraction']:.0%}), {expert['exposed']:g} waited for."
+            if costs is not None
+            else f"All-to-all: {expert['hidden']:g} of {expert['total']:g} hidden ({expert['hidden_fraction']:.0%})."
         )
     if binned:
         notes.append(

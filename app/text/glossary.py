@@ -68,6 +68,13 @@ TERMS: tuple[Term, ...] = (
         ("transfers", "transfer time"),
     ),
     Term(
+        "all-to-all",
+        "The expert layers' exchange inside a forward or backward (dispatch tokens to their experts, combine the "
+        "results): an overlapped forward and backward run one micro-batch's while the other computes, the rest "
+        "is waited for.",
+        ("all-to-all hidden", "expert all-to-all"),
+    ),
+    Term(
         "gradient accumulation",
         "Adding up the gradients of several micro-batches before one optimizer step, which gives the whole "
         "batch's gradient.",

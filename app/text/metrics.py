@@ -145,6 +145,14 @@ TIMELINE_METRICS = (
         term="peak memory",
     ),
     Metric("transfers", "timeline", lambda t: t.num_transfers, card="Transfers", format=",", term="transfer"),
+    Metric(
+        "all_to_all_hidden",
+        "timeline",
+        lambda t: t.expert_comm["hidden_fraction"] if t.expert_comm else 0.0,
+        card="All-to-all hidden",
+        format=".0%",
+        term="all-to-all",
+    ),
     # what lessons say without a card
     Metric("idle_per_rank", "timeline", lambda t: max(t.idle_per_rank())),
     Metric("peak_memory_last_rank", "timeline", lambda t: t.peak_memory_per_rank()[-1]),
@@ -267,7 +275,8 @@ MEASURED = read_from("real")
 CARDS: Mapping[str, Metric] = MappingProxyType({name: metric for name, metric in SIMULATED.items() if metric.card})
 """Every card of a simulated step, by name, in the order the cards are drawn (the ones lessons teach)."""
 PLAYGROUND_CARDS = (
-    "makespan", "bubble_fraction", "bubble_ratio", "idle_inside_span", "period_bubble_rate", "peak_memory", "transfers"
+    "makespan", "bubble_fraction", "bubble_ratio", "idle_inside_span", "period_bubble_rate", "peak_memory", "transfers",
+    "all_to_all_hidden",
 )  # fmt: skip
 """The Playground's cards (idle inside span and the repeated step's bubble rate only where the span differs from
 the plain idle time: ``app.frame.timeline_panels``)."""

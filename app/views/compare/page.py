@@ -12,7 +12,8 @@ from app.frame.projector import projector_query, projector_toggle
 from app.frame.safe_text import plain
 from app.frame.sidebar import LabInputs, bind_lab, page_heading, warn_about
 from app.frame.timeline_panels import chart_summary, tradeoff_sentences
-from app.views.compare.settings import COMPARE_DEFAULT, COMPARE_KEYS, CompareSettings
+from app.views.compare.settings import COMPARE_DEFAULT, COMPARE_KEYS, TABLE_2_LAB, CompareSettings
+from app.views.navigation import link_to
 from engine import FAMILIES
 
 PAGE = "cp"
@@ -42,6 +43,15 @@ def bind() -> tuple[CompareSettings, list[str], bool]:
     return CompareSettings(tuple(names), lab), problems + typed, projector
 
 
+def deepseek_table_2() -> None:
+    """A link to DeepSeek-V3's own comparison (report Table 2; the DualPipe README's table): 1F1B, ZB-1P,
+    DualPipe and DualPipeV on the same costs — here with an all-to-all in every F and B, which only the two that
+    overlap a forward with a backward can hide. The sizes are DeepSeek's figure's, 8 ranks and 20 micro-batches."""
+    preset = CompareSettings(("1f1b", "zb-h1", "dualpipe", "dualpipev"), TABLE_2_LAB)
+    link_to("cp", preset.to_query(), "DeepSeek-V3's comparison: 1F1B, ZB-1P, DualPipe, DualPipeV with an "
+            "all-to-all", icon=":material/compare_arrows:")  # fmt: skip
+
+
 def compare() -> None:
     page_heading(
         "Compare schedules",
@@ -49,6 +59,7 @@ def compare() -> None:
         "longer step is visibly longer. B = I + W for the schedules without a split backward.",
     )
     settings, problems, projector = bind()
+    deepseek_table_2()
     state.write_url(PAGE, settings.to_query() | projector_query(projector))
     warn_about(problems)
 
@@ -71,7 +82,7 @@ def compare() -> None:
         for note in one.family_spec.size_notes(one.num_ranks, one.num_microbatches):
             st.info(f"{FAMILIES[name].title}: {note}")
     rows = []
-    for name, (_, _, timeline) in results.items():
+    for name, (_, schedule, timeline) in results.items():
         summary = timeline.summary()
         rows.append(
             {
@@ -82,6 +93,8 @@ def compare() -> None:
                 "idle_inside_span": summary["span_idle_fraction"],
                 "peak_memory": max(summary["peak_memory"]),
                 "transfers": summary["transfers"],
+                "weights": max(schedule.weights_per_rank()),
+                **({"all_to_all": summary["expert_comm"]} if "expert_comm" in summary else {}),
             }
         )
     table = pd.DataFrame(rows).set_index("schedule")
@@ -97,8 +110,12 @@ def compare() -> None:
             "peak memory (busiest rank)": table["peak_memory"].map("{:.3g}".format),
             "Δ memory": (table["peak_memory"] - first["peak_memory"]).map("{:+.3g}".format),
             "transfers": table["transfers"].map("{:,}".format),  # text like every cell: one column per schedule
+            "weights per rank (× a rank's share)": table["weights"].map("{:g}×".format),
         }
     )
+    if "all_to_all" in table:  # how much of the all-to-all each schedule hid, and what it waited for
+        shown["all-to-all hidden"] = table["all_to_all"].map(lambda a: f"{a['hidden_fraction']:.0%} ({a['hidden']:g})")
+        shown["all-to-all waited for"] = table["all_to_all"].map(lambda a: f"{a['exposed']:g}")
     timelines = {FAMILIES[name].title: timeline for name, (_, _, timeline) in results.items()}
     figure = compare_figure(timelines, projector=projector)
     spoken = " ".join(chart_summary(timeline, title) for title, timeline in timelines.items())

@@ -12,6 +12,15 @@ from engine.costs import Durations
 from engine.options import code_span
 
 COMPARE_DEFAULT = ("gpipe", "1f1b", "zb-h1")
+TABLE_2_LAB = LabSettings(
+    num_ranks=8,
+    num_microbatches=20,
+    durations=Durations({"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0, "F&B": 2.5}),
+    expert_comm=0.5,
+)
+"""The inputs of DeepSeek's comparison as the Compare page's link sets them: DeepSeek's figure's sizes (8 ranks, 20
+micro-batches), F = I = W with an overlapped pair that saves half a forward, and an all-to-all of half a forward
+in every F and backward — the lab's choices of costs, so that every column of Table 2 shows a difference."""
 COMPARE_KEYS = ("schedules",) + tuple(key for key in LAB_KEYS if key != "schedule")
 
 
