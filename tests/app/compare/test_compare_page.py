@@ -36,3 +36,24 @@ def test_compare_refuses_a_single_schedule():
     at.multiselect(key="cp_schedules").set_value(["gpipe"])
     at.run()
     assert not at.exception and any("choose 2 to 4 schedules" in e for e in errors(at))
+
+
+def test_deepseeks_comparison_shows_what_each_schedule_hides_of_the_all_to_all_and_its_weights():
+    """The page's own link to DeepSeek-V3's comparison (1F1B, ZB-1P, DualPipe, DualPipeV with an all-to-all): each
+    column's hidden share and weights per rank equal the engine's for the same costs."""
+    from app.views.compare.settings import TABLE_2_LAB
+
+    preset = CompareSettings(("1f1b", "zb-h1", "dualpipe", "dualpipev"), TABLE_2_LAB)
+    at = open_app(preset.to_query(), "views/compare/page.py")
+    assert not at.exception and not errors(at)
+    table = at.table[0].value.T
+    assert list(table.index) == ["1f1b", "zb-h1", "dualpipe", "dualpipev"]
+    for name in table.index:
+        one = preset.settings_for(name)
+        schedule = build_schedule(name, 8, 20)
+        expected = simulate(schedule, one.costs()).expert_comm
+        assert table.loc[name, "all-to-all hidden"] == f"{expected['hidden_fraction']:.0%} ({expected['hidden']:g})"
+        assert table.loc[name, "all-to-all waited for"] == f"{expected['exposed']:g}"
+        assert table.loc[name, "weights per rank (× a rank's share)"] == f"{max(schedule.weights_per_rank()):g}×"
+    assert table.loc["dualpipe", "weights per rank (× a rank's share)"] == "2×"
+    assert table.loc["1f1b", "all-to-all hidden"].startswith("0%")

@@ -127,6 +127,22 @@ def test_transfers_that_share_a_link_come_from_the_link_and_show_their_lanes():
     assert {"transfer: send", "transfer: receive"} <= names
 
 
+def test_dualpipes_all_to_all_card_lane_and_link_come_from_the_engine():
+    """DeepSeek-V3's schedule with an all-to-all inside each F and B: the card's hidden share, the lane's two
+    parts and the link's a2a are the engine's; without one, no card and no a2a in the link."""
+    at = open_app({"schedule": "dualpipe", "costs": "F=1,I=1,W=1,F&B=2.5", "a2a": "0.75"})
+    costs = Costs.of({"F": 1, "I": 1, "W": 1, "F&B": 2.5}, expert_comm=0.75)
+    expected = simulate(build_schedule("dualpipe", 4, 8), costs)
+    assert metrics(at)["All-to-all hidden"] == f"{expected.expert_comm['hidden_fraction']:.0%}"
+    assert metrics(at)["Makespan"] == f"{expected.makespan:.4g}"
+    assert at.query_params["a2a"] == "0.75"
+    lanes = {t["name"]: t for t in figure(at)["data"] if t["name"].startswith("all-to-all")}
+    assert sum(values(lanes["all-to-all: under compute"]["x"])) == pytest.approx(expected.expert_comm["hidden"], 1e-5)
+    assert sum(values(lanes["all-to-all: waited for"]["x"])) == pytest.approx(expected.expert_comm["exposed"], 1e-5)
+    plain = open_app({"schedule": "dualpipe", "costs": "F=1,I=1,W=1,F&B=2.5"})
+    assert "All-to-all hidden" not in metrics(plain) and "a2a" not in plain.query_params
+
+
 def test_every_link_carries_dualpipevs_overlapped_cost():
     at = open_app({"schedule": "dualpipev", "costs": "F=1,I=1,W=1"})
     assert at.query_params["costs"] == "F=1,I=1,W=1,F&B=3"  # no F&B given: F + B, written out
