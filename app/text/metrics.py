@@ -153,6 +153,8 @@ TIMELINE_METRICS = (
         format=".0%",
         term="all-to-all",
     ),
+    Metric("all_to_all_waited", "timeline", lambda t: t.expert_comm["exposed"] if t.expert_comm else 0.0),
+    Metric("all_to_all_total", "timeline", lambda t: t.expert_comm["total"] if t.expert_comm else 0.0),
     # what lessons say without a card
     Metric("idle_per_rank", "timeline", lambda t: max(t.idle_per_rank())),
     Metric("peak_memory_last_rank", "timeline", lambda t: t.peak_memory_per_rank()[-1]),

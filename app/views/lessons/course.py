@@ -12,7 +12,8 @@ Numbers in the text are marked:
 * ``{{real.max_grad_error:.1e}}`` — a live value (a measurement), shown as computed, never claimed.
 
 Expressions: a metric of the step's configuration (``makespan``), of a named one (``m24.bubble_fraction``),
-a size or cost of either (``p``, ``m``, ``v``, ``F``, ``B``, ``I``, ``W``, ``comm``; ``m24.m``), or arithmetic
+a size or cost of either (``p``, ``m``, ``v``, ``F``, ``B``, ``I``, ``W``, ``comm``, ``a2a``; ``weights``, the most
+weights a rank holds in rank's shares; ``m24.m``), or arithmetic
 on those (``slow.makespan - makespan``, ``m + p - 1``). Questions never use real runs, whose numbers vary.
 
 [Note: predict, then reveal] A step with a question keeps back what would answer it until the learner has
@@ -67,6 +68,8 @@ SIZE_NAMES = {
     "W": lambda s, c: c.backward_weight,
     "FB": lambda s, c: c.overlapped,
     "comm": lambda s, c: c.comm,
+    "a2a": lambda s, c: c.expert_comm,
+    "weights": lambda s, c: max(engine_calls.simulated(s)[0].weights_per_rank()),
 }
 """Sizes and costs a claim may use, e.g. ``[[3|p - 1]]/[[9|m + p - 1]]``: they follow the learner's values."""
 EXPLORE = {
