@@ -141,6 +141,7 @@ def _print_run(summary: dict, config: RunConfig) -> None:
     )
     if summary["overhead_fraction"] is not None:
         print(f"bookkeeping       {summary['overhead_fraction']:.1%} of the step's CPU time outside timed actions")
-    print("rank  peak activation bytes  modelled peak (micro-batches of a rank's share)")
+    print("rank  peak activation bytes  modelled peak (micro-batches of a rank's share)  weight bytes")
+    weights = summary["weight_bytes"] or [0] * p
     for r in range(p):
-        print(f"{r:>4}  {summary['peak_memory_bytes'][r]:>21,}  {summary['peak_memory_model'][r]:g}")
+        print(f"{r:>4}  {summary['peak_memory_bytes'][r]:>21,}  {summary['peak_memory_model'][r]:<47g}  {weights[r]:,}")

@@ -77,6 +77,7 @@ def _measure(
             max_grad_error=max_grad_error,
             device=device_label(devices),
             wall_ms_per_step=timings.wall_ms,
+            weight_bytes=tuple(workers[rank].weight_bytes() for rank in range(config.num_ranks)),
             overhead_fraction=overhead,
             notes=_notes(config, devices, clock, interference, placed),
             clock=clock,

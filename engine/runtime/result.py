@@ -56,6 +56,8 @@ class RunResult:
     interference: Interference | None = None
     """How disturbed the measurement was, and the busy-host notice (emulated on the CPU; None otherwise).
     When ``interference.busy``, its sentence is also in ``notes``."""
+    weight_bytes: tuple[int, ...] | None = None
+    """Per rank, the bytes of the parameters it held (counted from its modules), beside the activations."""
 
     def __post_init__(self) -> None:
         assert self.clock in CLOCKS, f"a backend reported an unknown clock {self.clock!r}"
@@ -130,6 +132,7 @@ class RunResult:
             "gradients_match": self.max_grad_error < GRADIENT_TOLERANCE,
             "peak_memory_bytes": [int(v) for v in measured.peak_memory_per_rank()],
             "peak_memory_model": self.predicted.peak_memory_per_rank(),
+            "weight_bytes": list(self.weight_bytes) if self.weight_bytes is not None else None,
             "w_memory_fraction": self.w_memory_fraction,
             "transfer_ms": self.transfer_ms,
             "wall_ms_per_step": self.wall_ms_per_step,
@@ -207,6 +210,8 @@ class Measurement:
     overhead_fraction: float | None = None
     estimator: str = "median"
     interference: Interference | None = None
+    weight_bytes: tuple[int, ...] | None = None
+    """Per rank, the bytes of the parameters it held."""
 
 
 def assemble(config: RunConfig, measured: Measurement) -> RunResult:
@@ -261,4 +266,5 @@ def assemble(config: RunConfig, measured: Measurement) -> RunResult:
         prediction_costs=costs,
         estimator=measured.estimator,
         interference=measured.interference,
+        weight_bytes=measured.weight_bytes,
     )

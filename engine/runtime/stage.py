@@ -201,6 +201,10 @@ class RankWorker:
                 total += storage.nbytes()
         return total
 
+    def weight_bytes(self) -> int:
+        """Bytes of the parameters this rank holds (DualPipe's rank holds two copies' blocks: about twice)."""
+        return sum(p.numel() * p.element_size() for stage in self.stages.values() for p in stage.parameters())
+
     def memory_bytes(self) -> int:
         """What the run reports after each action: activation bytes on CPU, allocated bytes on a GPU."""
         if self.device.type == "cuda":

@@ -91,6 +91,7 @@ def assemble_distributed(config: RunConfig, gathered: list[dict], device, refere
             max_grad_error=max(errors.values()),
             device=str(device) if device.type == "cuda" else "cpu",
             wall_ms_per_step=walls[shown],
+            weight_bytes=tuple(int(p["weight_bytes"]) for p in sorted(gathered, key=lambda p: p["rank"])),
             clock="wall",
             makespan_spread=(min(spans), max(spans)),
             duration_min=low,

@@ -153,6 +153,7 @@ def run_rank(
         "host": socket.gethostname(),
         "errors": errors,
         "loss": sum(worker.losses.values()),
+        "weight_bytes": worker.weight_bytes(),
     }
     gathered: list[dict] | None = [{}] * config.num_ranks if rank == 0 else None
     dist.gather_object(payload, gathered, dst=0)

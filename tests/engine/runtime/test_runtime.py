@@ -66,10 +66,16 @@ def test_dualpipe_at_4_ranks_and_8_micro_batches_matches_the_unsplit_model_on_bo
         )  # fmt: skip
         for kind, backend in (("mlp", "emulated"), ("gpt", "emulated"), ("gpt", "distributed"))
     ]
-    for config, result in zip(configs, run_many(configs), strict=True):
+    results = run_many(configs)
+    for config, result in zip(configs, results, strict=True):
         summary = check(result)
         assert summary["max_grad_error"] < 1e-5 and result.config == config
         assert result.schedule.copies == 2 and len(result.config.plan.stage_layers) == 8
+    # the two copies measured: a middle rank holds two blocks of 1/4 of the model where DualPipeV's holds two of 1/8
+    v_shape = run(RunConfig(family="dualpipev", num_ranks=4, num_microbatches=8, model=small("mlp"), repeats=1,
+                            warmup_steps=0))  # fmt: skip
+    assert results[0].weight_bytes is not None and v_shape.weight_bytes is not None
+    assert [results[0].weight_bytes[r] for r in (1, 2)] == [2 * v_shape.weight_bytes[r] for r in (1, 2)]
 
 
 @pytest.mark.parametrize(
