@@ -11,7 +11,7 @@ from engine.narrate import Narration
 def test_every_event_tells_what_the_timeline_shows(name):
     chunks = 2 if FAMILIES[name].takes_chunks else None
     costs = Costs.of({"F": 1, "I": 1.5, "W": 0.5}, comm=0.25)
-    schedule = build_schedule(name, 3, 5, chunks)
+    schedule = build_schedule(name, *FAMILIES[name].accepted_sizes(3, 5), chunks)  # DualPipe's: 4 ranks, 8
     timeline = simulate(schedule, costs)
     narration = Narration(schedule, timeline, costs.comm)
     slots = timeline.frame.drop_duplicates(["rank", "step"])
