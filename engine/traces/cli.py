@@ -14,6 +14,7 @@ import sys
 from ..codecs import escaped
 from ..files import shown
 from ..options import Whole, add_extras, add_flags, read_number, read_whole
+from ..schedules import FAMILIES
 from ..terminal import check_trace_output, print_json, write_trace
 from .chunks import OverlappedChunks
 from .compare import family_table
@@ -41,6 +42,10 @@ def add_trace_parser(commands) -> None:
 
 def options_from(args) -> ImportOptions:
     expected = args.expect
+    if expected and not expected.endswith(".csv") and expected.lower() not in FAMILIES:  # refused before reading
+        raise ValueError(
+            f"--expect {escaped(expected)}: not a family ({', '.join(FAMILIES)}) nor a schedule CSV (FILE.csv)"
+        )
     if expected and expected.endswith(".csv"):  # read and checked as any schedule CSV; its text is the reference
         from ..pytorch_csv import read_csv_file
 

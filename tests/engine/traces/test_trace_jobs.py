@@ -332,3 +332,12 @@ def test_an_explicit_kind_map_names_a_frameworks_own_words(tmp_path):
     )
     with pytest.raises(ValueError, match="a kind map takes WORD=KIND pairs"):
         import_traces(paths, ImportOptions(pattern=pattern, kinds="fprop=X"))
+
+
+def test_an_expected_family_that_does_not_exist_is_refused_before_reading(capsys):
+    """``--expect nosuch`` used to print "cannot check" and exit 0, as if the order had been checked."""
+    assert main(["trace", "--quiet", *files(TRACES / "schedule1f1b-2ranks"), "--expect", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "--expect nosuch: not a family" in err and "1f1b" in err
+    assert main(["trace", "--quiet", *files(TRACES / "schedule1f1b-2ranks"), "--expect", "1F1B"]) == 0
+    assert "order equals 1F1B" in capsys.readouterr().out
