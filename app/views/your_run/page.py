@@ -257,9 +257,16 @@ def how_to_profile() -> None:
         st.caption("Then upload every rank's file here, or run `python -m engine trace rank*.json.gz`.")
 
 
-def what_was_read(run: ImportedRun, settings, stored) -> None:
+def source_of(run: ImportedRun | OverlappedChunks, settings, stored) -> str:
+    """What was read, said when it was read (kept with the run): the uploaded files' names, or the example's."""
+    if stored is None:
+        return f"the example run: {example_runs()[settings.example]}"
+    files = [run.file] if isinstance(run, OverlappedChunks) else run.files
+    return ", ".join(shown(Path(f).name) for f in files)
+
+
+def what_was_read(run: ImportedRun, settings, source: str) -> None:
     """The files (or the example), which step, the reader's notes, and whether the order read is the expected one."""
-    source = ", ".join(shown(Path(f).name) for f in run.files) if stored else example_runs()[settings.example]
     st.markdown(f"**Read:** {source}")
     st.caption(run.describe_steps())
     for note in run.notes:
@@ -285,13 +292,15 @@ def your_run() -> None:
         how_to_profile()
     try:
         run = run_engine(settings, stored)
-        state.keep_last_good(PAGE, run)
+        source = source_of(run, settings, stored)
+        state.keep_last_good(PAGE, (run, source))
     except (TraceError, ValueError) as error:
         st.error(f"These traces cannot be read: {plain(error)}")
-        run = state.last_good(PAGE)
-        if run is None:
+        good = state.last_good(PAGE)
+        if good is None:
             st.stop()
-        st.caption("Below: the last traces that were read.")
+        run, source = good  # named as it was read: the example is never shown under the refused files' names
+        st.caption(f"Below: the last traces that were read — {source} — not the ones refused above.")
     if isinstance(run, OverlappedChunks):  # one rank, no pipeline: its overlap, not a Gantt or a bubble
         show_chunks(run, projector)
         if projector:
@@ -304,7 +313,7 @@ def your_run() -> None:
         stage = st.container(key="stage_yr")
         side, chart_area = stage.container(), stage.container(key="phone_first_yr")
     with side:
-        what_was_read(run, settings, stored)
+        what_was_read(run, settings, source)
         cards(run, predicted, stacked=projector)
     with chart_area:
         gantt(run, predicted, projector)

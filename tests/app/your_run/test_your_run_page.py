@@ -1,5 +1,7 @@
 """Your run through AppTest: an example run's step as the engine reads it, predictions, zoom."""
 
+import io
+
 import pytest
 from apptest_support import figure, open_app
 from drawn import drawn_figures
@@ -66,3 +68,24 @@ def test_your_run_zooms_to_a_time_window_and_a_rank():
     layout = figure(at)["layout"]
     assert layout["xaxis"]["range"] == pytest.approx([high / 4, high / 2], rel=0.02)
     assert layout["yaxis"]["range"] == pytest.approx([1.55, 0.45])
+
+
+def test_after_a_refused_reading_the_example_below_is_named_as_the_example_not_as_the_upload():
+    """Files stored but refused when read: the last good run shown below is the example, and says so (it was
+    shown under the upload's file names, as if it were the visitor's)."""
+    from apptest_support import APP
+    from streamlit.testing.v1 import AppTest
+
+    from app.server.uploads import StoredUpload
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page("views/your_run/page.py")
+    at.run()  # the example, read and kept as the last good run
+    at.session_state["yr_stored"] = StoredUpload([("mine-rank0.json", io.BytesIO(b'{"traceEvents": []}'))])
+    at.run()
+    assert not at.exception, at.exception
+    assert any("These traces cannot be read" in e.value for e in at.error)
+    said = [m.value for m in at.markdown if m.value.startswith("**Read:**")]
+    assert said and "the example run" in said[0] and "mine-rank0" not in said[0]
+    assert any("the example run" in c.value and "not the ones refused" in c.value for c in at.caption)
