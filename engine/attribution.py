@@ -49,6 +49,18 @@ DEFINITIONS = {
     "bookkeeping, jitter)",
 }
 """One sentence per cause, for the README, the glossary and the page."""
+WHEN_NEGATIVE = {
+    "imbalance": "the uneven stages idle less than even ones would: the heavier stages sit where the schedule had "
+    "slack",
+    "cost ratios": "this split of the work suits the schedule better than F = I = W with nothing gained from "
+    "overlapping (ZB-H1 with W > I fills more of its drain; an overlapped pair shorter than F + B saves time)",
+    "transfers": "waiting for a transfer moved work into a gap, so the step idles less than with free transfers",
+    "overhead": "the run idled less than the simulation of its own measured costs: that simulation gives every "
+    "action its stage's mean duration, so actions faster than their stage's mean, or a rank that started early, "
+    "end sooner in the run than in the prediction",
+}
+"""Why a part can come out negative ([Note: idle attribution]): said beside it, so that it does not read as an
+error. "schedule" never is (it is an idle time)."""
 
 
 @dataclass(frozen=True)
@@ -78,8 +90,13 @@ class IdleAttribution:
         """``cause``'s idle time summed over the ranks."""
         return float(self.per_rank[:, self.causes.index(cause)].sum())
 
+    def negative(self) -> dict[str, str]:
+        """The causes whose total is below zero, each with why it can be (``WHEN_NEGATIVE``)."""
+        floor = -1e-9 * max(self.makespan, 1.0)
+        return {cause: WHEN_NEGATIVE[cause] for cause in self.causes if self.total(cause) < floor}
+
     def as_dict(self) -> dict:
-        """For ``--json``: per rank, each cause's time, and the total."""
+        """For ``--json``: per rank, each cause's time, and the total; ``negative``: why a total is below zero."""
         return {
             "causes": list(self.causes),
             "per_rank": [
@@ -88,6 +105,7 @@ class IdleAttribution:
             ],
             "total": {cause: float(value) for cause, value in zip(self.causes, self.per_rank.sum(axis=0), strict=True)},
             "levels_makespan": dict(zip(LEVELS, self.level_makespans, strict=True)),
+            "negative": self.negative(),
         }
 
 

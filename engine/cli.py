@@ -237,6 +237,8 @@ def simulate_command(args) -> int:
         )
     totals = summary["idle_by_cause"]["total"]
     print("idle by cause   " + ", ".join(f"{cause} {value:g}" for cause, value in totals.items() if abs(value) > 1e-12))
+    for cause, why in summary["idle_by_cause"]["negative"].items():
+        print(f"  {cause} is negative: {why}")
     print("rank  busy      idle      idle-in-span  peak-memory")
     for r in range(p):
         print(

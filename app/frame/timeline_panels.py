@@ -138,6 +138,8 @@ def idle_causes(split: IdleAttribution, *, key: str, time_unit: str, projector: 
         f"All ranks together idle **{idle:.4g} {time_unit}**: " + ", ".join(shown) + ". Each part is the "
         "difference between two simulations of this schedule, each adding one thing to the textbook's setting:"
     )
+    for cause, why in split.negative().items():  # a part below zero is not an error: say why it can be
+        st.caption(f"{cause.capitalize()} is negative: {why}.")
     live_chart(attribution_figure(split, time_unit=time_unit, projector=projector), key=key)
     levels = pd.DataFrame(
         {

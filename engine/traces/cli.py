@@ -188,6 +188,8 @@ def _print(run: ImportedRun, summary: dict, args) -> None:
     totals = summary["idle_by_cause"]["total"]
     causes = [f"{cause} {value:.3f} ms" for cause, value in totals.items() if abs(value) > 1e-9]
     print("idle by cause   " + ", ".join(causes))
+    for cause, why in summary["idle_by_cause"]["negative"].items():
+        print(f"  {cause} is negative: {why}")
     print(f"transfer        {run.transfer_ms:.3f} ms (median hand-off)")
     print("rank  busy (ms)  idle (ms)  waiting (ms)")
     waits = run.timeline.waits

@@ -1,6 +1,7 @@
 """Idle time split by cause ([Note: idle attribution] in engine/attribution.py): the parts add up, each appears
 only when its cause is there, and with the textbook's setting only "schedule" remains — the closed form."""
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -123,3 +124,24 @@ def test_the_levels_idle_is_stored_and_the_run_is_the_last_row():
     split = attribute_simulated(schedule, costs, simulate(schedule, costs))
     assert split.level_idle == pytest.approx(tuple(sum(t.idle_per_rank()) for t in split.levels))
     assert float(split.idle.sum()) - split.level_idle[-1] == pytest.approx(split.total("overhead"), abs=1e-12)
+
+
+def test_a_negative_part_says_why_it_can_be_so_it_does_not_read_as_an_error(capsys):
+    """ZB-H1 with W > I fills more of its drain than with F = I = W (cost ratios below zero); PyTorch's
+    ScheduleDualPipeV on 2 ranks idled less than the simulation of its own measured costs (overhead below zero)."""
+    from pathlib import Path
+
+    from engine.attribution import WHEN_NEGATIVE
+    from engine.cli import main
+
+    costs = Costs.of({"F": 1, "I": 1, "W": 2})
+    schedule = build_schedule("zb-h1", 4, 8)
+    split = attribute_simulated(schedule, costs, simulate(schedule, costs))
+    assert split.total("cost ratios") < 0 and split.negative() == {"cost ratios": WHEN_NEGATIVE["cost ratios"]}
+    plain = attribute_simulated(schedule, UNIT, simulate(schedule, UNIT))
+    assert plain.negative() == {} and plain.as_dict()["negative"] == {}
+    folder = Path(__file__).resolve().parents[2] / "examples" / "traces" / "scheduledualpipev-2ranks"
+    assert main(["trace", "--quiet", *sorted(map(str, folder.glob("rank*.json*"))), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    overhead = summary["idle_by_cause"]["total"]["overhead"]
+    assert overhead < 0 and summary["idle_by_cause"]["negative"]["overhead"] == WHEN_NEGATIVE["overhead"]
