@@ -1,9 +1,11 @@
 """The planner against the papers, side by side, and how long one plan takes.
 
-Default: every published run the lab carries (Narayanan et al. 2021 Table 1 on A100s, the Llama 3 paper's Table 4
-on H100s) planned with its GPU's one calibrated GEMM share: the planner's step time, TFLOP/s per GPU (counted as
+Default: every published dense run the lab carries (Narayanan et al. 2021 Table 1 on A100s, the Llama 3 paper's
+Table 4 on H100s) planned with its GPU's one calibrated GEMM share: the planner's step time, TFLOP/s per GPU (counted as
 the paper counts), MFU, and the fullest rank's memory split into weights, gradients, optimizer and activations,
-next to the published TFLOP/s with the percent difference; then a few layouts the papers do not give; then each
+next to the published TFLOP/s with the percent difference; then the published mixture-of-experts runs (DeepSeek-V3
+as trained, NVIDIA's Megatron-Bridge table) on tokens/s per GPU, with the all-to-all; then a few layouts the papers
+do not give; then each
 model-state byte count next to Megatron-LM's own table.
 --speed: the time of one plan (goal: under 1 s for 16 ranks × 256 micro-batches).
 Run: .venv/bin/python benchmarks/scale.py [--speed] [--repeat N]
@@ -39,7 +41,7 @@ def papers() -> None:
     print("Published runs, each GPU's GEMM share from one run (*): planned next to published TFLOP/s per GPU")
     print(HEADER)
     met = 0
-    rows = compare_with_paper()
+    rows = compare_with_paper(moe=False)
     for row in rows:
         result = row.result
         mark = "*" if row.calibrates else (" " if abs(row.difference) <= 0.10 else "!")
@@ -59,6 +61,31 @@ def papers() -> None:
         f"their 0 % (goal: within ±3 %); {sum(predicted) / len(predicted):+.1%} over the "
         f"{len(predicted)} predicted runs alone"
     )
+
+
+MOE_HEADER = f"{'run':<26}{'step s':>8}{'tok/GPU':>9}{'paper':>7}{'diff':>8}{'MFU':>7}{'a2a ms':>8}{'hidden':>8}   " \
+             f"{'weights':>7}{'grads':>7}{'optim':>7}{'activ':>7}{'total':>7} GB"  # fmt: skip
+
+
+def moe_runs() -> None:
+    """The published mixture-of-experts runs, compared on tokens/s per GPU (what DeepSeek-V3's report gives; NVIDIA's
+    table gives both): none calibrates anything; MFU on the active experts' FLOPs against the BF16 peak; the
+    all-to-all of one layer and micro-batch each way, and the share of all of it the schedule hides."""
+    print("\nPublished mixture-of-experts runs (tokens/s per GPU; nothing calibrated on them); band for MoE plans")
+    print(MOE_HEADER)
+    rows = compare_with_paper(moe=True)
+    for row in rows:
+        result, reported = row.result, row.preset.reported_tokens_per_gpu
+        exchange, simulated = result.all_to_all, result.timeline.expert_comm
+        a2a = f"{exchange.seconds * 1e3:>8.2f}" if exchange else f"{'-':>8}"
+        hidden = f"{simulated['hidden_fraction']:>8.0%}" if simulated else f"{'-':>8}"
+        mark = " " if abs(row.difference) <= 0.10 else "!"
+        print(
+            f"{row.preset.name:<25}{mark}{result.step_seconds:>8.2f}{result.tokens_per_second / result.num_gpus:>9,.0f}"
+            f"{reported:>7,.0f}{row.difference:>+8.1%}{result.mfu:>7.1%}{a2a}{hidden}   {memory_columns(result)}"
+        )
+    errors = [row.difference for row in rows]
+    print(f"MoE band: {min(errors):+.1%} … {max(errors):+.1%} over {len(rows)} runs (! marks a miss of 10 %)")
 
 
 def other_layouts() -> None:
@@ -125,6 +152,7 @@ def main() -> None:
         speed(args.repeat)
         return
     papers()
+    moe_runs()
     other_layouts()
     megatron_bytes()
 

@@ -68,6 +68,30 @@ TERMS: tuple[Term, ...] = (
         ("transfers", "transfer time"),
     ),
     Term(
+        "MoE",
+        "A mixture of experts: each layer's feed-forward part is many small MLPs (experts), and a router sends each "
+        "token to only a few of them, so the model has far more parameters than each token uses.",
+        ("mixture of experts", "mixtures of experts", "experts"),
+    ),
+    Term(
+        "EP",
+        "Expert parallelism: the GPUs of one pipeline stage split an MoE layer's routed experts among them, E/EP "
+        "each, and tokens travel to their experts' GPUs by an all-to-all.",
+        ("expert parallelism", "expert-parallel"),
+    ),
+    Term("top-k", "The number of routed experts each token is sent to (DeepSeek-V3: 8 of 256)."),
+    Term(
+        "MLA",
+        "Multi-head latent attention: keys, values and queries are projected down to a small latent and back up "
+        "per head, so far less is stored (DeepSeek-V2 and V3).",
+        ("multi-head latent attention",),
+    ),
+    Term(
+        "FP8",
+        "Eight-bit floating point: GEMMs run at twice the BF16 peak on Hopper, with per-block scales to keep accuracy; "
+        "DeepSeek-V3 trains its linear layers in it.",
+    ),
+    Term(
         "all-to-all",
         "The expert layers' exchange inside a forward or backward (dispatch tokens to their experts, combine the "
         "results): an overlapped forward and backward run one micro-batch's while the other computes, the rest "
@@ -320,6 +344,7 @@ TERMS: tuple[Term, ...] = (
         "MLP",
         "A transformer layer's feed-forward block: matrix products around a nonlinearity (three of them with "
         "SwiGLU, as in Llama).",
+        ("MLPs",),
     ),
     Term(
         "QKV",

@@ -22,6 +22,10 @@ TOLERANCE = 1e-4
 def planned_tflops(result: Plan, preset: LayoutPreset) -> float:
     """The plan's TFLOP/s per GPU counted as the paper counts them (with or without the recomputed forward, the
     whole attention square or its causal half)."""
+    if preset.is_moe:  # an MoE run published tokens/s: the planned tokens/s, in the published run's TFLOP/s terms
+        assert preset.reported_tokens_per_gpu is not None
+        tokens = result.tokens_per_second / result.num_gpus
+        return tokens / preset.reported_tokens_per_gpu * preset.reported_tflops_per_gpu
     model_flops, hardware_flops = step_flops(result.model, result.layout, preset.attention_counted)
     flops = hardware_flops if preset.counts_recomputation else model_flops
     return flops / result.num_gpus / result.step_seconds / 1e12
@@ -72,7 +76,10 @@ class Comparison:
 
     @property
     def difference(self) -> float:
-        """(planned − published) / published."""
+        """(planned − published) / published: TFLOP/s, or tokens/s for an MoE run."""
+        if self.preset.is_moe:
+            assert self.preset.reported_tokens_per_gpu is not None
+            return self.result.tokens_per_second / self.result.num_gpus / self.preset.reported_tokens_per_gpu - 1
         return self.planned / self.reported - 1
 
     @property
@@ -81,11 +88,12 @@ class Comparison:
         return CALIBRATION_RUNS.get(self.preset.gpu) == self.preset.name
 
 
-def compare_with_paper(gpu: GpuSpec | None = None) -> list[Comparison]:
-    """Every published run planned with its GPU's calibrated share (or ``gpu``'s, for runs on that GPU)."""
+def compare_with_paper(gpu: GpuSpec | None = None, moe: bool | None = None) -> list[Comparison]:
+    """Every published run planned with its GPU's calibrated share (or ``gpu``'s, for runs on that GPU); ``moe``:
+    only the MoE runs (True) or only the dense ones (False)."""
     rows = []
     for preset in LAYOUT_PRESETS.values():
-        if gpu is not None and preset.gpu != gpu.name:
+        if (gpu is not None and preset.gpu != gpu.name) or (moe is not None and preset.is_moe != moe):
             continue
         result = plan(preset.model, gpu or preset.gpu, preset.layout)
         rows.append(Comparison(preset, result, planned_tflops(result, preset)))
@@ -105,6 +113,8 @@ class ErrorBand:
     """The smallest and largest planner error over the runs (+0.05: the planner 5 % faster than the run)."""
     runs: tuple[str, ...]
     """The runs' titles."""
+    moe: bool = False
+    """True for the MoE runs' band: errors in tokens/s per GPU, no run calibrating."""
 
     def step_seconds(self, planned: float) -> tuple[float, float]:
         """The step a run like the published ones would take: a planner ``error`` faster means × (1 + error)."""
@@ -115,6 +125,11 @@ class ErrorBand:
         return planned / (1 + self.high), planned / (1 + self.low)
 
     def words(self) -> str:
+        if self.moe:
+            return (
+                f"the planner against {len(self.runs)} published mixture-of-experts run(s): {self.low:+.1%} … "
+                f"{self.high:+.1%} (tokens/s per GPU, planned against published; none of them calibrates anything)"
+            )
         return (
             f"the planner against {len(self.runs)} published run(s) on {self.gpu}: {self.low:+.1%} … {self.high:+.1%} "
             "(TFLOP/s per GPU, planned against published; the calibrating run left out)"
@@ -138,7 +153,7 @@ def error_band(gpu_name: str) -> ErrorBand | None:
     """The band of ``gpu_name`` from every published run on it the lab ships (None: no run but the calibrating
     one, or none at all). Computed from ``compare_with_paper``, so it moves when the model does."""
     gpu = gpu_named(gpu_name)
-    rows = [row for row in compare_with_paper(gpu) if not row.calibrates]
+    rows = [row for row in compare_with_paper(gpu, moe=False) if not row.calibrates]
     if not rows:
         return None
     errors = [row.difference for row in rows]
@@ -151,4 +166,13 @@ def band_of(result: Plan) -> ErrorBand | None:
     preset = GPU_PRESETS.get(result.gpu.name)
     if preset is None or preset != result.gpu or result.measured is not None:
         return None
-    return error_band(result.gpu.name)
+    return moe_band() if result.model.is_moe else error_band(result.gpu.name)
+
+
+@functools.cache
+def moe_band() -> ErrorBand:
+    """The band of an MoE plan: the planner's tokens/s error over every published MoE run the lab ships (each GPU
+    at its own share; none of them calibrates anything)."""
+    rows = compare_with_paper(moe=True)
+    errors = [row.difference for row in rows]
+    return ErrorBand("MoE runs", min(errors), max(errors), tuple(row.preset.title for row in rows), moe=True)

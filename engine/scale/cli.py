@@ -26,7 +26,7 @@ from .request import CUSTOM, CUSTOM_GPU, CUSTOM_MODEL, PlanRequest
 REQUIRED_CUSTOM_MODEL = ("layers", "hidden", "heads", "vocab")
 REQUIRED_CUSTOM_GPU = CUSTOM_GPU[:4]
 LAYOUT = ("tp", "pp", "dp", "cp", "seq", "global_batch", "microbatch_size", "family", "chunks", "split", "recompute",
-          "zero", "gradient_precision", "tp_overlap", "measured")  # fmt: skip
+          "zero", "gradient_precision", "tp_overlap", "ep", "fp8", "measured")  # fmt: skip
 SWITCHED_OFF = ("sequence_parallel", "flash_attention", "dp_overlap", "p2p_overlap")
 """Settings on by default: each has a --no-… flag."""
 MAX_GPUS = 10**9
@@ -163,11 +163,13 @@ def describe(result: Plan) -> str:
         f"layers per stage  {layers_text(result.layers_per_stage)}",
         f"parameters        {result.parameters:,}"
         + (f" (Eq. 2: {result.parameters_closed_form:,.0f})" if result.parameters_closed_form else ""),
+        *moe_lines(result),
         f"FLOPs per step    {result.model_flops_per_step:.4g} model, {result.hardware_flops_per_step:.4g} with "
         f"recomputation" + (f" (Eq. 3: {result.flops_closed_form:.4g})" if result.flops_closed_form else ""),
         f"step time         {result.step_seconds:.3f} s (pipeline {result.pipeline_seconds:.3f} s, then the DP "
         f"all-reduce)",
-        f"tokens/s          {result.tokens_per_second:,.0f}",
+        f"tokens/s          {result.tokens_per_second:,.0f} "
+        f"({result.tokens_per_second / result.num_gpus:,.0f} per GPU)",
         f"MFU               {result.mfu:.1%} (with recomputation {result.hfu:.1%}); {result.tflops_per_gpu:,.0f} "
         f"TFLOP/s per GPU; all GPUs {result.achieved_flops_per_second / 1e15:,.1f} PFLOP/s",
         f"GEMM share        {result.gpu.gemm_share:.1%} of peak for a large GEMM ({result.gpu.gemm_share_source})",
@@ -186,6 +188,28 @@ def describe(result: Plan) -> str:
         lines.append(f"shortfall         {result.shortfall.words()}")
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)
+
+
+def moe_lines(result: Plan) -> list[str]:
+    """An MoE plan's experts and its all-to-all, in lines (none for a dense model)."""
+    model, layout = result.model, result.layout
+    if not model.is_moe:
+        return []
+    lines = [
+        f"experts           {model.experts} routed + {model.shared_experts} shared, {model.experts_per_token} per "
+        f"token; {result.active_parameters:,} parameters active of {result.parameters:,}; EP "
+        f"{layout.expert_parallel}: {model.experts // layout.expert_parallel} experts a GPU"
+        + ("; FP8 GEMMs" if layout.fp8 else ""),
+    ]
+    exchange, simulated = result.all_to_all, result.timeline.expert_comm
+    if exchange is not None and simulated is not None:
+        lines.append(
+            f"all-to-all        {exchange.seconds * 1e3:.3f} ms a layer each way ({exchange.tokens:,.0f} tokens × "
+            f"{exchange.nodes} {'nodes' if exchange.link != 'NVLink' else 'GPUs'} over {exchange.link}); "
+            f"{result.expert_comm_per_stage * 1e3:.3f} ms a stage and micro-batch; {simulated['hidden_fraction']:.1%} "
+            f"of it hidden under the other micro-batch's compute"
+        )
+    return lines
 
 
 def family_table(result: Plan) -> str:

@@ -2,7 +2,7 @@
 
 Legend as in ``models``; t = TP, c = CP, n = the ranks in a collective.
 
-Compute: each stage's layers are ``operations.layer_operations`` timed on the roofline (``roofline``); the first
+Compute: each stage's layers are ``layers.layer_operations`` timed on the roofline (``roofline``); the first
 stage adds the embedding, the last the final norm, the output layer and the loss. Recomputation re-runs forward
 work inside I (Korthikanti et al. 2022 §5): selective, the attention core; full, the whole layer (and its TP
 collectives).
@@ -25,6 +25,7 @@ from types import MappingProxyType
 
 from ..costs import Durations, resolved
 from .hardware import GpuSpec
+from .layers import layer_operations
 from .layout import Layout
 from .models import LayerFlops, ModelSpec
 from .operations import (
@@ -33,7 +34,6 @@ from .operations import (
     Operation,
     Shapes,
     embedding_operations,
-    layer_operations,
     output_operations,
 )
 from .roofline import pass_seconds
@@ -154,9 +154,10 @@ class Passes:
         return sum(self.forward.values()), sum(self.input_gradient.values()), sum(self.weight_gradient.values())
 
 
-def layer_passes(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> tuple[Passes, float]:
-    """One layer's F, I, W by category (recomputation and collectives in), and the collectives' exposed seconds."""
-    operations = layer_operations(model, layout)
+def layer_passes(model: ModelSpec, gpu: GpuSpec, layout: Layout, *, moe: bool = False) -> tuple[Passes, float]:
+    """One layer's F, I, W by category (recomputation and collectives in), and the collectives' exposed seconds
+    (``moe``: an MoE layer; its all-to-all is not here but in the simulator's ``Costs.expert_comm``)."""
+    operations = layer_operations(model, layout, moe=moe)
     recomputed = {"none": (), "selective": tuple(op for op in operations if op.core), "full": operations}
     passes = Passes.of(operations, gpu, recomputed[layout.recompute])
     shapes = Shapes.of(model, layout)
@@ -171,11 +172,22 @@ def layer_passes(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> tuple[Passes
     return passes, shown
 
 
+def moe_layers_per_stage(model: ModelSpec, layers_per_stage: tuple[int, ...], copies: int = 1) -> list[int]:
+    """MoE layers on each stage: the layers past the first ``dense_layers`` (each copy's stages alike)."""
+    blocks = layers_per_stage[: len(layers_per_stage) // copies]
+    starts = [sum(blocks[:index]) for index in range(len(blocks))]
+    per_block = [max(0, start + count - max(start, model.dense_layers)) if model.is_moe else 0
+                 for start, count in zip(starts, blocks, strict=True)]  # fmt: skip
+    return per_block * copies
+
+
 def stage_costs(
     model: ModelSpec, gpu: GpuSpec, layout: Layout, layers_per_stage: tuple[int, ...]
 ) -> tuple[StageCosts, ...]:
-    """F, I, W of every stage on one GPU (see the module docstring)."""
+    """F, I, W of every stage on one GPU (see the module docstring). With two copies (DualPipe) each copy's first
+    stage holds the embedding and its last the output layer and the MTP modules."""
     layer, layer_comm = layer_passes(model, gpu, layout)
+    moe_layer, moe_comm = layer_passes(model, gpu, layout, moe=True) if model.is_moe else (layer, layer_comm)
     one_collective = all_reduce_seconds(
         BF16 * Shapes.of(model, layout).tokens * model.hidden_size,
         layout.tensor_parallel,
@@ -185,16 +197,20 @@ def stage_costs(
     first_comm = first.add_collectives("TP communication", one_collective, 0.0, False)  # vocabulary-parallel lookup
     last = Passes.of(output_operations(model, layout), gpu)
     last_comm = last.add_collectives("TP communication", 0.0, one_collective, False)  # the output layer's input
+    blocks = len(layers_per_stage) // layout.copies
+    moe_counts = moe_layers_per_stage(model, layers_per_stage, layout.copies)
+    mtp = model.mtp_modules  # each an MoE layer and one more output head (DeepSeek-V3 §2.2), on the last stage
     rows = []
     for stage, count in enumerate(layers_per_stage):
-        parts = [(layer, count)]
-        comm = count * layer_comm
-        if stage == 0:
+        moe = moe_counts[stage]
+        parts = [(layer, count - moe), (moe_layer, moe)]
+        comm = (count - moe) * layer_comm + moe * moe_comm
+        if stage % blocks == 0:
             parts.append((first, 1))
             comm += first_comm
-        if stage == len(layers_per_stage) - 1:
-            parts.append((last, 1))
-            comm += last_comm
+        if stage % blocks == blocks - 1:
+            parts += [(last, 1 + mtp), (moe_layer, mtp)]
+            comm += (1 + mtp) * last_comm + mtp * moe_comm
         forward, input_gradient, weight_gradient = (
             math.fsum(passes.totals()[index] * times for passes, times in parts) for index in range(3)
         )
@@ -217,10 +233,10 @@ def step_flops(model: ModelSpec, layout: Layout, attention_share: float = 1.0) -
     with full recomputation and a GPT-style model the two agree exactly). ``attention_share`` counts that share
     of the s × s square (0.5: only the causal half a causal kernel computes)."""
     s, batch = layout.sequence(model), layout.global_batch
-    whole = model.layer_flops(batch, s)
-    layer = LayerFlops(whole.weights, whole.attention * attention_share)
-    model_flops = 3 * (model.num_layers * layer.forward + model.logits_flops(batch, s))
-    return model_flops, model_flops + model.num_layers * recomputed_flops(layer, layout.recompute)
+    whole = model.stack_flops(batch, s)  # every layer; an MoE layer's active experts only
+    layers = LayerFlops(whole.weights, whole.attention * attention_share)
+    model_flops = 3 * (layers.forward + model.logits_flops(batch, s))
+    return model_flops, model_flops + recomputed_flops(layers, layout.recompute)
 
 
 # -- transfers between ranks and the DP gradient reduction -------------------------------------------------------
@@ -316,6 +332,15 @@ def embedding_reduction_seconds(model: ModelSpec, gpu: GpuSpec, layout: Layout, 
     gradient = layout.gradient_bytes * model.vocab_size * model.hidden_size / layout.tensor_parallel
     inside = same_node(first, last, gpu, layout)
     return all_reduce_seconds(gradient, 2, gpu.ring_bandwidth_intra if inside else gpu.ring_bandwidth_inter)
+
+
+def copies_reduction_seconds(parameters_on_gpu: float, gpu: GpuSpec, layout: Layout, rank: int, mirror: int) -> float:
+    """DualPipe's two copies of each block sit on ranks r and p − 1 − r; before the optimizer step each GPU sums
+    its gradients with its mirror's, an all-reduce of two over NVLink or the network (``Layout.gradient_bytes``
+    per parameter)."""
+    inside = same_node(rank, mirror, gpu, layout)
+    gradients = layout.gradient_bytes * parameters_on_gpu
+    return all_reduce_seconds(gradients, 2, gpu.ring_bandwidth_intra if inside else gpu.ring_bandwidth_inter)
 
 
 OPTIMIZER_BYTES = {

@@ -1,5 +1,6 @@
-"""The DP gradient reduction at the end of a step: when each pipeline rank's gradients are complete, and how long
-their reduction over the data-parallel replicas takes (``costs.data_parallel_seconds``).
+"""The end of a step: when each pipeline rank's gradients are complete, how long their reduction over the
+data-parallel replicas takes (``costs.data_parallel_seconds``), then the tied embedding's and DualPipe's copies'
+sums and the optimizer step (``step_ends``).
 
 Without overlap a rank reduces all its gradients after its last action. With ``Layout.dp_overlap`` (Megatron's
 overlap-grad-reduce, FSDP's bucketed reduce-scatter) each stage's gradients leave as soon as that stage's last
@@ -10,10 +11,16 @@ from __future__ import annotations
 
 from ..ir import Schedule
 from ..timeline import Timeline
-from .costs import data_parallel_seconds
+from .costs import (
+    copies_reduction_seconds,
+    data_parallel_seconds,
+    embedding_reduction_seconds,
+    optimizer_step_seconds,
+)
 from .hardware import GpuSpec
 from .layout import Layout
-from .records import AllReduce
+from .models import ModelSpec
+from .records import AllReduce, StepEnd
 
 GRADIENT_KINDS = ("B", "W")
 """The actions after which a stage's weight gradients are complete."""
@@ -38,3 +45,40 @@ def gradient_reductions(
         held = sum(stage_parameters[stage] for stage in stages)
         reductions.append(AllReduce(rank, start, clock, layout.gradient_bytes * held))
     return tuple(reductions)
+
+
+def step_ends(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    layout: Layout,
+    schedule: Schedule,
+    reductions: tuple[AllReduce, ...],
+    parameters: list[float],
+) -> tuple[StepEnd, ...]:
+    """Each rank's end of step (``StepEnd``) after its DP reduction: the tied embedding's two ranks meet once both
+    have reduced, DualPipe's mirror ranks likewise to sum their copies, then each rank's optimizer step over the
+    ``parameters`` one of its GPUs holds."""
+    first, last = schedule.rank_of(0), schedule.rank_of(schedule.num_stages - 1)
+    embedding = embedding_reduction_seconds(model, gpu, layout, first, last)
+    meet = max(reductions[first].end, reductions[last].end)
+    p = schedule.num_ranks
+    ends = []
+    for reduction in reductions:
+        r = reduction.rank
+        start = meet if embedding and r in (first, last) else reduction.end
+        mirror = p - 1 - r
+        copies = 0.0
+        if layout.copies == 2 and mirror != r:  # wait for the mirror, then sum the two copies' gradients
+            start = max(start, reductions[mirror].end)
+            copies = copies_reduction_seconds(parameters[r], gpu, layout, r, mirror)
+        ends.append(
+            StepEnd(
+                rank=r,
+                reduced=reduction.end,
+                embedding_start=start,
+                embedding=embedding if r in (first, last) else 0.0,
+                optimizer=optimizer_step_seconds(parameters[r], gpu, layout),
+                copies=copies,
+            )
+        )
+    return tuple(ends)

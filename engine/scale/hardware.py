@@ -83,6 +83,9 @@ class GpuSpec:
     """GPUs joined by NVLink in one node."""
     source: str = ""
     """Where the figures come from."""
+    fp8_peak_tflops: float | None = None
+    """Dense FP8 tensor-core peak, teraFLOP/s (None: the GPU has no FP8 tensor cores; FP8 GEMMs then run at
+    ``peak_tflops``)."""
 
     def __post_init__(self) -> None:
         who = f"GPU {self.name}"
@@ -102,6 +105,11 @@ class GpuSpec:
     def peak_flops(self) -> float:
         """Peak FLOP/s."""
         return self.peak_tflops * 1e12
+
+    @property
+    def fp8_peak_flops(self) -> float:
+        """Peak FP8 FLOP/s (the BF16 peak where the GPU has no FP8)."""
+        return (self.fp8_peak_tflops or self.peak_tflops) * 1e12
 
     @property
     def hbm_bytes_per_second(self) -> float:
@@ -153,9 +161,28 @@ GPU_PRESETS: dict[str, GpuSpec] = {
             sm_count=132,
             gemm_share=H100_GEMM_SHARE,
             gemm_share_source=H100_CALIBRATION,
-            source="NVIDIA H100 datasheet (BF16 tensor core 1,979 TFLOPS with sparsity, 989 dense; 80 GB HBM3; NVLink "
+            fp8_peak_tflops=1979.0,
+            source="NVIDIA H100 datasheet (BF16 tensor core 1,979 TFLOPS with sparsity, 989 dense; FP8 3,958 and "
+            "1,979; 80 GB HBM3; NVLink "
             "900 GB/s); H100 architecture whitepaper (132 SMs on the SXM5 part, 3,352 GB/s); DGX H100: 8 × 400 Gb/s "
             "ConnectX-7, the 400 Gbps per GPU Llama 3 trained on (§3.3.1)",
+        ),
+        GpuSpec(
+            "h800",
+            "H800 SXM",
+            peak_tflops=989.0,
+            memory_gb=80.0,
+            nvlink_gb_s=400.0,
+            internode_gb_s=50.0,
+            hbm_gb_s=3_352.0,
+            sm_count=132,
+            gemm_share=H100_GEMM_SHARE,
+            gemm_share_source="the H100's (the same GH100 chip and compute; no published dense run on H800 "
+            "calibrates it): " + H100_CALIBRATION,
+            fp8_peak_tflops=1979.0,
+            source="NVIDIA H800 SXM5 datasheet: the H100 SXM's compute (BF16 989 TFLOPS dense, FP8 1,979 dense), 80 GB "
+            "HBM3 at 3.35 TB/s, NVLink cut to 400 GB/s; DeepSeek-V3 report §3.1 and §3.2.2: 8 H800s a node over "
+            "NVLink and NVSwitch, InfiniBand between nodes at 50 GB/s a GPU (NVLink 160 GB/s achieved)",
         ),
         GpuSpec(
             "h200",
@@ -167,9 +194,11 @@ GPU_PRESETS: dict[str, GpuSpec] = {
             hbm_gb_s=4_800.0,
             sm_count=132,
             gemm_share=H100_GEMM_SHARE,
+            fp8_peak_tflops=1979.0,
             gemm_share_source="the H100's (the same GH100 chip; no published run on H200 calibrates it): "
             + H100_CALIBRATION,
-            source="NVIDIA H200 datasheet (BF16 1,979 TFLOPS with sparsity, 989 dense; 141 GB HBM3e; NVLink 900 GB/s); "
+            source="NVIDIA H200 datasheet (BF16 1,979 TFLOPS with sparsity, 989 dense; FP8 3,958 and 1,979; 141 GB "
+            "HBM3e; NVLink 900 GB/s); "
             "DGX H200: 8 × 400 Gb/s ConnectX-7",
         ),
         GpuSpec(
@@ -183,8 +212,10 @@ GPU_PRESETS: dict[str, GpuSpec] = {
             sm_count=148,
             gemm_share=H100_GEMM_SHARE,
             gemm_share_source=f"assumed the H100's (no published run on B200 calibrates it): {H100_CALIBRATION}",
+            fp8_peak_tflops=4500.0,
             source="NVIDIA HGX B200 / DGX B200 specifications (BF16 4.5 PFLOPS with sparsity, 2.25 dense per GPU; "
-            "1,440 GB HBM3e per 8 GPUs = 180 GB; NVLink 5 1.8 TB/s; HBM3e 8 TB/s); 148 SMs as third-party "
+            "FP8 9 PFLOPS with sparsity, 4.5 dense; 1,440 GB HBM3e per 8 GPUs = 180 GB; NVLink 5 1.8 TB/s; "
+            "HBM3e 8 TB/s); 148 SMs as third-party "
             "die reports give it (not in NVIDIA's sheet); DGX B200: 8 × 400 Gb/s ConnectX-7",
         ),
     )

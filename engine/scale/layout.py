@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir import PLACEMENTS
 from ..limits import (
     MAX_GLOBAL_BATCH,
     MAX_MICROBATCHES,
@@ -96,6 +97,13 @@ class Layout:
     so its time is inside the F and I that send (``costs.blocking_exchange``)."""
     num_gpus: int | None = None
     """The GPUs the job has, if stated; then TP × PP × DP × CP must equal it."""
+    expert_parallel: int = 1
+    """EP: GPUs of one pipeline stage that split an MoE layer's routed experts, E/EP each; it is carved out of
+    TP × DP × CP (as Megatron-LM and DeepSeek-V3 do), so it adds no GPUs. Tokens reach their experts by an
+    all-to-all (``engine.scale.experts``)."""
+    fp8: bool = False
+    """FP8 GEMMs for the layers' linear layers (DeepSeek-V3 report §3.3: Fprop, Dgrad and Wgrad in FP8), at the
+    GPU's FP8 peak; the embedding, the output head, the router, the norms and attention's core stay in BF16."""
 
     def __post_init__(self) -> None:
         whole_number("TP", self.tensor_parallel, 1, MAX_PARALLEL)
@@ -145,6 +153,14 @@ class Layout:
             MAX_MICROBATCHES,
         )
         check_pairs(pp, self.num_microbatches, self.num_chunks, who="one pipeline")
+        whole_number("EP", self.expert_parallel, 1, MAX_PARALLEL)
+        per_stage = tp * dp * cp
+        if per_stage % self.expert_parallel:
+            raise ValueError(
+                f"EP ({self.expert_parallel}) must divide the GPUs of one pipeline stage, TP × DP × CP = {tp} × {dp} "
+                f"× {cp} = {per_stage:,}: {per_stage:,} = {per_stage // self.expert_parallel:,}×{self.expert_parallel}"
+                f" + {per_stage % self.expert_parallel}"
+            )
 
     # -- derived sizes ---------------------------------------------------------------------------------------
     @property
@@ -210,7 +226,25 @@ class Layout:
         s = self.sequence(model)
         if s % cp:
             raise ValueError(f"CP ({cp}) must divide the sequence length ({s}): {s} = {s // cp}×{cp} + {s % cp}")
+        ep, experts = self.expert_parallel, model.experts
+        if ep > 1 and not experts:
+            raise ValueError(f"EP ({ep}) needs a mixture-of-experts model; {model.title} has no routed experts")
+        if experts and experts % ep:
+            raise ValueError(
+                f"EP ({ep}) must divide the routed experts ({experts}): "
+                f"{experts} = {experts // ep}×{ep} + {experts % ep}"
+            )
         self.layers_per_stage(model)
+
+    @property
+    def copies(self) -> int:
+        """Copies of the model the schedule's stages make: 2 for DualPipe (``engine.ir``'s "dual" placement)."""
+        return PLACEMENTS[self.family_spec.placement].copies
+
+    def layers_per_block(self, model: ModelSpec) -> tuple[int, ...]:
+        """Transformer layers on each part of the model a stage runs: p·v/copies parts (DualPipe: p parts, each
+        run by two stages, one per copy)."""
+        return self.layers_per_stage(model)[: self.num_stages // self.copies]
 
     def layers_per_stage(self, model: ModelSpec) -> tuple[int, ...]:
         """Transformer layers on each of the p·v stages (stage 0 also holds the embedding, the last stage the
@@ -220,8 +254,9 @@ class Layout:
             if isinstance(self.split, str)
             else self.split
         )
+        blocks = self.num_stages // self.copies
         try:
-            return tuple(partition(model.num_layers, self.num_stages, rule))
+            return tuple(partition(model.num_layers, blocks, rule)) * self.copies
         except ValueError as error:
             stages = f"{self.pipeline_parallel} ranks × {self.num_chunks} chunk(s) = {self.num_stages} stages"
             raise ValueError(f"{model.title} on {stages}: {error}") from None

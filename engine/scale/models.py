@@ -77,6 +77,31 @@ class ModelSpec:
     states; masks of one byte are kept for the backward), False for Llama 3 (none)."""
     source: str = ""
     """Where the sizes come from."""
+    # -- mixture of experts and multi-head latent attention (``engine.scale.experts``): all 0 for a dense model
+    experts: int = 0
+    """Routed experts in each MoE layer (0: every layer's FFN is dense)."""
+    experts_per_token: int = 0
+    """Top-k: routed experts each token goes to."""
+    shared_experts: int = 0
+    """Experts every token goes to, beside its k routed ones (DeepSeek-V3: 1)."""
+    expert_ffn_size: int = 0
+    """Inner width of one expert's SwiGLU MLP."""
+    dense_layers: int = 0
+    """The first layers keep a dense FFN of ``ffn_hidden_size`` (DeepSeek-V3: 3)."""
+    node_limit: int = 0
+    """Node-limited routing: the most nodes one token's experts sit on (DeepSeek-V3: 4; 0: no limit)."""
+    head_dim: int = 0
+    """Query/key head size when it is not h/a (Qwen3's 128; MLA's no-position part); 0: h/a."""
+    q_lora_rank: int = 0
+    """MLA: the queries' compressed width (0: no MLA)."""
+    kv_lora_rank: int = 0
+    """MLA: the keys' and values' compressed latent width (0: no MLA)."""
+    rope_head_dim: int = 0
+    """MLA: the rotary part of each query and key head (shared by every head for the key)."""
+    value_head_dim: int = 0
+    """MLA: each head's value width."""
+    mtp_modules: int = 0
+    """Multi-token prediction modules after the last layer (DeepSeek-V3: 1, on the last pipeline stage)."""
 
     def __post_init__(self) -> None:
         who = f"model {self.name}"
@@ -102,8 +127,70 @@ class ModelSpec:
     # -- shapes ---------------------------------------------------------------------------------------------
     @property
     def head_size(self) -> int:
-        """d = h / a."""
-        return self.hidden_size // self.num_attention_heads
+        """d = h / a, or ``head_dim`` where the model sets it."""
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose FFN is routed experts: all but the first ``dense_layers``."""
+        return self.num_layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def query_key_head(self) -> int:
+        """Each head's query and key width: d, plus MLA's rotary part."""
+        return self.head_size + self.rope_head_dim
+
+    @property
+    def value_head(self) -> int:
+        return self.value_head_dim or self.head_size
+
+    @property
+    def attention_matrix_parameters(self) -> int:
+        """Attention's weights. Without MLA: Q (h·a·d), K and V (h·k·d each), the output (a·d·h). With MLA
+        (DeepSeek-V2 §2.1, DeepSeek-V3 config.json): Q down h·q_c and up q_c·a·(d + d_r); the keys' and values'
+        latent and the shared rotary key h·(kv_c + d_r), up kv_c·a·(d + d_v); the output a·d_v·h."""
+        h, a = self.hidden_size, self.num_attention_heads
+        if self.is_mla:
+            q_c, kv_c, d_r = self.q_lora_rank, self.kv_lora_rank, self.rope_head_dim
+            return (h * q_c + q_c * a * self.query_key_head + h * (kv_c + d_r)
+                    + kv_c * a * (self.head_size + self.value_head) + a * self.value_head * h)  # fmt: skip
+        q = a * self.head_size
+        return h * (q + 2 * self.kv_size) + q * h
+
+    @property
+    def expert_parameters(self) -> int:
+        """One expert: a SwiGLU MLP of three h × f_e matrices."""
+        return 3 * self.hidden_size * self.expert_ffn_size
+
+    @property
+    def moe_layer_parameters(self) -> int:
+        """One MoE layer: attention, the router (E × h), the shared and the routed experts, two norms (and MLA's
+        two latent norms)."""
+        return (self.attention_matrix_parameters + self.experts * self.hidden_size + self._latent_norms
+                + (self.experts + self.shared_experts) * self.expert_parameters + 2 * self.norm_parameters)  # fmt: skip
+
+    @property
+    def moe_layer_active_parameters(self) -> int:
+        """What one token uses of an MoE layer: its k routed experts and the shared ones, not the other E − k."""
+        return self.moe_layer_parameters - (self.experts - self.experts_per_token) * self.expert_parameters
+
+    @property
+    def _latent_norms(self) -> int:
+        return self.q_lora_rank + self.kv_lora_rank if self.is_mla else 0
+
+    @property
+    def mtp_parameters(self) -> int:
+        """One multi-token prediction module (DeepSeek-V3 §2.2): an MoE layer, the projection of the two joined
+        inputs (2h × h) and two norms; it shares the embedding and the output head."""
+        return self.moe_layer_parameters + 2 * self.hidden_size**2 + 2 * self.norm_parameters
 
     @property
     def kv_size(self) -> int:
@@ -131,7 +218,7 @@ class ModelSpec:
         the MLP (2 or 3 matrices of h·f). GPT-3: 3h² + h² + 8h² = 12h² (Narayanan et al. 2021, Eq. 2)."""
         h, f = self.hidden_size, self.ffn_hidden_size
         mlp_matrices = 3 if self.gated_mlp else 2
-        return h * (h + 2 * self.kv_size) + h * h + mlp_matrices * h * f
+        return self.attention_matrix_parameters + mlp_matrices * h * f
 
     @property
     def layer_parameters(self) -> int:
@@ -142,7 +229,7 @@ class ModelSpec:
         if self.linear_biases:
             mlp_bias = (2 * f if self.gated_mlp else f) + h
             biases = (h + 2 * self.kv_size) + h + mlp_bias
-        norms = 2 * self.norm_parameters
+        norms = 2 * self.norm_parameters + self._latent_norms
         return self.layer_matrix_parameters + biases + norms
 
     @property
@@ -163,18 +250,37 @@ class ModelSpec:
 
     def parameter_count(self) -> int:
         """Exact parameters: l layers, the embedding and the output side (a tied matrix counted once).
-        Llama 3 8B: 8,030,261,248; 70B: 70,553,706,496; 405B: 405,853,388,800."""
-        return self.num_layers * self.layer_parameters + self.embedding_parameters + self.output_parameters
+        Llama 3 8B: 8,030,261,248; 70B: 70,553,706,496; 405B: 405,853,388,800. An MoE model counts every expert
+        (``active_parameter_count``: what one token uses) and its MTP modules."""
+        dense = self.num_layers - self.moe_layers
+        layers = dense * self.layer_parameters + self.moe_layers * self.moe_layer_parameters
+        return layers + self.mtp_modules * self.mtp_parameters + self.embedding_parameters + self.output_parameters
+
+    def active_parameter_count(self) -> int:
+        """Parameters one token goes through: the total less each MoE layer's E − k unused routed experts and the
+        MTP modules (DeepSeek-V3's "37B activated" counts neither)."""
+        unused = self.moe_layers * (self.experts - self.experts_per_token) * self.expert_parameters
+        return self.parameter_count() - unused - self.mtp_modules * self.mtp_parameters
 
     # -- FLOPs ----------------------------------------------------------------------------------------------------
     def layer_flops(self, sequences: int, seq_length: int) -> LayerFlops:
         """Forward FLOPs of one layer on ``sequences`` × ``seq_length`` tokens (Narayanan et al. 2021, appendix:
         24bsh² + 4bs²h for a GPT-3 layer). Attention is counted over the full s × s square, as they do."""
         tokens = sequences * seq_length
+        widths = self.num_attention_heads * (self.query_key_head + self.value_head)  # 2h without MLA
         return LayerFlops(
             weights=2.0 * tokens * self.layer_matrix_parameters,
-            attention=4.0 * sequences * seq_length**2 * self.hidden_size,
+            attention=2.0 * sequences * seq_length**2 * widths,
         )
+
+    def stack_flops(self, sequences: int, seq_length: int) -> LayerFlops:
+        """Forward FLOPs of all l layers: the dense ones' (``layer_flops``) and the MoE ones' for the experts a
+        token goes to (2 × tokens × active matrix parameters; the router counted)."""
+        one = self.layer_flops(sequences, seq_length)
+        dense = self.num_layers - self.moe_layers
+        active = self.moe_layer_active_parameters - 2 * self.norm_parameters - self._latent_norms
+        moe = 2.0 * sequences * seq_length * active
+        return LayerFlops(dense * one.weights + self.moe_layers * moe, self.num_layers * one.attention)
 
     def logits_flops(self, sequences: int, seq_length: int) -> float:
         """Forward FLOPs of the output layer: 2·b·s·h·V (Narayanan et al. 2021, appendix)."""
@@ -284,6 +390,68 @@ MODEL_PRESETS: dict[str, ModelSpec] = {
         _llama3("llama3-8b", "Llama 3 8B", layers=32, hidden=4_096, ffn=14_336, heads=32),
         _llama3("llama3-70b", "Llama 3 70B", layers=80, hidden=8_192, ffn=28_672, heads=64),
         _llama3("llama3-405b", "Llama 3 405B", layers=126, hidden=16_384, ffn=53_248, heads=128),
+        ModelSpec(
+            "deepseek-v3",
+            "DeepSeek-V3 (671B, 37B active)",
+            num_layers=61,
+            hidden_size=7_168,
+            ffn_hidden_size=18_432,
+            num_attention_heads=128,
+            num_kv_heads=128,
+            vocab_size=129_280,
+            seq_length=4_096,
+            experts=256,
+            experts_per_token=8,
+            shared_experts=1,
+            expert_ffn_size=2_048,
+            dense_layers=3,
+            node_limit=4,
+            head_dim=128,
+            q_lora_rank=1_536,
+            kv_lora_rank=512,
+            rope_head_dim=64,
+            value_head_dim=128,
+            mtp_modules=1,
+            source="deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json (dim 7168, inter_dim 18432, "
+            "moe_inter_dim 2048, 61 layers, 3 dense, 128 heads, 256 routed + 1 shared experts, 8 activated, "
+            "4 of 8 expert groups, q_lora_rank 1536, kv_lora_rank 512, head dims 128 + 64 rotary, v 128, vocabulary "
+            "129,280); DeepSeek-V3 report §2.2 (one MTP module), §3.2.2 (each token to at most 4 nodes), §4.2 "
+            "(4K pre-training sequences)",
+        ),
+        ModelSpec(
+            "qwen3-30b-a3b",
+            "Qwen3 30B-A3B",
+            num_layers=48,
+            hidden_size=2_048,
+            ffn_hidden_size=6_144,
+            num_attention_heads=32,
+            num_kv_heads=4,
+            vocab_size=151_936,
+            seq_length=4_096,
+            experts=128,
+            experts_per_token=8,
+            expert_ffn_size=768,
+            head_dim=128,
+            source="Qwen/Qwen3-30B-A3B config.json (hidden 2048, 48 layers, every one MoE: decoder_sparse_step 1, "
+            "32 heads, 4 key/value heads of 128, 128 experts of 768, 8 per token, vocabulary 151,936, untied)",
+        ),
+        ModelSpec(
+            "qwen3-235b-a22b",
+            "Qwen3 235B-A22B",
+            num_layers=94,
+            hidden_size=4_096,
+            ffn_hidden_size=12_288,
+            num_attention_heads=64,
+            num_kv_heads=4,
+            vocab_size=151_936,
+            seq_length=4_096,
+            experts=128,
+            experts_per_token=8,
+            expert_ffn_size=1_536,
+            head_dim=128,
+            source="Qwen/Qwen3-235B-A22B config.json (hidden 4096, 94 layers, every one MoE, 64 heads, 4 key/value "
+            "heads of 128, 128 experts of 1536, 8 per token, vocabulary 151,936, untied)",
+        ),
     )
 }
 """The published architectures, by key."""

@@ -23,6 +23,7 @@ Tests: ``tests/engine/runtime/test_saved_tensors.py`` builds these layers in tor
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -49,6 +50,8 @@ class Kernel:
     bytes: float
     tiles: tuple[int, int, int] | None = None
     """(independent products, rows, columns) of its output, which the GPU's SMs run in waves; None: no tensor cores."""
+    fp8: bool = False
+    """Run at the GPU's FP8 peak (``Layout.fp8``: DeepSeek-V3's FP8 GEMMs), else at its BF16 peak."""
 
 
 def gemm(m: float, n: float, k: float, count: float = 1) -> Kernel:
@@ -110,7 +113,7 @@ class Shapes:
             keys=b * layout.sequence(model),
             sequences=b,
             hidden=model.hidden_size,
-            query=model.hidden_size / t,
+            query=model.num_attention_heads * model.head_size / t,
             key_value=max(model.num_kv_heads // t, 1) * model.head_size,
             ffn=model.ffn_hidden_size / t,
             heads=model.num_attention_heads / t,
@@ -150,7 +153,7 @@ def residual(name: str, model: ModelSpec, shapes: Shapes) -> Operation:
 
 
 def attention_core(model: ModelSpec, layout: Layout, shapes: Shapes) -> list[Operation]:
-    """Softmax(Q·Kᵀ)·V over a' heads; Q, K and V are kept by whoever runs the core (see ``layer_operations``)."""
+    """Softmax(Q·Kᵀ)·V over a' heads; Q, K and V are kept by whoever runs the core (``attention_operations``)."""
     b, T, a, d = shapes.sequences, shapes.tokens, shapes.heads, shapes.head_size
     keys = shapes.keys / b  # keys per sequence
     q_bytes, kv_bytes = BF16 * T * shapes.query, BF16 * shapes.keys * shapes.key_value
@@ -178,11 +181,28 @@ def attention_core(model: ModelSpec, layout: Layout, shapes: Shapes) -> list[Ope
     ]  # fmt: skip
 
 
-def layer_operations(model: ModelSpec, layout: Layout) -> tuple[Operation, ...]:
-    """Every operation of one transformer layer, in forward order (recomputation not yet applied: ``saved_bytes``
-    and ``roofline`` apply it)."""
-    sh = Shapes.of(model, layout)
-    T, h, q, kv, f = sh.tokens, sh.hidden, sh.query, sh.key_value, sh.ffn
+def in_fp8(op: Operation) -> Operation:
+    """A linear layer's GEMMs at the FP8 peak (DeepSeek-V3 report §3.3.1: Fprop, Dgrad, Wgrad) and its kept input
+    in FP8, half the bytes (§3.3.2: "cache the activations in FP8 for the backward pass of the Linear operator");
+    others as they are."""
+    if op.category != "GEMMs" or op.name == "router":
+        return op
+
+    def low(kernels: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
+        return tuple(dataclasses.replace(kernel, fp8=True) for kernel in kernels)
+
+    return dataclasses.replace(
+        op,
+        saved=op.saved / 2,
+        forward=low(op.forward),
+        input_gradient=low(op.input_gradient),
+        weight_gradient=low(op.weight_gradient),
+    )
+
+
+def attention_operations(model: ModelSpec, layout: Layout, sh: Shapes) -> list[Operation]:
+    """Q, K, V projection, rotary embedding, the core and the output projection (multi-head or grouped-query)."""
+    T, h, q, kv = sh.tokens, sh.hidden, sh.query, sh.key_value
     qkv = q + 2 * kv
     split_input = BF16 * sh.split_tokens * h  # a GEMM after an all-gather keeps the pre-gather input
     rope = []
@@ -190,6 +210,18 @@ def layer_operations(model: ModelSpec, layout: Layout) -> tuple[Operation, ...]:
     if not model.learned_positions:  # rotary embedding: new Q and K replace the product's (fused: keeps nothing)
         rope_bytes = BF16 * T * (q + kv)
         rope = [Operation("rotary embedding", "memory-bound", (stream(2 * rope_bytes),), (stream(2 * rope_bytes),))]
+    return [
+        linear("QKV projection", T, qkv, h, saved=split_input + kept_qkv),
+        *rope,
+        *attention_core(model, layout, sh),
+        linear("output projection", T, h, q, saved=0.0 if layout.flash_attention else BF16 * T * q),
+    ]
+
+
+def mlp_operations(model: ModelSpec, sh: Shapes) -> list[Operation]:
+    """The dense MLP: in (gate and up), SwiGLU or GeLU, out."""
+    T, h, f = sh.tokens, sh.hidden, sh.ffn
+    split_input = BF16 * sh.split_tokens * h
     gated = 2 if model.gated_mlp else 1
     activation_in = BF16 * T * gated * f
     activation = Operation(
@@ -199,19 +231,11 @@ def layer_operations(model: ModelSpec, layout: Layout) -> tuple[Operation, ...]:
         (stream(activation_in + BF16 * T * f + activation_in),),
         saved=activation_in,
     )
-    return (
-        norm("norm 1", model, sh),
-        linear("QKV projection", T, qkv, h, saved=split_input + kept_qkv),
-        *rope,
-        *attention_core(model, layout, sh),
-        linear("output projection", T, h, q, saved=0.0 if layout.flash_attention else BF16 * T * q),
-        residual("residual 1", model, sh),
-        norm("norm 2", model, sh),
+    return [
         linear("MLP in" + (" (gate and up)" if model.gated_mlp else ""), T, gated * f, h, saved=split_input),
         activation,
         linear("MLP out", T, h, f, saved=BF16 * T * f),
-        residual("residual 2", model, sh),
-    )
+    ]
 
 
 def kept_tensors(
@@ -229,7 +253,8 @@ def kept_tensors(
         for op in operations
         if op.saved and not (layout.recompute == "selective" and op.core)
     ]
-    if layout.recompute == "selective" and layout.flash_attention:  # the projection now keeps the core's output
+    dropped_core = any(op.core and op.category == "attention" for op in operations)
+    if layout.recompute == "selective" and layout.flash_attention and dropped_core:  # the projection keeps its output
         kept.append(("output projection", BF16 * shapes.tokens * shapes.query))
     return kept
 

@@ -27,26 +27,29 @@ from ..timeline import Timeline
 from .costs import (
     StageCosts,
     Transfer,
-    embedding_reduction_seconds,
-    optimizer_step_seconds,
+    moe_layers_per_stage,
     pipeline_transfer,
     stage_costs,
     step_flops,
     with_blocking_exchanges,
 )
-from .gradients import gradient_reductions
+from .experts import AllToAll, all_to_all, compute_gpu
+from .gradients import gradient_reductions, step_ends
 from .hardware import GpuSpec, gpu_named
+from .layers import layer_operations
 from .layout import Layout
 from .memory import (
     ModelStateBytes,
     peak_activation_bytes,
     rank_parameters,
     stage_activation_bytes,
+    stage_expert_parameters,
+    stage_gpu_expert_parameters,
     stage_gpu_parameters,
     stage_parameters,
 )
 from .models import ModelSpec, model_named, narayanan_flops, narayanan_parameters
-from .operations import CATEGORIES, kept_tensors, layer_operations
+from .operations import CATEGORIES, kept_tensors
 from .presets import layout_preset_named
 from .records import AllReduce, FamilyComparison, RankMemory, Shortfall, StepEnd
 from .summary import plan_summary
@@ -83,6 +86,13 @@ class Plan:
     flops_closed_form: float | None
     """Narayanan et al.'s Eq. 3 (assumes full recomputation), for a GPT-style model (else None)."""
     transfer: Transfer
+    all_to_all: AllToAll | None
+    """One MoE layer's expert all-to-all for one micro-batch (None: a dense model or no EP)."""
+    expert_comm_per_stage: float
+    """The all-to-all of one micro-batch through one stage, each way: the mean stage's MoE layers × one layer's,
+    simulated as ``Costs.expert_comm`` (the simulator hides what an overlapped F&B pair can)."""
+    active_parameters: int
+    """Parameters one token goes through (``ModelSpec.active_parameter_count``); the total for a dense model."""
     allreduce: tuple[AllReduce, ...]
     step_ends: tuple[StepEnd, ...]
     """Per rank, after its DP reduction: the tied embedding's all-reduce and the optimizer step."""
@@ -195,9 +205,11 @@ class Plan:
         p, m = self.layout.pipeline_parallel, self.num_microbatches
         total = p * self.step_seconds
         shares = {category: 0.0 for category in CATEGORIES}
-        for row in self.stage_costs:
+        for row in self.stage_costs:  # each copy's stages see their half of the micro-batches
             for category, seconds in row.breakdown.items():
-                shares[category] += m * seconds / total
+                shares[category] += m / self.layout.copies * seconds / total
+        if self.timeline.expert_comm is not None:
+            shares["expert all-to-all (exposed)"] = self.timeline.expert_comm["exposed"] / total
         busy = float(sum(self.timeline.busy_per_rank()))
         shares["pipeline bubble"] = (p * self.pipeline_seconds - busy) / total
         # after the pipeline: the last rank to finish's optimizer step, embedding all-reduce, and the rest of the
@@ -205,16 +217,20 @@ class Plan:
         tail = self.step_seconds - self.pipeline_seconds
         last = max(self.step_ends, key=lambda end: end.end)
         optimizer = min(last.optimizer, tail)
-        embedding = min(last.end - last.optimizer - last.reduced, tail - optimizer)
-        shares["DP reduction (exposed)"] = p * (tail - optimizer - embedding) / total
+        embedding = min(last.end - last.optimizer - last.copies - last.reduced, tail - optimizer)
+        copies = min(last.copies, tail - optimizer - embedding)
+        shares["DP reduction (exposed)"] = p * (tail - optimizer - embedding - copies) / total
         shares["embedding all-reduce"] = p * embedding / total
+        if copies:
+            shares["copies' gradient sum"] = p * copies / total
         shares["optimizer step"] = p * optimizer / total
         return shares
 
     @cached_property
     def kept_per_layer(self) -> list[tuple[str, float]]:
         """What one layer keeps for one micro-batch on one GPU, by operation (``operations.kept_tensors``)."""
-        return kept_tensors(layer_operations(self.model, self.layout), self.model, self.layout)
+        operations = layer_operations(self.model, self.layout, moe=self.model.is_moe)  # an MoE model's typical layer
+        return kept_tensors(operations, self.model, self.layout)
 
     @property
     def kept_per_layer_bytes(self) -> float:
@@ -243,9 +259,11 @@ def plan(
     layout.check(model)
     layers = layout.layers_per_stage(model)
     schedule = build_schedule(layout.family, layout.pipeline_parallel, layout.num_microbatches, layout.chunks)
+    exchange = all_to_all(model, gpu, layout)
+    expert_comm = _expert_comm_per_stage(model, layout, layers, exchange)
 
     # time: the stages' F, I, W in seconds, each hop's transfer, one pipeline simulated
-    costs_per_stage = stage_costs(model, gpu, layout, layers)
+    costs_per_stage = stage_costs(model, compute_gpu(gpu, layout, exchange), layout, layers)
     measured_rows = None if measured is None else _measured_rows(measured, len(layers))
     transfer = pipeline_transfer(model, gpu, layout, schedule.placement)
     blocking = not layout.p2p_overlap and bool(transfer.hop_seconds)
@@ -253,20 +271,27 @@ def plan(
         costs_per_stage = with_blocking_exchanges(costs_per_stage, transfer.seconds)
     rows = measured_rows or [row.row() for row in costs_per_stage]
     hops = None if blocking else transfer.hop_seconds or None
-    simulated = Costs.of(stage_costs=rows, comm=0.0 if blocking else transfer.seconds, hop_comm=hops)
+    simulated = Costs.of(
+        stage_costs=rows,
+        comm=0.0 if blocking else transfer.seconds,
+        hop_comm=hops,
+        expert_comm=expert_comm / schedule.stage_share,
+    )  # the simulator's unit is one rank's share of the model; a stage is stage_share of it
     timeline = simulate(schedule, simulated)
 
     # memory: model states of each rank's stages, activations × the simulated in-flight count
-    per_stage = stage_parameters(model, layers)
-    per_rank = rank_parameters(model, layout, schedule, per_stage)
-    memory = _rank_memory(model, gpu, layout, schedule, timeline, layers, per_rank)
+    per_stage = stage_parameters(model, layers, layout.copies)
+    experts = stage_expert_parameters(model, layers, layout.copies)
+    per_rank = rank_parameters(model, layout, schedule, per_stage, experts)
+    memory = _rank_memory(
+        model, gpu, layout, schedule, timeline, layers, per_rank, _rank_experts(experts, layout, schedule)
+    )
 
     reductions = gradient_reductions(
-        timeline, schedule, gpu, layout, stage_gpu_parameters(model, layout, schedule, per_stage)
+        timeline, schedule, gpu, layout, stage_gpu_parameters(model, layout, schedule, per_stage, experts)
     )
     model_flops, hardware_flops = step_flops(model, layout)
-    s = layout.sequence(model)
-    gpt_style = model.is_gpt_style  # the closed forms (Narayanan et al.) are a GPT layer's
+    parameters_closed_form, flops_closed_form = _closed_forms(model, layout)
     return Plan(
         model=model,
         gpu=gpu,
@@ -278,23 +303,49 @@ def plan(
         measured=measured_rows,
         costs=simulated,
         parameters=model.parameter_count(),
-        parameters_closed_form=(
-            narayanan_parameters(model.num_layers, model.hidden_size, model.vocab_size, s) if gpt_style else None
-        ),
+        parameters_closed_form=parameters_closed_form,
         parameters_per_stage=tuple(per_stage),
         model_flops_per_step=model_flops,
         hardware_flops_per_step=hardware_flops,
-        flops_closed_form=(
-            narayanan_flops(layout.global_batch, s, model.num_layers, model.hidden_size, model.vocab_size)
-            if gpt_style
-            else None
-        ),
+        flops_closed_form=flops_closed_form,
         transfer=transfer,
+        all_to_all=exchange,
+        expert_comm_per_stage=expert_comm,
+        active_parameters=model.active_parameter_count(),
         allreduce=reductions,
-        step_ends=_step_ends(model, gpu, layout, schedule, reductions, memory),
+        step_ends=step_ends(model, gpu, layout, schedule, reductions, [rank.parameters for rank in memory]),
         memory=memory,
         notes=_plan_notes(model, layout, transfer),
     )
+
+
+def _closed_forms(model: ModelSpec, layout: Layout) -> tuple[float | None, float | None]:
+    """Narayanan et al.'s Eq. 2 and Eq. 3 for a GPT-style model (their closed forms are a GPT layer's), else None."""
+    if not model.is_gpt_style:
+        return None, None
+    s = layout.sequence(model)
+    return (
+        narayanan_parameters(model.num_layers, model.hidden_size, model.vocab_size, s),
+        narayanan_flops(layout.global_batch, s, model.num_layers, model.hidden_size, model.vocab_size),
+    )
+
+
+def _expert_comm_per_stage(
+    model: ModelSpec, layout: Layout, layers: tuple[int, ...], exchange: AllToAll | None
+) -> float:
+    """The all-to-all of one micro-batch through the mean stage: its MoE layers (and MTP modules) × one layer's."""
+    if exchange is None:
+        return 0.0
+    moe_total = sum(moe_layers_per_stage(model, layers, layout.copies)) + layout.copies * model.mtp_modules
+    return exchange.seconds * moe_total / len(layers)
+
+
+def _rank_experts(experts: list[int], layout: Layout, schedule: Schedule) -> list[float]:
+    """Routed-expert parameters one GPU of each pipeline rank holds (its stages' E/EP experts)."""
+    held = [0.0] * schedule.num_ranks
+    for stage, count in enumerate(stage_gpu_expert_parameters(layout, experts)):
+        held[schedule.rank_of(stage)] += count
+    return held
 
 
 def _measured_rows(measured: Sequence[Mapping[str, float]], num_stages: int) -> tuple[Durations, ...]:
@@ -307,30 +358,6 @@ def _measured_rows(measured: Sequence[Mapping[str, float]], num_stages: int) -> 
     return tuple(resolved(row, measured=True) for row in measured)
 
 
-def _step_ends(
-    model: ModelSpec,
-    gpu: GpuSpec,
-    layout: Layout,
-    schedule: Schedule,
-    reductions: tuple[AllReduce, ...],
-    memory: tuple[RankMemory, ...],
-) -> tuple[StepEnd, ...]:
-    """Each rank's end of step (``StepEnd``): the embedding's two ranks meet once both have reduced."""
-    first, last = schedule.rank_of(0), schedule.rank_of(schedule.num_stages - 1)
-    embedding = embedding_reduction_seconds(model, gpu, layout, first, last)
-    meet = max(reductions[first].end, reductions[last].end)
-    return tuple(
-        StepEnd(
-            rank=reduction.rank,
-            reduced=reduction.end,
-            embedding_start=meet if embedding and reduction.rank in (first, last) else reduction.end,
-            embedding=embedding if reduction.rank in (first, last) else 0.0,
-            optimizer=optimizer_step_seconds(memory[reduction.rank].parameters, gpu, layout),
-        )
-        for reduction in reductions
-    )
-
-
 def _rank_memory(
     model: ModelSpec,
     gpu: GpuSpec,
@@ -339,6 +366,7 @@ def _rank_memory(
     timeline: Timeline,
     layers: tuple[int, ...],
     per_rank: list[float],
+    experts_per_rank: list[float],
 ) -> tuple[RankMemory, ...]:
     """Per rank: its stages' model states (ZeRO-sharded over DP) and its activations at the simulated peak."""
     activations = peak_activation_bytes(timeline, schedule, stage_activation_bytes(model, layout, layers))
@@ -351,7 +379,7 @@ def _rank_memory(
             stages=stages_of[r],
             layers=sum(layers[s] for s in stages_of[r]),
             parameters=per_rank[r],
-            **dataclasses.asdict(ModelStateBytes.of(per_rank[r], layout)),
+            **dataclasses.asdict(ModelStateBytes.of(per_rank[r], layout, experts_per_rank[r])),
             activations=float(activations[r]),
             peak_microbatches_in_flight=in_flight[r],
             capacity=gpu.memory_bytes,

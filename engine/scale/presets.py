@@ -8,54 +8,12 @@ runs of the same paper are predictions (``benchmarks/scale.py`` prints them side
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from .layout import Layout
 from .models import NARAYANAN_TABLE_1_MODELS
+from .moe_presets import moe_presets
+from .preset_records import LAB, PAPER, LayoutPreset, Provenance
 
-PAPER, LAB = "paper", "lab"
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where one value of a preset comes from."""
-
-    origin: str
-    """``PAPER`` or ``LAB``."""
-    words: str
-    """The paper's place, or the lab's reason."""
-
-
-@dataclass(frozen=True)
-class LayoutPreset:
-    """A model on a GPU with a layout, as a paper reports it, and what the paper measured."""
-
-    name: str
-    """Registry key, e.g. "llama3-405b-as-trained"."""
-    title: str
-    model: str
-    """A key of ``MODEL_PRESETS``."""
-    gpu: str
-    """A key of ``GPU_PRESETS``."""
-    layout: Layout
-    source: str
-    """Where the layout and the measurement come from."""
-    reported_tflops_per_gpu: float
-    """The paper's TFLOP/s per GPU."""
-    counts_recomputation: bool
-    """True when the paper's FLOPs count the recomputed forward (Narayanan et al.'s Eq. 3), False when they are
-    model FLOPs (the Llama 3 paper's MFU, PaLM's definition)."""
-    attention_counted: float = 1.0
-    """Share of the s × s attention square the paper's FLOPs count: 1 (Narayanan et al.'s appendix, all of it) or
-    0.5 (the causal half)."""
-    provenance: dict[str, Provenance] = field(default_factory=dict, hash=False)
-    """Per setting (``PlanRequest``'s names): from the paper, or the lab's choice and why."""
-    notes: tuple[str, ...] = ()
-
-    @property
-    def paper(self) -> str:
-        return self.source.split(",")[0]
-
+__all__ = ["LAB", "PAPER", "LayoutPreset", "Provenance", "LAYOUT_PRESETS", "CALIBRATION_RUNS", "layout_preset_named"]
 
 # -- Narayanan et al. 2021, Table 1 (A100 80 GB, Selene) --------------------------------------------------------
 NARAYANAN = "Narayanan et al. 2021"
@@ -235,6 +193,7 @@ LAYOUT_PRESETS: dict[str, LayoutPreset] = {
         _llama3("llama3-405b-128k", "Llama 3 405B at 128K context (CP 16, 16,384 H100s)",
                 16_384, 16, 8, 131_072, 16, 380.0, "third row (DP 8: see the notes)"),
         *(_narayanan(*row) for row in NARAYANAN_RUNS),
+        *moe_presets(),
     )
 }  # fmt: skip
 """The published layouts, by key."""

@@ -90,10 +90,13 @@ class StepEnd:
     """When its embedding all-reduce starts (both ends of the embedding there), = ``reduced`` without one."""
     embedding: float
     optimizer: float
+    copies: float = 0.0
+    """DualPipe: the sum of this rank's gradients with its mirror rank's copies (rank r holds blocks r and
+    p − 1 − r, its mirror the other copy of each), a ring of two, after both have reduced; 0 otherwise."""
 
     @property
     def end(self) -> float:
-        return self.embedding_start + self.embedding + self.optimizer
+        return self.embedding_start + self.embedding + self.copies + self.optimizer
 
 
 @dataclass(frozen=True)

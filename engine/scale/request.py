@@ -125,6 +125,7 @@ class PlanRequest(Declared):
     pp: int = declared(16, _whole("pp", "PP (ranks)", MAX_RANKS, "pipeline parallel (ranks)"))
     dp: int = declared(64, _whole("dp", "DP", MAX_PARALLEL, "data parallel"))
     cp: int = declared(1, _whole("cp", "CP", MAX_PARALLEL, "context parallel"))
+    ep: int = declared(1, _whole("ep", "EP", MAX_PARALLEL, "expert parallel (MoE models; inside TP × DP × CP)"))
     seq: int = declared(8_192, _whole("seq", "Sequence length", MAX_SEQUENCE, "sequence length (default: the model's)"))
     global_batch: int = declared(
         2_048, _whole("global_batch", "Global batch (sequences)", MAX_GLOBAL_BATCH, "sequences per step")
@@ -164,6 +165,7 @@ class PlanRequest(Declared):
     dp_overlap: bool = declared(
         True, toggle("dp_overlap", "Overlap DP with the backward", "each stage's gradients leave when they are done")
     )
+    fp8: bool = declared(False, toggle("fp8", "FP8 GEMMs", "linear layers at the GPU's FP8 peak (DeepSeek-V3)"))
     p2p_overlap: bool = declared(
         True,
         toggle("p2p_overlap", "Overlap pipeline hand-offs", "asynchronous sends; off: each exchange blocks both "
@@ -310,6 +312,7 @@ MODEL_ARGUMENTS = {
 """A custom model's settings → ``custom_model``'s arguments."""
 LAYOUT_ARGUMENTS = {
     "tp": "tensor_parallel", "pp": "pipeline_parallel", "dp": "data_parallel", "cp": "context_parallel",
+    "ep": "expert_parallel", "fp8": "fp8",
     "seq": "seq_length", "global_batch": "global_batch", "microbatch_size": "microbatch_size", "family": "family",
     "recompute": "recompute", "zero": "zero", "sequence_parallel": "sequence_parallel",
     "flash_attention": "flash_attention", "gradient_precision": "gradient_precision", "tp_overlap": "tp_overlap",

@@ -48,12 +48,13 @@ def kernel_seconds(kernel: Kernel, gpu: GpuSpec) -> float:
     memory = kernel.bytes / gpu.hbm_bytes_per_second
     if kernel.flops == 0:
         return memory
+    peak = gpu.fp8_peak_flops if kernel.fp8 else gpu.peak_flops
     if kernel.tiles is None:
-        return max(kernel.flops / (gpu.peak_flops * gpu.gemm_share), memory)
+        return max(kernel.flops / (peak * gpu.gemm_share), memory)
     count, rows, columns = kernel.tiles
     share = gpu.gemm_share * wave_efficiency(kernel.tiles, gpu.sm_count)
     epilogue = BF16 * count * rows * columns / gpu.hbm_bytes_per_second
-    return max(kernel.flops / (gpu.peak_flops * share) + epilogue, memory)
+    return max(kernel.flops / (peak * share) + epilogue, memory)
 
 
 def kernels_seconds(kernels: Iterable[Kernel], gpu: GpuSpec) -> float:

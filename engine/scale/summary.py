@@ -39,6 +39,7 @@ def plan_summary(plan: Any) -> dict:
         "layers_per_stage": list(plan.layers_per_stage),
         "stages_per_rank": [list(rank.stages) for rank in plan.memory],
         "parameters": plan.parameters,
+        "active_parameters": plan.active_parameters,
         "parameters_eq2": plan.parameters_closed_form,
         "parameters_per_stage": list(plan.parameters_per_stage),
         "model_flops_per_step": plan.model_flops_per_step,
@@ -69,6 +70,28 @@ def plan_summary(plan: Any) -> dict:
         "fits": plan.fits,
         "memory_message": plan.memory_message,
         "notes": list(plan.notes),
+        "moe": _moe(plan),
+    }
+
+
+def _moe(plan: Any) -> dict | None:
+    """An MoE plan's experts: parameters active and total, EP, and the all-to-all per micro-batch and how much of
+    it the simulated schedule hid (``Timeline.expert_comm``)."""
+    if not plan.model.is_moe:
+        return None
+    exchange, simulated = plan.all_to_all, plan.timeline.expert_comm
+    return {
+        "total_parameters": plan.parameters,
+        "active_parameters": plan.active_parameters,
+        "ep": plan.layout.expert_parallel,
+        "fp8": plan.layout.fp8,
+        "all_to_all_layer_seconds": None if exchange is None else exchange.seconds,
+        "all_to_all_link": None if exchange is None else exchange.link,
+        "all_to_all_nodes_per_token": None if exchange is None else exchange.nodes,
+        "all_to_all_stage_seconds": plan.expert_comm_per_stage,
+        "all_to_all_step_seconds": None if simulated is None else simulated["total"],
+        "all_to_all_hidden_seconds": None if simulated is None else simulated["hidden"],
+        "all_to_all_hidden_fraction": None if simulated is None else simulated["hidden_fraction"],
     }
 
 

@@ -62,7 +62,7 @@ def bind() -> tuple[PlanRequest, bool]:
                 draw(PlanRequest, name, where=custom)
         st.markdown("**Layout**")
         left, right = st.columns(2)
-        for name, column in (("tp", left), ("pp", right), ("dp", left), ("cp", right)):
+        for name, column in (("tp", left), ("pp", right), ("dp", left), ("cp", right), ("ep", left)):
             draw(PlanRequest, name, where=column)
         draw(PlanRequest, "seq")
         left, right = st.columns(2)
@@ -71,7 +71,7 @@ def bind() -> tuple[PlanRequest, bool]:
         if FAMILIES[draw(PlanRequest, "family")].takes_chunks:
             draw(PlanRequest, "chunks")
         for name in ("split", "recompute", "zero", "gradient_precision", "sequence_parallel", "flash_attention",
-                     "tp_overlap", "dp_overlap", "p2p_overlap", "measured"):  # fmt: skip
+                     "fp8", "tp_overlap", "dp_overlap", "p2p_overlap", "measured"):  # fmt: skip
             draw(PlanRequest, name)
     state.remember([PRESET])
     settings, typed = read_back(PlanRequest, defaults)
@@ -141,7 +141,9 @@ def plan_page() -> None:
     layers = result.layers_per_stage
     gpu = result.gpu
     st.markdown(
-        f"**{result.model.title}**: {result.parameters / 1e9:,.1f} B parameters; "
+        f"**{result.model.title}**: {result.parameters / 1e9:,.1f} B parameters"
+        + (f" ({result.active_parameters / 1e9:,.1f} B active)" if result.model.is_moe else "")
+        + "; "
         f"{result.model_flops_per_step:.3e} FLOPs per step; layers per stage {layers_text(layers)} "
         f"({len(layers)} stages, {result.num_microbatches} micro-batches per pipeline). "
         f"**{gpu.title}**: GEMMs at {gpu.gemm_share:.1%} of peak — {gpu.gemm_share_source}."

@@ -13,6 +13,7 @@ from app.charts.plan import allreduce_traces
 from app.charts.player import player
 from app.elements.live_chart import live_chart
 from app.frame.timeline_panels import chart_summary
+from app.views.plan.experts import moe_lines
 from engine import FAMILIES
 from engine.scale import LAYOUT_PRESETS
 from engine.scale.calibration import Comparison, band_of, planned_tflops
@@ -103,7 +104,9 @@ def mfu_note(settings: PlanRequest, result) -> None:
         f"forward and a backward of every layer, attention over the whole s × s square)."
     )
     preset = matching_preset(settings)
-    if preset is not None:
+    if preset is not None and preset.is_moe:  # published as tokens/s: the band and the paper panel compare those
+        said += f" The published run gives {preset.reported_tokens_per_gpu:,.0f} tokens/s per GPU."
+    elif preset is not None:
         tflops = planned_tflops(result, preset)
         counted = "with the recomputed forward" if preset.counts_recomputation else "as the paper counts"
         said += (
@@ -121,6 +124,15 @@ def paper(settings: PlanRequest, result) -> None:
     if preset is None:
         return
     row = Comparison(preset, result, planned_tflops(result, preset))
+    if preset.is_moe:
+        planned = result.tokens_per_second / result.num_gpus
+        st.info(
+            f"**{preset.title}** — {preset.source}.  \n"
+            f"Planned: **{planned:,.0f} tokens/s per GPU** against the published "
+            f"{preset.reported_tokens_per_gpu:,.0f}: **{row.difference:+.1%}** (nothing is calibrated on this run)."
+        )
+        provenance_table(settings, result, preset)
+        return
     counted = "recomputation counted (Eq. 3)" if preset.counts_recomputation else "model FLOPs, attention's causal half"
     calibrates = " — this run sets the GPU's GEMM share" if row.calibrates else ""
     if preset.attention_counted < 1:  # what counting the whole s × s square instead would give, from the engine
@@ -131,6 +143,11 @@ def paper(settings: PlanRequest, result) -> None:
         f"Planned, counted as the paper counts ({counted}): **{row.planned:,.1f} TFLOP/s per GPU** against the "
         f"paper's {row.reported:g}: **{row.difference:+.1%}**{calibrates}."
     )
+    provenance_table(settings, result, preset)
+
+
+def provenance_table(settings: PlanRequest, result, preset) -> None:
+    """Where each value of a published layout comes from: the paper, or the lab's choice and why."""
     values = settings.widget_values()
     rows = []
     for name, where in preset.provenance.items():
@@ -189,6 +206,8 @@ def why_these_numbers(result) -> None:
         why_panel(FAMILIES[result.layout.family], result.schedule, result.costs, result.timeline)
         if result.measured is not None:
             return
+        for line in moe_lines(result):
+            st.markdown(line)
         shares = result.time_shares()
         parts = ", ".join(f"{name} {share:.1%}" for name, share in shares.items() if share > 0.0005)
         st.markdown(

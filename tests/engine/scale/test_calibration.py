@@ -32,8 +32,13 @@ def test_every_published_run_is_compared_and_the_calibration_runs_match(comparis
 
 
 def test_the_other_runs_are_predicted_within_15_percent(comparisons):
-    """The closing figure: every run of each paper from its GPU's one number (benchmarks/scale.py prints them)."""
-    misses = {row.preset.name: f"{row.difference:+.1%}" for row in comparisons if abs(row.difference) > 0.15}
+    """The closing figure: every dense run of each paper from its GPU's one number (benchmarks/scale.py prints
+    them; the MoE runs, which calibrate nothing, are tests/engine/scale/test_moe.py's)."""
+    misses = {
+        row.preset.name: f"{row.difference:+.1%}"
+        for row in comparisons
+        if not row.preset.is_moe and abs(row.difference) > 0.15
+    }
     assert not misses
 
 

@@ -186,12 +186,19 @@ def test_memory_peak_count_is_the_simulators(family):
     assert result.schedule.to_csv() == schedule.to_csv()
     expected = simulate(schedule, UNIT).peak_memory_per_rank()
     assert [rank.peak_microbatches_in_flight for rank in result.memory] == expected
-    # a rank with neither the embedding nor the output layer: bytes = peak × its layers × one layer's bytes
+    # a rank with neither the embedding nor the output layer: bytes = peak × the layers of one rank's share of the
+    # model × one layer's bytes (DualPipe's ranks hold two shares, one per copy)
     per_layer = layer_activation_bytes(model, layout)
-    ends = {schedule.rank_of(0), schedule.rank_of(schedule.num_stages - 1)}
+    ends = {
+        schedule.rank_of(s)
+        for s in range(schedule.num_stages)
+        if schedule.block_of(s) in (0, schedule.route_length - 1)
+    }
+    shares = schedule.weights_per_rank()
     for rank in result.memory:
         if rank.rank not in ends:
-            assert rank.activations == pytest.approx(expected[rank.rank] * rank.layers * per_layer)
+            share_layers = rank.layers / shares[rank.rank]
+            assert rank.activations == pytest.approx(expected[rank.rank] * share_layers * per_layer)
 
 
 def test_known_peaks_gpipe_holds_m_1f1b_holds_p_minus_r():
