@@ -17,7 +17,8 @@ One call gives the Plan page everything: ``plan(model, gpu, layout) -> Plan`` (o
 
 from .hardware import GPU_PRESETS, GpuSpec
 from .layout import RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES, Layout
-from .models import MODEL_PRESETS, ModelSpec, narayanan_flops, narayanan_parameters
+from .model_presets import MODEL_PRESETS
+from .models import ModelSpec, narayanan_flops, narayanan_parameters
 from .plan import Plan, compare_families, plan, plan_preset
 from .presets import LAYOUT_PRESETS, LayoutPreset
 from .records import AllReduce, FamilyComparison, RankMemory

@@ -48,7 +48,8 @@ from .memory import (
     stage_gpu_parameters,
     stage_parameters,
 )
-from .models import ModelSpec, model_named, narayanan_flops, narayanan_parameters
+from .model_presets import model_named
+from .models import ModelSpec, narayanan_flops, narayanan_parameters
 from .operations import CATEGORIES, kept_tensors
 from .presets import layout_preset_named
 from .records import AllReduce, FamilyComparison, RankMemory, Shortfall, StepEnd

@@ -9,7 +9,7 @@ runs of the same paper are predictions (``benchmarks/scale.py`` prints them side
 from __future__ import annotations
 
 from .layout import Layout
-from .models import NARAYANAN_TABLE_1_MODELS
+from .model_presets import NARAYANAN_TABLE_1_MODELS
 from .moe_presets import moe_presets
 from .preset_records import LAB, PAPER, LayoutPreset, Provenance
 

@@ -38,7 +38,8 @@ from ..options import Declared, Option, Text, choose, code_span, declared, real,
 from ..schedules import DEFAULT_CHUNKS, FAMILIES
 from .hardware import GPU_PRESETS, GpuSpec, gpu_named
 from .layout import GRADIENT_PRECISIONS, RECOMPUTE_MODES, SPLIT_RULES, ZERO_STAGES, ZERO_TITLES, Layout
-from .models import MODEL_PRESETS, MODEL_STYLES, ModelSpec, custom_model, model_named
+from .model_presets import MODEL_PRESETS, model_named
+from .models import MODEL_STYLES, ModelSpec, custom_model
 from .presets import LAYOUT_PRESETS
 
 CUSTOM = "custom"

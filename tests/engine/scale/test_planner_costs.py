@@ -17,7 +17,7 @@ from engine.scale.costs import (
 )
 from engine.scale.hardware import gpu_named
 from engine.scale.layout import Layout
-from engine.scale.models import model_named
+from engine.scale.model_presets import model_named
 from engine.scale.operations import gemm
 from engine.scale.roofline import kernel_seconds, wave_efficiency
 
