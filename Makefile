@@ -8,12 +8,14 @@ PORT ?= 8501
 run: $(VENV)/.requirements
 	$(PYTHON) -m streamlit run app/serve.py --server.port $(PORT) --browser.gatherUsageStats false
 
-# lint first (style and types are CI's job), then every test: all but `timing` on two workers (pytest-xdist),
-# then the `timing` tests alone, since they measure time or watch the whole machine. pytest's exit 5 (no tests
-# collected) is a failure: a test run must run tests
+# lint first (style and types are CI's job), then every test: all but `timing` on three workers (pytest-xdist;
+# most tests wait on a server, a browser or a child process, so two cores run three of them at once: a clean run
+# used 1.1 of its 2 cores with two workers), then the `timing` tests alone, since they measure time or watch the
+# whole machine; the slowest 25 are listed. pytest's exit 5 (no tests collected) is a failure: a test run must run
+# tests
 test: lint
 	@first=0; second=0; \
-	$(PYTHON) -m pytest -n 2 --dist worksteal -m "not timing" || first=$$?; \
+	$(PYTHON) -m pytest -n 3 --dist worksteal -m "not timing" --durations=25 || first=$$?; \
 	$(PYTHON) -m pytest -p no:xdist -m timing || second=$$?; \
 	for status in $$first $$second; do \
 	    if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit 5): failing, a test run must run tests"; fi; \

@@ -260,7 +260,7 @@ def how_to_profile() -> None:
 def source_of(run: ImportedRun | OverlappedChunks, settings, stored) -> str:
     """What was read, said when it was read (kept with the run): the uploaded files' names, or the example's."""
     if stored is None:
-        return f"the example run: {example_runs()[settings.example]}"
+        return f"{example_runs()[settings.example]} (the example run)"
     files = [run.file] if isinstance(run, OverlappedChunks) else run.files
     return ", ".join(shown(Path(f).name) for f in files)
 

@@ -51,6 +51,7 @@ def test_a_refused_search_is_a_value_error_from_the_child():
         search_isolated(SearchProblem(4, 8, UNIT, memory_budget=0.5))
 
 
+@pytest.mark.timing  # "stopped before its limit" is measured: run alone, not beside the parallel tests
 def test_a_search_stopped_at_the_visitors_limit_answers_with_its_best_so_far(monkeypatch):
     costs = Costs.parse(HARD_COSTS, num_stages=16, where="the test", comm=0.5)
     problem = SearchProblem(8, 32, costs, memory_budget=3, placement="v", time_limit_s=30, objective="period")
