@@ -5,8 +5,8 @@ process never outlives the process that started it (torch-free: stdlib only).
 SIGINT (Ctrl-C), SIGTERM and SIGHUP to the process that runs a real run mean the same: stop. With
 ``stop_signals()`` installed (the command line; a run's child process for the app) the first of them raises
 ``Stopped`` — a ``KeyboardInterrupt``, so everything that unwinds for Ctrl-C unwinds for it — and later ones
-wait: a second Ctrl-C must not cut the clean-up short. Inside ``shielded()`` (the launcher's clean-up, its
-starting of processes) even the first waits, and is raised when the block ends.
+wait: a second Ctrl-C must not cut the clean-up short. Inside ``shielded()`` (the launcher's clean-up, every
+``start_child``) even the first waits, and is raised when the block ends.
 
 Child processes (the ranks; the app's run process) are started by ``start_child``:
 
@@ -171,8 +171,16 @@ def start_child(context, target, args: tuple, *, death_signal: int, name: str, d
         resource_tracker.ensure_running()
     before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if blocks else None
     try:
-        with main_script_left_out(target):
+        # shielded: a stop that came just before could otherwise be raised inside ``os.fork``'s at-fork hooks
+        # (logging's ``_releaseLock``), where Python prints "Exception ignored" and drops it — and the handler,
+        # which takes the first stop only, would drop every later one: the command ran on to its end
+        with shielded(), main_script_left_out(target):
             process.start()
+    except KeyboardInterrupt:  # the stop, raised as the shield ends: the child it started goes too
+        if process.pid is not None:
+            process.kill()
+            process.join()
+        raise
     finally:
         if before is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, before)
