@@ -271,6 +271,7 @@ def _watch_owner(owner: int, death_signal: int) -> None:
 
 def _child_main(parent: int, death_signal: int, module: str, name: str, args: tuple, forked_by_server: bool) -> None:
     """What ``start_child`` runs in the child, before importing the target (which may import PyTorch)."""
+    _State.shield = 0  # a forked child inherits the shield its parent's ``start_child`` held while it started
     for number in STOP_SIGNALS:
         if number != getattr(signal, "SIGTERM", None):
             signal.signal(number, signal.SIG_IGN)  # also drops one that came while blocked

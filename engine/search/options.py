@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir import PLACEMENTS
 from ..limits import MAX_RANKS, MAX_SEARCH_CHUNKS, MAX_SEARCH_COST, MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
 from ..options import choose, real, verbatim
 from ..settings import MICROBATCHES as MICROBATCHES  # the engine's, which every command takes
 from ..settings import RANKS as RANKS
+from .problem import SEARCHED_PLACEMENTS
 
 PLACEMENT = choose(
     "placement",
-    PLACEMENTS,
+    SEARCHED_PLACEMENTS,
     "Placement",
     "Where each stage lives: a loop (stage s on rank s mod p, one stage per rank or several) or a V; auto chunks "
     "search both.",

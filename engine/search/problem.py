@@ -34,6 +34,9 @@ from ..limits import (
 from ..simulator import memory_model, slot_durations
 from ..timeline import Timeline, before_on_rank
 
+SEARCHED_PLACEMENTS = tuple(name for name, placement in PLACEMENTS.items() if placement.copies == 1)
+"""The placements a search builds in: a loop and a V (DualPipe's two copies give each micro-batch half the stages,
+which the search's model of a micro-batch through every stage does not hold)."""
 SPLIT_KINDS = (Kind.F, Kind.I, Kind.W)
 """The kinds a searched schedule uses: the backward is always split (the Zero Bubble paper's B and W)."""
 
@@ -172,8 +175,11 @@ class SearchProblem:
             raise ValueError(f"search: objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         whole_number("ranks", self.num_ranks, 1, MAX_RANKS, who)
         whole_number("microbatches", self.num_microbatches, 1, MAX_MICROBATCHES, who)
-        if self.placement not in PLACEMENTS:
-            raise ValueError(f"search: placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+        if self.placement not in SEARCHED_PLACEMENTS:
+            raise ValueError(
+                f"search: placement must be one of {', '.join(SEARCHED_PLACEMENTS)}, got {self.placement!r} (the "
+                f"search sends every micro-batch through every stage; DualPipe's two copies are its own family)"
+            )
         fixed = PLACEMENTS[self.placement].chunks_per_rank
         if self.chunks is not None and fixed is not None and self.chunks != fixed:
             raise ValueError(f"search: the {self.placement} placement has {fixed} chunks per rank, not {self.chunks}")

@@ -182,3 +182,16 @@ def test_a_stop_that_comes_while_a_child_starts_is_raised_after_and_the_child_go
     with pytest.raises(Stopped), stop_signals():
         lifetime.start_child(context, time.sleep, (30,), death_signal=signal.SIGKILL, name="pplab-test-child")
     assert len(started) == 1 and started[0].exitcode is not None  # started, then killed and reaped
+
+
+def _exit_with_the_shield() -> None:
+    os._exit(lifetime._State.shield)
+
+
+def test_a_forked_child_hears_stops_though_its_parent_was_shielded_when_it_forked():
+    """``start_child`` forks inside ``shielded()``: the child must not inherit the shield (it would never raise)."""
+    child = lifetime.start_child(
+        multiprocessing.get_context("fork"), _exit_with_the_shield, (), death_signal=signal.SIGKILL, name="t"
+    )
+    child.join(timeout=30)
+    assert child.exitcode == 0
