@@ -8,18 +8,23 @@ PORT ?= 8501
 run: $(VENV)/.requirements
 	$(PYTHON) -m streamlit run app/serve.py --server.port $(PORT) --browser.gatherUsageStats false
 
-# lint first (style and types are CI's job), then every test: all but `timing` on three workers (pytest-xdist;
-# most tests wait on a server, a browser or a child process, so two cores run three of them at once: a clean run
-# used 1.1 of its 2 cores with two workers), then the `timing` tests alone, since they measure time or watch the
-# whole machine; the slowest 25 are listed. pytest's exit 5 (no tests collected) is a failure: a test run must run
-# tests
-test: lint
-	@first=0; second=0; \
+# lint (style and types are CI's job) beside the parallel tests, then the `timing` tests alone. Lint is mostly mypy:
+# a minute on one core that the tests, waiting on servers, browsers and child processes, leave free (two cores
+# run three test workers: a clean run used 1.1 of its 2 cores with two). The parallel tier is all but `timing`, on
+# three workers (pytest-xdist), listing its slowest 25; the `timing` tests measure time or watch the whole machine,
+# so they run alone, after lint has finished. pytest's exit 5 (no tests collected) is a failure: a test run must
+# run tests
+test: $(VENV)/.requirements-dev
+	@lint_log=$$(mktemp); first=0; second=0; linted=0; \
+	$(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) lint >$$lint_log 2>&1 & lint_job=$$!; \
 	$(PYTHON) -m pytest -n 3 --dist worksteal -m "not timing" --durations=25 || first=$$?; \
+	wait $$lint_job || linted=$$?; \
+	echo "== lint (ran beside the tests) =="; cat $$lint_log; rm -f $$lint_log; \
 	$(PYTHON) -m pytest -p no:xdist -m timing || second=$$?; \
 	for status in $$first $$second; do \
 	    if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit 5): failing, a test run must run tests"; fi; \
 	done; \
+	if [ $$linted -ne 0 ]; then echo "lint failed (exit $$linted): see above"; exit $$linted; fi; \
 	if [ $$first -ne 0 ]; then exit $$first; fi; exit $$second
 
 # the fast tier: engine and app logic, no processes, no AppTest, no browser, no timing ratios (about 30 s on 2 cores)

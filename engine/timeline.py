@@ -84,16 +84,24 @@ class Timeline:
         waits: pd.DataFrame | None = None,
         transfers: pd.DataFrame | None = None,
     ) -> Timeline:
-        frame = pd.DataFrame(columns)
-        frame["source"] = source
-        if "recompute" not in frame:
-            frame["recompute"] = 0.0
+        # one DataFrame built in column order from numpy arrays (building it column by column was most of a
+        # simulation's time)
+        rows = len(columns["rank"])
+        given = {key: np.broadcast_to(np.asarray(value), rows) for key, value in columns.items()}
+        after = given["memory_after"].astype(float)
         # the most held during an action: what was reported, and never less than before and after it
-        before = before_on_rank(frame["memory_after"], frame["rank"])
-        reported = frame["memory_peak"].to_numpy() if "memory_peak" in frame else 0.0
-        frame["memory_peak"] = np.maximum.reduce([np.broadcast_to(reported, len(frame)), frame["memory_after"], before])
-        extras = [c for c in frame.columns if c not in cls.COLUMNS]
-        return cls(frame[list(cls.COLUMNS) + extras], num_ranks, name, waits, transfers)
+        reported = np.broadcast_to(given.get("memory_peak", 0.0), rows)
+        ordered = {
+            **{key: given[key] for key in cls.COLUMNS if key in given},
+            "source": np.full(rows, source, dtype=object),
+            "recompute": given["recompute"].astype(float) if "recompute" in given else np.zeros(rows),
+            "memory_peak": np.maximum.reduce([reported, after, before_on_rank(after, given["rank"])]),
+        }
+        frame = pd.DataFrame({key: ordered[key] for key in cls.COLUMNS})
+        extras = [key for key in given if key not in cls.COLUMNS]
+        if extras:
+            frame = pd.concat([frame, pd.DataFrame({key: given[key] for key in extras})], axis=1)
+        return cls(frame, num_ranks, name, waits, transfers)
 
     @classmethod
     def from_slots(
@@ -162,9 +170,12 @@ class Timeline:
     @cached_property
     def _per_rank(self) -> dict[str, np.ndarray]:
         """Busy time, first start and last end of every rank (ranks without work: 0, nan, nan)."""
-        slots = self._slot_frame
-        rank = slots["rank"].to_numpy()
-        start, end = slots["start"].to_numpy(), slots["end"].to_numpy()
+        # the first row of each (rank, step): an overlapped pair counts once, as in _slot_frame (numpy, not pandas'
+        # drop_duplicates: this runs once per simulation)
+        rank_all, step_all = self.frame["rank"].to_numpy(dtype=np.int64), self.frame["step"].to_numpy(dtype=np.int64)
+        _, first_rows = np.unique(rank_all * (int(step_all.max(initial=0)) + 1) + step_all, return_index=True)
+        rank = rank_all[first_rows]
+        start, end = self.frame["start"].to_numpy()[first_rows], self.frame["end"].to_numpy()[first_rows]
         busy = np.bincount(rank, weights=end - start, minlength=self.num_ranks)
         first, last = np.full(self.num_ranks, np.nan), np.full(self.num_ranks, np.nan)
         np.fmin.at(first, rank, start)
