@@ -34,6 +34,7 @@ from .operations import (
     BF16,
     CAUSAL_SHARE,
     FLASH_BACKWARD_FACTOR,
+    FP8_TILE_BYTES,
     FP32,
     Kernel,
     Operation,
@@ -57,8 +58,6 @@ E5M6_SHARE = 12 / 16
 COMMUNICATION_SMS = 20
 """SMs DeepSeek-V3 gives the all-to-all while it runs under the other micro-batch's compute (report §3.2.2: "only
 20 SMs are sufficient to fully utilize the bandwidths of IB and NVLink"): an overlapped F&B computes on the rest."""
-FP8_DISPATCH_BYTES = 1 + 4 / 128
-"""Bytes per value of an FP8 dispatch: one byte and an FP32 scale per 128 values (DeepEP's tests' fp8_factor)."""
 
 
 def moe_operations(model: ModelSpec, layout: Layout, sh: Shapes) -> list[Operation]:
@@ -89,7 +88,7 @@ def moe_operations(model: ModelSpec, layout: Layout, sh: Shapes) -> list[Operati
     ]  # fmt: skip
     # the received tokens sorted into each local expert's rows for the grouped GEMM (Megatron-LM's permute;
     # DeepGEMM's contiguous layout): read and written once, FP8 with FP8 dispatch; its backward moves BF16 gradients
-    dispatched = routed * h * (FP8_DISPATCH_BYTES if layout.fp8 else BF16)
+    dispatched = routed * h * (FP8_TILE_BYTES if layout.fp8 else BF16)
     operations.insert(1, Operation("permute to the experts", "memory-bound", (stream(2 * dispatched),),
                                    (stream(2 * BF16 * routed * h),)))  # fmt: skip
     if selective:  # §3.3.2: the SwiGLU's output is recomputed from its kept input; §3.2.3: so is the RMSNorm
@@ -198,7 +197,7 @@ def all_to_all(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> AllToAll | Non
         if spanned > 1
         else min(model.experts_per_token, layout.expert_parallel)
     )
-    dispatch = T * nodes * h * (FP8_DISPATCH_BYTES if layout.fp8 else BF16)
+    dispatch = T * nodes * h * (FP8_TILE_BYTES if layout.fp8 else BF16)
     combine = T * nodes * h * BF16
     if spanned == 1:
         rate, shares, link = gpu.nvlink_gb_s / 2, DEEPEP_NVLINK_SHARE, "NVLink"

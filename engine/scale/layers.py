@@ -7,7 +7,16 @@ from __future__ import annotations
 from .experts import mla_operations, moe_operations
 from .layout import Layout
 from .models import ModelSpec
-from .operations import Operation, Shapes, attention_operations, in_fp8, mlp_operations, norm, residual
+from .operations import (
+    Operation,
+    Shapes,
+    attention_operations,
+    fp8_casts,
+    in_fp8,
+    mlp_operations,
+    norm,
+    residual,
+)
 
 
 def layer_operations(model: ModelSpec, layout: Layout, *, moe: bool = False) -> tuple[Operation, ...]:
@@ -26,4 +35,26 @@ def layer_operations(model: ModelSpec, layout: Layout, *, moe: bool = False) -> 
         *mlp,
         residual("residual 2", model, sh),
     )
-    return tuple(in_fp8(op) for op in operations) if layout.fp8 else operations
+    return tuple(_in_fp8(operations, sh.tokens / layout.tensor_parallel)) if layout.fp8 else operations
+
+
+ROUTED_IN = "routed experts in (gate and up)"
+
+
+def _in_fp8(operations: tuple[Operation, ...], local_tokens: float):
+    """Each linear layer at the FP8 peak, followed by its quantization kernels (``fp8_casts``). An input is
+    quantized once: KV down reads Q down's (MLA: both project the normed hidden state); the routed experts read
+    tokens dispatched in FP8, quantized on this GPU before the dispatch (report §3.3.2: T/t rows, not the T·k/t
+    copies that arrive), and the shared experts the same quantized tokens."""
+    routed = any(op.name == ROUTED_IN for op in operations)
+    for op in operations:
+        fast = in_fp8(op)
+        yield fast
+        if fast is op:  # not a linear layer in FP8 (the router stays BF16)
+            continue
+        if op.name == ROUTED_IN:
+            yield fp8_casts(op, forward_rows=local_tokens)
+        elif op.name == "KV down" or (op.name == "shared experts in" and routed):
+            yield fp8_casts(op, forward_rows=0.0)
+        else:
+            yield fp8_casts(op)

@@ -181,6 +181,37 @@ def attention_core(model: ModelSpec, layout: Layout, shapes: Shapes) -> list[Ope
     ]  # fmt: skip
 
 
+FP8_TILE_BYTES = 1 + 4 / 128
+"""Bytes per value of a tensor quantized to FP8 in DeepSeek-V3's fine-grained way: one byte, and one FP32 scale per
+128 values (a 1 × 128 tile of an activation, report §3.3.1; DeepEP's tests' fp8_factor for the dispatch)."""
+
+
+def fp8_casts(op: Operation, forward_rows: float | None = None) -> Operation:
+    """The quantization around an FP8 linear layer Y = X·W, memory-bound kernels the GEMM itself does not count
+    (DeepSeek-V3 report §3.3 and §3.5.2, the workflow it describes):
+
+    * F: X, read in BF16, written in FP8 per 1 × 128 tile for Fprop (``forward_rows`` rows of it, where the rows
+      were quantized elsewhere, e.g. once before the dispatch, or shared with another layer: 0);
+    * I: dY, read once in BF16, written twice in FP8: per token for Dgrad (dX = dY·Wᵀ) and transposed for Wgrad;
+    * W: X for Wgrad: "read out, dequantized, transposed, re-quantized into 128 × 1 tiles, and stored in HBM"
+      (§3.5.2), read and written in FP8.
+
+    The weights' FP8 copies are made once a step, not once a micro-batch, and are left out. Bytes only: each kernel
+    runs at the HBM's streaming rate (``roofline``)."""
+    forward = op.forward[0]
+    assert forward.tiles is not None, f"{op.name}: a linear layer's forward is one GEMM"
+    count, rows, columns = forward.tiles
+    inner = forward.flops / (2.0 * count * rows * columns)  # X is rows × inner, Y rows × columns, count of each
+    x_rows = count * rows if forward_rows is None else forward_rows
+    return Operation(
+        f"FP8 casts of {op.name}",
+        "memory-bound",
+        (stream(x_rows * inner * (BF16 + FP8_TILE_BYTES)),) if x_rows else (),
+        (stream(count * rows * columns * (BF16 + 2 * FP8_TILE_BYTES)),),
+        (stream(count * rows * inner * 2 * FP8_TILE_BYTES),),
+    )
+
+
 def in_fp8(op: Operation) -> Operation:
     """A linear layer's GEMMs at the FP8 peak (DeepSeek-V3 report §3.3.1: Fprop, Dgrad, Wgrad) and its kept input
     in FP8, half the bytes (§3.3.2: "cache the activations in FP8 for the backward pass of the Linear operator");

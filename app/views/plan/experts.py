@@ -2,8 +2,9 @@
 experts' FLOPs, the all-to-all per micro-batch and how much of it the schedule hides, and memory per GPU with the
 experts sharded — each with its arithmetic, every number from the engine (``engine.scale.experts``)."""
 
-from engine.scale.experts import DEEPEP_NETWORK_SHARE, DEEPEP_NVLINK_SHARE, FP8_DISPATCH_BYTES
+from engine.scale.experts import DEEPEP_NETWORK_SHARE, DEEPEP_NVLINK_SHARE
 from engine.scale.memory import OPTIMIZER_BYTES
+from engine.scale.operations import FP8_TILE_BYTES
 
 B, MS = 1e9, 1e3
 
@@ -55,7 +56,7 @@ def _all_to_all(result) -> list[str]:
     link = (result.gpu.internode_gb_s if across else result.gpu.nvlink_gb_s / 2) * B
     shares = DEEPEP_NETWORK_SHARE if across else DEEPEP_NVLINK_SHARE
     where = "nodes" if across else "GPUs"
-    value = f"(1 + 4/128) = {FP8_DISPATCH_BYTES:.3f}" if result.layout.fp8 else "2"
+    value = f"(1 + 4/128) = {FP8_TILE_BYTES:.3f}" if result.layout.fp8 else "2"
     per_layer = (
         f"**All-to-all**, one MoE layer and micro-batch, each way: dispatch {exchange.tokens:,.0f} tokens × "
         f"{exchange.nodes} {where} × {result.model.hidden_size:,} × {value} B = {exchange.dispatch_bytes / 1e6:,.1f} "
