@@ -65,6 +65,13 @@ def torchtitan_toml(model: ModelSpec, layout: Layout, layers_per_stage: tuple[in
             f'# pipeline_parallel_schedule_csv = "{csv_path}"  # to run exactly the simulated order',
         ]
     lines.append(f"pipeline_parallel_microbatch_size = {layout.microbatch_size}")
+    if layout.copies > 1:  # DualPipe: stages p..2p−1 are the same blocks again, a second copy of the model
+        layers_per_stage = layers_per_stage[: len(layers_per_stage) // layout.copies]
+        lines.append(
+            f"# {layout.family} holds {layout.copies} copies of the model, each rank a block of each: torchtitan's "
+            "pipelining builds one copy and sends stage p − 1's output on to stage p, so it cannot run this schedule; "
+            "the parts below are one copy's"
+        )
     uniform = uniform_layers_per_stage(layers_per_stage)
     if uniform is None:
         lines.append(f"module_fqns_per_model_part = {_toml_list(module_names_per_stage(layers_per_stage))}")

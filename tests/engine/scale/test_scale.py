@@ -331,6 +331,10 @@ def test_torchtitan_fragment(llama_as_trained):
     assert 'pipeline_parallel_schedule_csv = "my.csv"' in uneven
     assert '["tok_embeddings", "layers.0", "layers.1", "layers.2"]' in uneven
     assert '["layers.12", "layers.13", "layers.14", "layers.15", "norm", "output"]' in uneven
+    # DualPipe's second copy is the same blocks again: one copy's parts, and torchtitan's limit said
+    dual = torchtitan_toml(small_model(), small_layout(family="dualpipe"), (3, 5, 4, 4, 3, 5, 4, 4), "my.csv")
+    assert '["layers.12", "layers.13", "layers.14", "layers.15", "norm", "output"]' in dual
+    assert "layers.16" not in dual and "cannot run this schedule" in dual
 
 
 def test_the_split_follows_the_models_paper_unless_asked():
