@@ -92,6 +92,8 @@ def glossary_panel() -> None:
 
 
 def link_to(page_key: str, query: dict[str, str], label: str, icon: str | None = None) -> None:
-    """A link to another page of the app that opens it with ``query`` (in this session, as one history entry)."""
+    """A link to another page of the app that opens it with ``query`` (in this session, as one history entry), in
+    projector mode where this page is (a teacher following a lesson's link stays on the projected layout)."""
     page = BY_KEY[page_key]
-    st.page_link(page.path, label=label, icon=icon, query_params=query)
+    projector = projector_query(bool(st.session_state.get(PROJECTOR, False)))
+    st.page_link(page.path, label=label, icon=icon, query_params=query | projector)

@@ -118,3 +118,53 @@ def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
             assert heading.first.inner_text().startswith(f"Step {steps - 1} of {steps}")
         finally:
             browser.close()
+
+
+def _chart_title(page) -> str:
+    return page.evaluate(
+        "() => { const p = document.querySelector('.js-plotly-plot');"
+        " return p && p.layout.title ? p.layout.title.text.replaceAll('<br>', ' ') : ''; }"
+    )
+
+
+def _wait_title(page, words: str) -> None:
+    page.wait_for_function(
+        "w => { const p = document.querySelector('.js-plotly-plot');"
+        " return p && p.layout.title && p.layout.title.text.replaceAll('<br>', ' ').includes(w); }",
+        arg=words,
+        timeout=60_000,
+    )
+
+
+def test_a_lessons_own_inputs_and_try_buttons_redraw_its_chart_sentence_and_cards():
+    """Lesson 2 step 2 draws its text, inputs and buttons beside its chart (inside the chart's partial rerun): a
+    typed p, a "Try this" button and "Back to the step's values" each redraw the chart, the sentence and the card,
+    with the engine's numbers for what was set."""
+    sync_api = require_browser()
+    with serve_app() as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.goto(f"{url}/lessons?lesson=2&step=2")
+            _settled(page)
+            _wait_title(page, "4 ranks, 6 micro-batches")
+            for label, value, ranks, microbatches in (("ranks p", "8", 8, 6), ("micro-batches m", "8", 8, 8)):
+                field = page.get_by_label(label, exact=True)
+                field.fill(value)
+                field.press("Enter")
+                _settled(page)
+                _wait_title(page, f"{ranks} ranks, {microbatches} micro-batches")
+                bubble = simulate(build_schedule("gpipe", ranks, microbatches), Costs.of({"F": 1, "B": 0}))
+                shown = f"{100 * bubble.bubble_fraction:.1f}%"
+                assert shown in _visible_text(page), (label, shown)
+                card = page.locator('[data-testid="stMetric"]', has_text="Bubble fraction").first.inner_text()
+                assert card.strip().endswith(shown), (label, card)
+            page.get_by_role("button", name="2 ranks").click()
+            _settled(page)
+            _wait_title(page, "2 ranks, 8 micro-batches")
+            page.get_by_role("button", name="↺ Back to the step's values").click()
+            _settled(page)
+            _wait_title(page, "4 ranks, 6 micro-batches")
+            assert "33.3%" in _visible_text(page)
+        finally:
+            browser.close()

@@ -74,8 +74,9 @@ def test_projector_mode_fits_every_page_on_one_screen(width, height):
 
 
 def test_presenter_bar_brings_the_settings_back_and_leaves(tmp_path):
-    """The sidebar is out of the Tab order while hidden; "Settings" brings it back; "Leave projector mode" ends
-    the mode (the root font back to 16 px, the link without projector=1)."""
+    """The sidebar is out of the Tab order while hidden; a link inside a projected page keeps the mode; "Settings"
+    brings the sidebar back; "Leave projector mode" ends the mode (the root font back to 16 px, the link without
+    projector=1)."""
     sync_api = require_browser()
     with serve_app() as url, sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
@@ -89,6 +90,15 @@ def test_presenter_bar_brings_the_settings_back_and_leaves(tmp_path):
                     " w: r.width, h: r.height}; }"
                 )
                 assert not box["inSidebar"] and box["w"] > 0 and box["right"] > 0 and box["left"] < 1280, box
+            # a link inside a projected page keeps projector mode (the lesson's link to the Playground)
+            lesson, _ = open_page(browser, f"{url}/lessons?lesson=7&step=2&projector=1", 1280, 720)
+            lesson.get_by_text("Open this in the Playground").click()
+            lesson.wait_for_function("() => location.pathname === '/' && location.search.includes('dualpipev')")
+            assert "projector=1" in lesson.url, lesson.url
+            lesson.wait_for_selector(IDLE, timeout=60_000)
+            size = lesson.evaluate("() => parseFloat(getComputedStyle(document.documentElement).fontSize)")
+            assert size == 21, size
+            lesson.close()
             page.get_by_role("button", name="Settings").click()
             page.wait_for_selector("[data-testid=stSidebar] >> text=Ranks (devices), p", timeout=30_000)
             page.get_by_role("button", name="Leave projector mode").click()

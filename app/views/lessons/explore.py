@@ -11,6 +11,18 @@ from app.views.lessons.course import EXPLORE, Step
 PAGE = "ls"
 VALUES = f"{PAGE}_values"
 """Per step (lesson id, step id), the values the learner set (URL keys → text)."""
+CHANGES = f"{PAGE}_changes"
+"""How many times the learner has changed a step's values: where the inputs are drawn inside the chart's fragment
+(the step's text beside its chart), a change reruns only that fragment, which draws the configuration the page was
+built with; the fragment compares this count with the one the page was built at and reruns the whole page."""
+
+
+def changes() -> int:
+    return st.session_state.get(CHANGES, 0)
+
+
+def _changed() -> None:
+    st.session_state[CHANGES] = changes() + 1
 
 
 def widget_key(real_key, name: str) -> str:
@@ -24,6 +36,7 @@ def _number(text: str) -> float | int:
 
 def set_values(real_key, step: Step, values: dict[str, str]) -> None:
     """A try button's callback: set its values (and the explore inputs that show them)."""
+    _changed()
     mine = st.session_state.setdefault(VALUES, {}).setdefault(real_key, {})
     mine.update(values)
     for name, value in values.items():
@@ -33,12 +46,14 @@ def set_values(real_key, step: Step, values: dict[str, str]) -> None:
 
 def reset_values(real_key, step: Step) -> None:
     """Back to the step's own values."""
+    _changed()
     st.session_state.setdefault(VALUES, {}).pop(real_key, None)
     for name in step.explore:
         st.session_state.pop(widget_key(real_key, name), None)
 
 
 def explored(real_key, name: str) -> None:
+    _changed()
     value = st.session_state[widget_key(real_key, name)]
     st.session_state.setdefault(VALUES, {}).setdefault(real_key, {})[name] = str(value)
 

@@ -36,7 +36,7 @@ from app.views.lessons.course import (
     load_lessons,
     simulated,
 )
-from app.views.lessons.explore import explore_and_try, learner_values
+from app.views.lessons.explore import changes, explore_and_try, learner_values
 from app.views.lessons.runs import real_runs, show_real_results
 from app.views.navigation import link_to
 from app.views.plan.panels import pipeline_gantt
@@ -165,9 +165,14 @@ def chart_block(
         player(key, figure, name=title, summary=chart_summary(timeline, title))
         live_chart(figure, key=key)  # redrawn in place on a change, with the lab's Plotly (charts/live_chart.py)
 
+    built_at = changes()
+
     @st.fragment
     def lectured_step() -> None:
-        """A partial rerun: a lecture step (its switch, its buttons) redraws this block only, not the page."""
+        """A partial rerun: a lecture step (its switch, its buttons) redraws this block only, not the page. A
+        change of the step's values (inputs and buttons drawn here, beside the chart) redraws the whole page."""
+        if changes() != built_at:
+            st.rerun()
         chart_with_lecture(
             lecture,
             chart,
