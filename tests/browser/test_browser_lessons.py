@@ -6,6 +6,7 @@ laptop (1440 × 900) and a phone (390 × 844).
 Screenshots are saved under the test's output folder (and ``$SCREENSHOT_DIR`` when set)."""
 
 import os
+from contextlib import contextmanager
 
 import pytest
 from browser_support import CHART, IDLE, launch, require_browser, serve_app
@@ -45,47 +46,54 @@ def _visible_text(page) -> str:
     return page.locator('[data-testid="stMain"]').inner_text()
 
 
-@pytest.mark.parametrize("width, height", [(1440, 900), (390, 844)])
-def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, height):
+@contextmanager
+def _lesson(path: str, width: int, height: int):
+    """A browser page on ``path`` of a fresh server, settled."""
     sync_api = require_browser()
     with serve_app() as url, sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
-            page.goto(f"{url}/lessons?lesson=2&step=3")
-            page.wait_for_selector(IDLE, timeout=90_000)
-            page.get_by_text("8 stages, 8 micro-batches: what percentage").wait_for(timeout=60_000)
-            before = _visible_text(page)
-            assert not any(form in before for form in FORMS), before
-            assert page.locator(NO_CHART_YET).count() == 0
-            assert page.locator('[data-testid="stMetric"]').count() == 0
-            _save(page, f"lesson-2-3-before-{width}", tmp_path)
-
-            _answer(page, "30")  # wrong: the hint, and still no answer
-            page.get_by_text("Not quite. Hint:").wait_for(timeout=30_000)
-            after_wrong = _visible_text(page)
-            assert "(p − 1) / (m + p − 1) with p = 8 and m = 8" in after_wrong
-            assert not any(form in after_wrong for form in FORMS), after_wrong
-            assert page.locator(NO_CHART_YET).count() == 0
-            _save(page, f"lesson-2-3-wrong-{width}", tmp_path)
-
-            _answer(page, f"{100 * ANSWER:.1f}")  # right: the answer, the cards, the chart
-            page.get_by_text("Right: the engine says").wait_for(timeout=30_000)
-            page.wait_for_selector(CHART, timeout=60_000)
-            after_right = _visible_text(page)
-            assert f"{100 * ANSWER:.1f}%" in after_right and "7/15" in after_right
-            card = page.locator('[data-testid="stMetric"]', has_text="Bubble fraction").first.inner_text()
-            assert card.strip().endswith(f"{100 * ANSWER:.1f}%")
-            outlined = page.evaluate(
-                "() => { const gd = document.querySelector('.js-plotly-plot');"
-                " const idle = gd.data.find(t => t.legendgroup === 'idle');"
-                " return idle && idle.marker.line.width; }"
-            )
-            assert outlined >= 2  # the bubble the question was about, outlined
-            page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
-            _save(page, f"lesson-2-3-right-{width}", tmp_path)
+            page.goto(f"{url}{path}")
+            _settled(page)
+            yield page
         finally:
             browser.close()
+
+
+@pytest.mark.parametrize("width, height", [(1440, 900), (390, 844)])
+def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, height):
+    with _lesson("/lessons?lesson=2&step=3", width, height) as page:
+        page.get_by_text("8 stages, 8 micro-batches: what percentage").wait_for(timeout=60_000)
+        before = _visible_text(page)
+        assert not any(form in before for form in FORMS), before
+        assert page.locator(NO_CHART_YET).count() == 0
+        assert page.locator('[data-testid="stMetric"]').count() == 0
+        _save(page, f"lesson-2-3-before-{width}", tmp_path)
+
+        _answer(page, "30")  # wrong: the hint, and still no answer
+        page.get_by_text("Not quite. Hint:").wait_for(timeout=30_000)
+        after_wrong = _visible_text(page)
+        assert "(p − 1) / (m + p − 1) with p = 8 and m = 8" in after_wrong
+        assert not any(form in after_wrong for form in FORMS), after_wrong
+        assert page.locator(NO_CHART_YET).count() == 0
+        _save(page, f"lesson-2-3-wrong-{width}", tmp_path)
+
+        _answer(page, f"{100 * ANSWER:.1f}")  # right: the answer, the cards, the chart
+        page.get_by_text("Right: the engine says").wait_for(timeout=30_000)
+        page.wait_for_selector(CHART, timeout=60_000)
+        after_right = _visible_text(page)
+        assert f"{100 * ANSWER:.1f}%" in after_right and "7/15" in after_right
+        card = page.locator('[data-testid="stMetric"]', has_text="Bubble fraction").first.inner_text()
+        assert card.strip().endswith(f"{100 * ANSWER:.1f}%")
+        outlined = page.evaluate(
+            "() => { const gd = document.querySelector('.js-plotly-plot');"
+            " const idle = gd.data.find(t => t.legendgroup === 'idle');"
+            " return idle && idle.marker.line.width; }"
+        )
+        assert outlined >= 2  # the bubble the question was about, outlined
+        page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+        _save(page, f"lesson-2-3-right-{width}", tmp_path)
 
 
 def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
@@ -94,37 +102,22 @@ def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
     from app.views.lessons.course import load_lessons
 
     steps = len(next(lesson for lesson in load_lessons() if lesson.number == 2).steps)
-    sync_api = require_browser()
-    with serve_app() as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1920, "height": 1080})
-            page.goto(f"{url}/lessons?lesson=2&step=1")
+    with _lesson("/lessons?lesson=2&step=1", 1920, 1080) as page:
+        heading = page.locator('[data-testid="stHeading"]', has_text="Step ")
+        seen = [heading.first.inner_text()]
+        for _ in range(400):  # events and steps; a lecture has tens of events
+            if seen[-1].startswith(f"Step {steps} of {steps}"):
+                break
+            page.keyboard.press("PageDown")
             _settled(page)
-            heading = page.locator('[data-testid="stHeading"]', has_text="Step ")
-            seen = [heading.first.inner_text()]
-            for _ in range(400):  # events and steps; a lecture has tens of events
-                if seen[-1].startswith(f"Step {steps} of {steps}"):
-                    break
-                page.keyboard.press("PageDown")
-                _settled(page)
-                seen.append(heading.first.inner_text())
-            assert seen[-1].startswith(f"Step {steps} of {steps}"), seen[-3:]
-            assert [f"Step {k} of {steps}" for k in range(1, steps + 1)] == sorted(
-                {text.split(":")[0] for text in seen}, key=lambda text: int(text.split()[1])
-            )
-            page.keyboard.press("PageUp")
-            _settled(page)
-            assert heading.first.inner_text().startswith(f"Step {steps - 1} of {steps}")
-        finally:
-            browser.close()
-
-
-def _chart_title(page) -> str:
-    return page.evaluate(
-        "() => { const p = document.querySelector('.js-plotly-plot');"
-        " return p && p.layout.title ? p.layout.title.text.replaceAll('<br>', ' ') : ''; }"
-    )
+            seen.append(heading.first.inner_text())
+        assert seen[-1].startswith(f"Step {steps} of {steps}"), seen[-3:]
+        assert [f"Step {k} of {steps}" for k in range(1, steps + 1)] == sorted(
+            {text.split(":")[0] for text in seen}, key=lambda text: int(text.split()[1])
+        )
+        page.keyboard.press("PageUp")
+        _settled(page)
+        assert heading.first.inner_text().startswith(f"Step {steps - 1} of {steps}")
 
 
 def _wait_title(page, words: str) -> None:
@@ -140,31 +133,23 @@ def test_a_lessons_own_inputs_and_try_buttons_redraw_its_chart_sentence_and_card
     """Lesson 2 step 2 draws its text, inputs and buttons beside its chart (inside the chart's partial rerun): a
     typed p, a "Try this" button and "Back to the step's values" each redraw the chart, the sentence and the card,
     with the engine's numbers for what was set."""
-    sync_api = require_browser()
-    with serve_app() as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
-            page.goto(f"{url}/lessons?lesson=2&step=2")
+    with _lesson("/lessons?lesson=2&step=2", 1440, 900) as page:
+        _wait_title(page, "4 ranks, 6 micro-batches")
+        for label, value, ranks, microbatches in (("ranks p", "8", 8, 6), ("micro-batches m", "8", 8, 8)):
+            field = page.get_by_label(label, exact=True)
+            field.fill(value)
+            field.press("Enter")
             _settled(page)
-            _wait_title(page, "4 ranks, 6 micro-batches")
-            for label, value, ranks, microbatches in (("ranks p", "8", 8, 6), ("micro-batches m", "8", 8, 8)):
-                field = page.get_by_label(label, exact=True)
-                field.fill(value)
-                field.press("Enter")
-                _settled(page)
-                _wait_title(page, f"{ranks} ranks, {microbatches} micro-batches")
-                bubble = simulate(build_schedule("gpipe", ranks, microbatches), Costs.of({"F": 1, "B": 0}))
-                shown = f"{100 * bubble.bubble_fraction:.1f}%"
-                assert shown in _visible_text(page), (label, shown)
-                card = page.locator('[data-testid="stMetric"]', has_text="Bubble fraction").first.inner_text()
-                assert card.strip().endswith(shown), (label, card)
-            page.get_by_role("button", name="2 ranks").click()
-            _settled(page)
-            _wait_title(page, "2 ranks, 8 micro-batches")
-            page.get_by_role("button", name="↺ Back to the step's values").click()
-            _settled(page)
-            _wait_title(page, "4 ranks, 6 micro-batches")
-            assert "33.3%" in _visible_text(page)
-        finally:
-            browser.close()
+            _wait_title(page, f"{ranks} ranks, {microbatches} micro-batches")
+            bubble = simulate(build_schedule("gpipe", ranks, microbatches), Costs.of({"F": 1, "B": 0}))
+            shown = f"{100 * bubble.bubble_fraction:.1f}%"
+            assert shown in _visible_text(page), (label, shown)
+            card = page.locator('[data-testid="stMetric"]', has_text="Bubble fraction").first.inner_text()
+            assert card.strip().endswith(shown), (label, card)
+        page.get_by_role("button", name="2 ranks").click()
+        _settled(page)
+        _wait_title(page, "2 ranks, 8 micro-batches")
+        page.get_by_role("button", name="↺ Back to the step's values").click()
+        _settled(page)
+        _wait_title(page, "4 ranks, 6 micro-batches")
+        assert "33.3%" in _visible_text(page)
