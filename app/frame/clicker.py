@@ -1,45 +1,137 @@
-"""A presentation clicker drives the lab: PageDown and → press the page's "Next event ▶" (lecture mode) or, when
-there is none or it is at its last event, "Next step ▶" (a lesson); PageUp and ← go back the same way.
-Keys typed into a text box, a number, a slider or a list are theirs, and keys with a modifier are the browser's;
-a switch or a checkbox keeps none (after turning lecture mode on, PageDown steps its events).
+"""A presentation clicker drives the lab as a deck with builds. PageDown (or →) does the next of these that the page
+offers: lecture mode's "Next event ▶"; on an unanswered lesson question, "Show me" — the reveal, with the answer's
+feedback brought to the top of the screen; the next screenful of a step taller than the screen; "Next step ▶" (a
+new step opens at its top). PageUp (or ←) mirrors it: "◀ Previous event", the screenful above, "◀ Previous step".
+Where lecture mode runs on a page with no steps (the Playground), a press past its last event keeps the chart where
+it is rather than scrolling it away.
+
+Keys typed into a text area, a list or a slider are theirs, and keys with a modifier are the browser's. A one-line
+box (a number, a text) keeps its arrows and Enter but not PageDown and PageUp, which mean nothing there; Enter in a
+lesson's answer box also checks the answer and lets go of the focus, so the clicker moves on. A chosen option keeps
+↑ and ↓ (another answer) but not ← and →. A switch or a checkbox keeps no keys (after turning lecture mode on,
+PageDown steps its events). The script listens before the page's own controls do (the capture phase), so a key it
+acts on reaches no control as well.
 
 A script in the page's own document (``st.html`` with JavaScript allowed), registered once per browser tab; it
 finds the buttons by their visible names, so it acts on whatever page shows them."""
 
-NEXT = ("Next event ▶", "Next step ▶")
-PREVIOUS = ("◀ Previous event", "◀ Previous step")
+import json
+
+NEXT_EVENT, PREVIOUS_EVENT = "Next event ▶", "◀ Previous event"
+"""Lecture mode's buttons (``app/lecture/deck.py`` names its buttons from here)."""
+NEXT_STEP, PREVIOUS_STEP = "Next step ▶", "◀ Previous step"
+REVEAL, CHECK = "Show me", "Check"
+ANSWER_LABEL = "Your answer"
+"""A lesson's step buttons, its question's buttons and its answer box (``app/views/lessons/page.py``)."""
+FEEDBACK = ("The engine says", "Right: the engine says")
+"""How the revealed answer's feedback begins (``app/views/lessons/page.py``)."""
+BAR_PX = 64
+"""Room left above a revealed answer for the presenter's bar fixed at the top of a projected page."""
+SCREENFUL = 0.8
+"""A build scrolls this share of the screen, so the last lines of one screen open the next."""
 
 _SCRIPT = """
 (() => {
   if (window.__pplabClicker) return;
   window.__pplabClicker = true;
-  const NEXT = %(next)s, PREVIOUS = %(previous)s;
-  const ROLES = ['slider', 'combobox', 'listbox', 'spinbutton', 'textbox', 'option'];
-  // a switch or a checkbox just pressed (lecture mode's) keeps no keys: PageDown steps, as after any button
-  const PRESSED = ['checkbox', 'radio', 'button', 'submit', 'reset'];
-  const typing = (el) => el && (el.isContentEditable || /^(TEXTAREA|SELECT)$/.test(el.tagName)
-    || (el.tagName === 'INPUT' && !PRESSED.includes(el.type))
-    || ROLES.includes(el.getAttribute && el.getAttribute('role')));
-  const press = (names) => {
-    const buttons = [...document.querySelectorAll('button')];
-    for (const name of names) {
-      const button = buttons.find((b) => b.innerText.trim() === name && !b.disabled);
-      if (button) { button.click(); return true; }
-    }
+  const NAMES = %(names)s;
+  const ALL_KEYS = ['slider', 'combobox', 'listbox', 'option'];
+  const ONE_LINE = ['spinbutton', 'textbox'];
+  const PRESSED = ['checkbox', 'button', 'submit', 'reset'];
+  const role = (el) => (el && el.getAttribute && el.getAttribute('role')) || '';
+  // which keys the focused control keeps for itself (see the module's docstring)
+  const keeps = (el, key) => {
+    if (!el || el === document.body) return false;
+    if (el.isContentEditable || /^(TEXTAREA|SELECT)$/.test(el.tagName) || ALL_KEYS.includes(role(el))) return true;
+    if (el.tagName === 'INPUT' && el.type === 'radio') return key === 'ArrowUp' || key === 'ArrowDown';
+    if ((el.tagName === 'INPUT' && !PRESSED.includes(el.type)) || ONE_LINE.includes(role(el)))
+      return key !== 'PageDown' && key !== 'PageUp';
     return false;
   };
+  const button = (name) => [...document.querySelectorAll('button')]
+    .find((b) => b.innerText.trim() === name && !b.disabled);
+  const shown = (name) => [...document.querySelectorAll('button')].some((b) => b.innerText.trim() === name);
+  const main = () => document.querySelector('[data-testid="stMain"]');
+  const idle = () => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]');
+  // once the rerun a press started has finished and `ready()` holds, `then()` (given up after 15 s)
+  const after = (ready, then) => {
+    const started = Date.now();
+    const timer = setInterval(() => {
+      const waited = Date.now() - started;
+      if (waited > 300 && idle() && ready()) { clearInterval(timer); then(); }
+      else if (waited > 15000) clearInterval(timer);
+    }, 100);
+  };
+  const feedback = () => [...document.querySelectorAll('[data-testid="stAlert"]')]
+    .find((a) => NAMES.feedback.some((words) => a.innerText.trim().startsWith(words)));
+  const screenful = (direction) => {
+    const m = main();
+    if (!m) return false;
+    const room = direction > 0 ? m.scrollHeight - m.clientHeight - m.scrollTop : m.scrollTop;
+    if (room <= 8) return false;
+    m.scrollBy({ top: direction * Math.round(m.clientHeight * NAMES.screenful), behavior: 'instant' });
+    return true;
+  };
+  const toTop = () => after(() => true, () => { const m = main(); if (m) m.scrollTop = 0; });
+  const forward = () => {
+    let b;
+    if ((b = button(NAMES.nextEvent))) { b.click(); return true; }
+    if ((b = button(NAMES.reveal))) {
+      b.click();
+      after(feedback, () => {  // the feedback at the top, under the presenter's bar, the chart after it
+        feedback().scrollIntoView({ block: 'start' });
+        const m = main();
+        if (m) m.scrollBy({ top: -NAMES.barPx, behavior: 'instant' });
+      });
+      return true;
+    }
+    if (!shown(NAMES.nextStep) && shown(NAMES.nextEvent)) return true;  // the lecture's end: keep the chart
+    if (screenful(1)) return true;
+    if ((b = button(NAMES.nextStep))) { b.click(); toTop(); return true; }
+    return false;
+  };
+  const back = () => {
+    let b;
+    if ((b = button(NAMES.previousEvent))) { b.click(); return true; }
+    if (screenful(-1)) return true;
+    if ((b = button(NAMES.previousStep))) { b.click(); toTop(); return true; }
+    return false;
+  };
+  const answerBox = (el) => {
+    const box = el && el.closest && el.closest('[data-testid="stNumberInput"]');
+    return !!box && box.innerText.trim().startsWith(NAMES.answer);
+  };
   document.addEventListener('keydown', (event) => {
-    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || typing(document.activeElement)) return;
-    const forward = event.key === 'PageDown' || event.key === 'ArrowRight';
-    const back = event.key === 'PageUp' || event.key === 'ArrowLeft';
-    if ((forward || back) && press(forward ? NEXT : PREVIOUS)) event.preventDefault();
-  });
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    const focused = document.activeElement;
+    if (event.key === 'Enter' && answerBox(focused)) {  // the box takes the number; then the answer is checked
+      after(() => button(NAMES.check), () => { button(NAMES.check).click(); focused.blur(); });
+      return;
+    }
+    if (keeps(focused, event.key)) return;
+    const ahead = event.key === 'PageDown' || event.key === 'ArrowRight';
+    const behind = event.key === 'PageUp' || event.key === 'ArrowLeft';
+    if ((ahead || behind) && (ahead ? forward() : back())) {
+      event.preventDefault();
+      event.stopPropagation();
+    }
+  }, true);
 })();
 """
 
 
 def clicker_script() -> str:
     """The ``<script>`` element to put in the page once per run."""
-    import json
-
-    return "<script>" + _SCRIPT % {"next": json.dumps(NEXT), "previous": json.dumps(PREVIOUS)} + "</script>"
+    names = {
+        "nextEvent": NEXT_EVENT,
+        "previousEvent": PREVIOUS_EVENT,
+        "nextStep": NEXT_STEP,
+        "previousStep": PREVIOUS_STEP,
+        "reveal": REVEAL,
+        "check": CHECK,
+        "answer": ANSWER_LABEL,
+        "feedback": FEEDBACK,
+        "screenful": SCREENFUL,
+        "barPx": BAR_PX,
+    }
+    return "<script>" + _SCRIPT % {"names": json.dumps(names)} + "</script>"

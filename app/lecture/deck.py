@@ -17,13 +17,14 @@ import json
 import numpy as np
 
 from app.charts.playback import HIGHLIGHT_LIMIT, shapes_at, slot_rows
+from app.frame.clicker import NEXT_EVENT, PREVIOUS_EVENT
 from engine.narrate import Event, Narration
 
 DECK_EVENTS = 400
 """Up to this many events, lecture mode steps in the browser (the page carries about 1 KB an event)."""
 NARRATED_RANKS = 16
 """Lecture mode tells this many ranks' states; the rest are counted."""
-NEXT, PREVIOUS, RESTART = "Next event ▶", "◀ Previous event", "Start over"
+NEXT, PREVIOUS, RESTART = NEXT_EVENT, PREVIOUS_EVENT, "Start over"
 
 
 def headline_text(event: Event, count: int) -> tuple[str, str]:

@@ -153,3 +153,56 @@ def test_a_lessons_own_inputs_and_try_buttons_redraw_its_chart_sentence_and_card
         _settled(page)
         _wait_title(page, "4 ranks, 6 micro-batches")
         assert "33.3%" in _visible_text(page)
+
+
+def _step_heading(page) -> str:
+    return page.locator('[data-testid="stHeading"]', has_text="Step ").first.inner_text()
+
+
+def _feedback_top(page, words: str) -> float:
+    alert = page.locator('[data-testid="stAlert"]', has_text=words).first
+    alert.wait_for(timeout=60_000)
+    page.wait_for_timeout(800)  # the clicker scrolls once the rerun has finished
+    return alert.bounding_box()["y"]
+
+
+def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on():
+    """1280 × 720, projector mode, keys only after a choice: PageDown on an unanswered question reveals its answer
+    at the top of the screen; further presses move on to the next step; → after choosing an option reveals
+    rather than changing the choice; Enter in the answer box checks the answer and lets the clicker go on."""
+    with _lesson("/lessons?lesson=2&step=3&projector=1", 1280, 720) as page:
+        page.get_by_role("button", name="Show me").wait_for(timeout=60_000)  # the page has drawn its question
+        page.keyboard.press("PageDown")
+        assert 0 <= _feedback_top(page, "The engine says") < 360  # on screen, below the presenter's bar
+        assert _step_heading(page).startswith("Step 3")
+        for _ in range(12):  # the revealed chart's screenfuls, then the next step
+            page.keyboard.press("PageDown")
+            _settled(page)
+            if _step_heading(page).startswith("Step 4"):
+                break
+        assert _step_heading(page).startswith("Step 4")
+        first = page.locator('[data-testid="stMain"] [data-testid="stRadioOption"]').first
+        first.wait_for(timeout=60_000)
+        first.click()  # the class's answer, chosen
+        _settled(page)
+        page.keyboard.press("ArrowRight")
+        assert 0 <= _feedback_top(page, "engine says") < 360
+        chosen = page.locator('[data-testid="stMain"] [data-testid="stRadio"] input').first
+        assert chosen.is_checked()  # the choice stayed
+
+        answer = simulate(build_schedule("gpipe", 8, 8), Costs.of({"F": 1, "B": 2})).bubble_fraction
+        fresh = page.context.browser.new_page(viewport={"width": 1280, "height": 720})
+        fresh.goto(page.url.split("/lessons")[0] + "/lessons?lesson=2&step=3&projector=1")
+        _settled(fresh)
+        fresh.get_by_role("button", name="Show me").wait_for(timeout=60_000)
+        field = fresh.locator('[data-testid="stNumberInput"] input').first
+        field.fill(f"{100 * answer:.1f}")
+        field.press("Enter")  # no Check pressed
+        fresh.get_by_text("Right: the engine says").wait_for(timeout=30_000)
+        assert fresh.evaluate("() => document.activeElement.tagName") != "INPUT"
+        for _ in range(12):
+            fresh.keyboard.press("PageDown")
+            _settled(fresh)
+            if _step_heading(fresh).startswith("Step 4"):
+                break
+        assert _step_heading(fresh).startswith("Step 4")

@@ -15,6 +15,7 @@ from app.charts.plan import memory_figure
 from app.charts.player import player
 from app.elements.live_chart import live_chart
 from app.frame import state
+from app.frame.clicker import ANSWER_LABEL, CHECK, FEEDBACK, NEXT_STEP, PREVIOUS_STEP, REVEAL
 from app.frame.engine_calls import planned
 from app.frame.lab_settings import LabSettings
 from app.frame.projector import projector_query, projector_toggle
@@ -225,15 +226,15 @@ def question(step: Step, real_key, results: dict | None) -> None:
     key = answer_key(real_key)
     if asked.kind == "choice":
         labels = [label for label, _ in asked.options] + ([asked.tie] if asked.tie else [])
-        given: str | float | None = st.radio("Your answer", labels, key=key, index=None)
+        given: str | float | None = st.radio(ANSWER_LABEL, labels, key=key, index=None)
     else:
         given = st.number_input(
-            "Your answer" + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%.2f"
+            ANSWER_LABEL + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%.2f"
         )
     done = revealed(step, real_key)
     buttons = st.columns([1, 1, 5], gap="small")
     buttons[0].button(
-        "Check",
+        CHECK,
         key=f"{PAGE}_check_{real_key[0]}_{real_key[1]}",
         type="primary",
         disabled=given is None,
@@ -241,7 +242,7 @@ def question(step: Step, real_key, results: dict | None) -> None:
         args=(step, real_key),
     )
     buttons[1].button(
-        "Show me",
+        REVEAL,
         key=f"{PAGE}_show_{real_key[0]}_{real_key[1]}",
         disabled=done,
         on_click=show_me,
@@ -251,9 +252,9 @@ def question(step: Step, real_key, results: dict | None) -> None:
     outcome = st.session_state.get(OUTCOMES, {}).get(real_key)
     explanation = render(asked.explanation, step, results)
     if outcome is not None and outcome[0] is True:
-        st.success(f"Right: the engine says: {outcome[1]}. {explanation}")
+        st.success(f"{FEEDBACK[1]}: {outcome[1]}. {explanation}")
     elif done:
-        st.info(f"The engine says: {check_answer(asked, step, None)[1]}. {explanation}")
+        st.info(f"{FEEDBACK[0]}: {check_answer(asked, step, None)[1]}. {explanation}")
     elif outcome is not None:
         st.error(f"Not quite. Hint: {render(asked.hint, step)} Try again, or press **Show me**.")
 
@@ -271,11 +272,9 @@ def step_buttons(by_number: dict[int, Lesson], lesson: Lesson, index: int) -> No
         else ((lesson.number + 1, 0) if lesson.number < max(by_number) else None)
     )
     previous, _, following = st.columns([1, 4, 1])
-    previous.button(
-        "◀ Previous step", key=f"{PAGE}_previous", disabled=before is None, on_click=go, args=before or (1, 0)
-    )
+    previous.button(PREVIOUS_STEP, key=f"{PAGE}_previous", disabled=before is None, on_click=go, args=before or (1, 0))
     following.button(
-        "Next step ▶", key=f"{PAGE}_next", type="primary", disabled=after is None, on_click=go, args=after or (1, 0)
+        NEXT_STEP, key=f"{PAGE}_next", type="primary", disabled=after is None, on_click=go, args=after or (1, 0)
     )
 
 
