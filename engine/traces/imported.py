@@ -35,7 +35,9 @@ from .clocks import common_clock
 from .evidence import few, refuse_broken_order, refuse_unless_pipeline
 from .inferred import inferred_rank_step, keeps_autograd
 from .loading import keeps_pattern, read_all
+from .missing import refuse_missing_neighbours
 from .names import compile_pattern, read_label
+from .notes import step_notes
 from .profiled_steps import steps_to_read
 from .reading import KeptBudget, RankTrace, TraceError, keeps, read_rank_trace
 from .step_timeline import measured_timeline, schedule_of
@@ -229,11 +231,12 @@ def _pipeline(traces: list[RankTrace], pattern, budget: KeptBudget, options: Imp
 def _one_step(by_rank, step, windows, pattern, budget, reread, options, offsets, group) -> ImportedRun:
     """Steps 4 to 6 for one profiled step."""
     steps, inferred = _rank_steps(by_rank, windows, pattern, budget, step, reread)
-    origins, estimated, applied = common_clock(by_rank, steps, offsets)
+    refuse_missing_neighbours(steps, inferred, group)
+    origins, estimated, applied = common_clock(by_rank, steps, offsets, must_bound=inferred)
     schedule = schedule_of(steps, name=_name(options.expected))
-    gpu = any(trace.has_gpu for trace in by_rank.values())
+    gpu = any(trace.has_gpu for trace in by_rank.values()) and not inferred  # inferred hands are CPU ops' times
     timeline, compute_ms, transfer_ms = measured_timeline(schedule, steps, origins, gpu)
-    notes = _notes(by_rank, steps, inferred, estimated, applied)
+    notes = step_notes(by_rank, steps, inferred, estimated, applied, offsets is not None)
     if group is not None:
         notes = (
             f"a pipeline group of a larger job: ranks {', '.join(map(str, group))} of {by_rank[0].world_size}, "
@@ -364,38 +367,6 @@ def _forwards_and_backwards_pair(step: RankStep) -> bool:
     """Inference found a forward for every backward (and at least one): the bursts were a pipeline's."""
     kinds = [str(action.slot)[len(str(step.rank)) :][:1] for action in step.actions]
     return kinds.count("F") > 0 and kinds.count("F") == kinds.count("B")
-
-
-def _notes(by_rank, steps, inferred, estimated, applied) -> tuple[str, ...]:
-    notes = []
-    if inferred:
-        notes.append(
-            "inferred: these traces label no pipeline action (PyTorch's Schedule1F1B, DeepSpeed and Megatron-Core "
-            "write none); each action was read from its autograd events, in micro-batch order, on the evidence of "
-            "sends and receives between the ranks"
-        )
-    if any(t.has_gpu for t in by_rank.values()) and inferred:
-        notes.append(
-            "GPU trace read without labels: each inferred action is timed by the kernels its autograd ops launched "
-            "(matched by their launches' correlation ids), on the GPU's clock"
-        )
-        notes.extend(note for step in steps.values() for note in step.notes)
-    elif any(t.has_gpu for t in by_rank.values()):
-        notes.append("GPU trace: each action is timed by its kernels on the compute stream; NCCL kernels are transfers")
-    if applied:
-        said = ", ".join(f"rank {rank} {offset:+.3f} ms" for rank, offset in sorted(applied.items()))
-        notes.append(f"clock offsets applied (the traces' clocks disagree: a receive ended before its send): {said}")
-    elif estimated:
-        said = ", ".join(f"rank {rank} {offset:+.3f} ms" for rank, offset in sorted(estimated.items()))
-        notes.append(f"clocks agree (one host); offsets estimated from the hand-offs, not applied: {said}")
-    sharding = sum(step.sharding for step in steps.values())
-    if sharding:
-        notes.append(
-            f"{sharding} UNSHARD/RESHARD/REDUCE_GRAD actions of the schedule read and not drawn (PyTorch's runtime "
-            "lists them for FSDP; without FSDP they do nothing)"
-        )
-    notes.append("activation memory is not in a profiler trace of this kind: the memory columns are 0")
-    return tuple(notes)
 
 
 def _name(expected: str | None) -> str:

@@ -22,6 +22,8 @@ LAUNCHES = (
 )  # fmt: skip
 """The runtime calls that launch a kernel: Kineto gives each the ``correlation`` its kernel carries."""
 COMMUNICATION_PREFIXES = ("c10d::", "gloo:", "nccl:")
+SEND_OPS = ("c10d::send", "gloo:send", "nccl:send")
+"""A point-to-point send: the c10d op on the calling thread, and its backend's span (gloo's on a worker thread)."""
 ARRIVAL_SLACK_US = 50.0
 """A receive that ends this soon after an action's first op still fed it (the op may start as it returns)."""
 
@@ -87,6 +89,7 @@ def inferred_rank_step(trace: RankTrace, rank: int, window: tuple[float, float])
             actions.append(TimedAction(Action(rank, Kind.F, microbatch), start, start, end, inferred=True))
         start, end = burst[0].start, max(e.end for e in burst)
         actions.append(TimedAction(Action(rank, Kind.B, microbatch), start, start, end, inferred=True))
+    sends = _sends(events, actions)  # on the CPU ops' times, as the send ops are: before any GPU re-timing
     notes: tuple[str, ...] = ()
     if trace.has_gpu:  # each action's time is its kernels', found through its ops' launches
         actions, on_cpu = _on_the_gpu(actions, backward_bursts, forward_ops, trace.events)
@@ -94,7 +97,7 @@ def inferred_rank_step(trace: RankTrace, rank: int, window: tuple[float, float])
             notes = (f"rank {rank}: {on_cpu} of {len(actions)} inferred actions launched no kernel we could match; "
                      "they keep their CPU time",)  # fmt: skip
     actions.sort(key=lambda action: action.start)
-    return RankStep(rank, tuple(actions), receives=_receives(events, actions, rank), notes=notes)
+    return RankStep(rank, tuple(actions), sends=sends, receives=_receives(events, actions, rank), notes=notes)
 
 
 def _on_the_gpu(
@@ -161,4 +164,23 @@ def _receives(events: list[Event], actions: list[TimedAction], rank: int) -> tup
             direction = "F" if action.slot.kind is Kind.F else "B"
             found.append(Hand(action.slot.stage, direction, action.slot.microbatch, last.start, last.end))
         previous_end = action.end
+    return tuple(found)
+
+
+def _sends(events: list[Event], actions: list[TimedAction]) -> tuple[Hand, ...]:
+    """Each action's output, where one left between its end and the next action's start: the first send op
+    there (a forward's activation to the next stage, a backward's gradient to the previous one). Its start is the
+    earliest the data can have left, which is what the clocks need (``engine.traces.clocks``: a receive cannot
+    end before its send began). Sends before the first action are not an action's (PyTorch's first step
+    exchanges shapes there)."""
+    sends = [e for e in events if e.name in SEND_OPS]
+    ordered = sorted(actions, key=lambda action: action.start)
+    found = []
+    for action, after in zip(ordered, ordered[1:] + [None], strict=True):
+        until = float("inf") if after is None else after.start
+        left = [e for e in sends if action.end <= e.start <= until]
+        if left and isinstance(action.slot, Action):
+            first = min(left, key=lambda e: e.start)
+            direction = "F" if action.slot.kind is Kind.F else "B"
+            found.append(Hand(action.slot.stage, direction, action.slot.microbatch, first.start, first.end))
     return tuple(found)
