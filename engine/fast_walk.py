@@ -1,4 +1,4 @@
-"""The simulator's walk (``engine.dependencies.walk``) compiled to machine code with Numba: the same algorithm, the
+"""The simulator's walk (``engine.walk.walk``) compiled to machine code with Numba: the same algorithm, the
 same visiting order, the same floating-point operations in the same order, so the same starts and ends to the
 last bit — about a hundred times faster than the Python loop (``benchmarks/simulate.py`` measures it against
 PyTorch's dry-run).
@@ -6,7 +6,7 @@ PyTorch's dry-run).
 The walk: each rank runs its list in order; a slot starts at max(rank free, every input arrived). Ranks wait in a
 FIFO queue; a rank that needs a product not yet made is parked on that product's list and queued again, in the
 order it was parked, when the product is made. Without Numba (or on a deadlock, whose message the Python walk
-writes), ``dependencies.walk`` runs its own loop.
+writes), ``walk.walk`` runs its own loop.
 
 Loading Numba costs a process 0.4–0.8 s once (its import, then its compiler's set-up to load the machine code
 this file caches beside itself, ``cache=True``), while the Python walk takes about 2 µs a slot: a process that walks

@@ -1,6 +1,6 @@
 """Transfers that occupy their link: the simulator's second model of communication.
 
-By default (``engine.dependencies.walk``) a product made on another rank arrives ``comm`` after its producer
+By default (``engine.walk.walk``) a product made on another rank arrives ``comm`` after its producer
 ends, however many others cross the same link at once — a pure delay. Here each direction between two ranks
 carries one transfer at a time, in the order the products were made: a transfer departs at
 max(producer end, the link's previous arrival) and arrives ``comm`` later. Schedules that send bursts over one

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .costs import COST_OF_KIND, PAIR_KEY, Costs
-from .dependencies import CompiledSchedule, compiled, walk
+from .dependencies import CompiledSchedule, compiled
 from .ir import Kind, Schedule
 from .links import walk_on_links
 from .timeline import Timeline
 from .validation import check_structure
+from .walk import walk
 
 RECOMPUTING = (Kind.B, Kind.I)
 """The kinds that, with recomputation, first re-run their forward (the backward passes that need activations)."""

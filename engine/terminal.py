@@ -16,6 +16,7 @@ import math
 import os
 import sys
 
+from .chrome_trace import chrome_trace
 from .codecs import CONTROL_CHARACTERS, escaped
 from .files import QUOTE_LIMIT, check_output, output_file, quoted
 
@@ -149,4 +150,4 @@ def check_trace_output(path: str | None, inputs: tuple[str, ...] = ()) -> None:
 def write_trace(timeline, path: str, inputs: tuple[str, ...] = ()) -> None:
     """``timeline`` as a Chrome/Perfetto trace at ``path`` (written whole or not at all, never over an input)."""
     with output_file(path, inputs=inputs, what="trace") as handle:
-        json.dump(timeline.to_chrome_trace(), handle)
+        json.dump(chrome_trace(timeline), handle)

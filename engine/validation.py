@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dependencies import CompiledSchedule, ScheduleError, compiled, execution_order
+from .dependencies import CompiledSchedule, ScheduleError, compiled
 from .ir import Action, Kind, Schedule
+from .walk import execution_order
 
 __all__ = ["ScheduleError", "check_structure", "validate"]
 

@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from ..dependencies import CompiledSchedule, compiled, execution_order
+from ..dependencies import CompiledSchedule, compiled
 from ..ir import Schedule, all_actions
 from ..limits import whole_number
 from ..model_config import ModelConfig, partition
 from ..pytorch_csv import read_csv
 from ..schedules import build_schedule
 from ..validation import validate
+from ..walk import execution_order
 from .clocks import CLOCK_CHOICES, INSTRUCTIONS
 from .interference import ESTIMATORS
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..dependencies import CompiledSchedule, walk
+from ..dependencies import CompiledSchedule
+from ..walk import walk
 from .clocks import CLOCKS, INSTRUCTIONS, THREAD_CPU
 from .config import RunConfig
 from .devices import choose_devices, device_label

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..costs import Costs, Durations, resolved
+from ..costs import Costs, Durations
 from ..ir import Schedule
 from ..schedules import FAMILIES, build_schedule
 from ..simulator import simulate
@@ -27,7 +27,6 @@ from ..timeline import Timeline
 from .costs import (
     StageCosts,
     Transfer,
-    moe_layers_per_stage,
     pipeline_transfer,
     stage_costs,
     step_flops,
@@ -39,18 +38,15 @@ from .hardware import GpuSpec, gpu_named
 from .layers import layer_operations
 from .layout import Layout
 from .memory import (
-    ModelStateBytes,
-    peak_activation_bytes,
     rank_parameters,
-    stage_activation_bytes,
     stage_expert_parameters,
-    stage_gpu_expert_parameters,
     stage_gpu_parameters,
     stage_parameters,
 )
 from .model_presets import model_named
-from .models import ModelSpec, narayanan_flops, narayanan_parameters
+from .models import ModelSpec
 from .operations import CATEGORIES, kept_tensors
+from .plan_parts import closed_forms, expert_comm_per_stage, measured_rows, plan_notes, rank_experts, rank_memory
 from .presets import layout_preset_named
 from .records import AllReduce, FamilyComparison, RankMemory, Shortfall, StepEnd
 from .summary import plan_summary
@@ -261,16 +257,16 @@ def plan(
     layers = layout.layers_per_stage(model)
     schedule = build_schedule(layout.family, layout.pipeline_parallel, layout.num_microbatches, layout.chunks)
     exchange = all_to_all(model, gpu, layout)
-    expert_comm = _expert_comm_per_stage(model, layout, layers, exchange)
+    expert_comm = expert_comm_per_stage(model, layout, layers, exchange)
 
     # time: the stages' F, I, W in seconds, each hop's transfer, one pipeline simulated
     costs_per_stage = stage_costs(model, compute_gpu(gpu, layout, exchange), layout, layers)
-    measured_rows = None if measured is None else _measured_rows(measured, len(layers))
+    given = None if measured is None else measured_rows(measured, len(layers))
     transfer = pipeline_transfer(model, gpu, layout, schedule.placement)
     blocking = not layout.p2p_overlap and bool(transfer.hop_seconds)
     if blocking:  # the exchanges' time is inside the passes; nothing is left in flight between them
         costs_per_stage = with_blocking_exchanges(costs_per_stage, transfer.seconds)
-    rows = measured_rows or [row.row() for row in costs_per_stage]
+    rows = given or [row.row() for row in costs_per_stage]
     hops = None if blocking else transfer.hop_seconds or None
     simulated = Costs.of(
         stage_costs=rows,
@@ -284,15 +280,15 @@ def plan(
     per_stage = stage_parameters(model, layers, layout.copies)
     experts = stage_expert_parameters(model, layers, layout.copies)
     per_rank = rank_parameters(model, layout, schedule, per_stage, experts)
-    memory = _rank_memory(
-        model, gpu, layout, schedule, timeline, layers, per_rank, _rank_experts(experts, layout, schedule)
+    memory = rank_memory(
+        model, gpu, layout, schedule, timeline, layers, per_rank, rank_experts(experts, layout, schedule)
     )
 
     reductions = gradient_reductions(
         timeline, schedule, gpu, layout, stage_gpu_parameters(model, layout, schedule, per_stage, experts)
     )
     model_flops, hardware_flops = step_flops(model, layout)
-    parameters_closed_form, flops_closed_form = _closed_forms(model, layout)
+    parameters_closed_form, flops_closed_form = closed_forms(model, layout)
     return Plan(
         model=model,
         gpu=gpu,
@@ -301,7 +297,7 @@ def plan(
         timeline=timeline,
         layers_per_stage=layers,
         stage_costs=costs_per_stage,
-        measured=measured_rows,
+        measured=given,
         costs=simulated,
         parameters=model.parameter_count(),
         parameters_closed_form=parameters_closed_form,
@@ -316,100 +312,8 @@ def plan(
         allreduce=reductions,
         step_ends=step_ends(model, gpu, layout, schedule, reductions, [rank.parameters for rank in memory]),
         memory=memory,
-        notes=_plan_notes(model, layout, transfer),
+        notes=plan_notes(model, layout, transfer),
     )
-
-
-def _closed_forms(model: ModelSpec, layout: Layout) -> tuple[float | None, float | None]:
-    """Narayanan et al.'s Eq. 2 and Eq. 3 for a GPT-style model (their closed forms are a GPT layer's), else None."""
-    if not model.is_gpt_style:
-        return None, None
-    s = layout.sequence(model)
-    return (
-        narayanan_parameters(model.num_layers, model.hidden_size, model.vocab_size, s),
-        narayanan_flops(layout.global_batch, s, model.num_layers, model.hidden_size, model.vocab_size),
-    )
-
-
-def _expert_comm_per_stage(
-    model: ModelSpec, layout: Layout, layers: tuple[int, ...], exchange: AllToAll | None
-) -> float:
-    """The all-to-all of one micro-batch through the mean stage: its MoE layers (and MTP modules) × one layer's."""
-    if exchange is None:
-        return 0.0
-    moe_total = sum(moe_layers_per_stage(model, layers, layout.copies)) + layout.copies * model.mtp_modules
-    return exchange.seconds * moe_total / len(layers)
-
-
-def _rank_experts(experts: list[int], layout: Layout, schedule: Schedule) -> list[float]:
-    """Routed-expert parameters one GPU of each pipeline rank holds (its stages' E/EP experts)."""
-    held = [0.0] * schedule.num_ranks
-    for stage, count in enumerate(stage_gpu_expert_parameters(layout, experts)):
-        held[schedule.rank_of(stage)] += count
-    return held
-
-
-def _measured_rows(measured: Sequence[Mapping[str, float]], num_stages: int) -> tuple[Durations, ...]:
-    """Measured F, I, W per stage, one row per stage of the plan (ValueError with the counts otherwise)."""
-    if len(measured) != num_stages:
-        raise ValueError(
-            f"measured costs give {len(measured)} stage(s) but the plan has {num_stages} stages: "
-            "give one F, I, W per stage"
-        )
-    return tuple(resolved(row, measured=True) for row in measured)
-
-
-def _rank_memory(
-    model: ModelSpec,
-    gpu: GpuSpec,
-    layout: Layout,
-    schedule: Schedule,
-    timeline: Timeline,
-    layers: tuple[int, ...],
-    per_rank: list[float],
-    experts_per_rank: list[float],
-) -> tuple[RankMemory, ...]:
-    """Per rank: its stages' model states (ZeRO-sharded over DP) and its activations at the simulated peak."""
-    activations = peak_activation_bytes(timeline, schedule, stage_activation_bytes(model, layout, layers))
-    in_flight = timeline.peak_memory_per_rank()
-    p = schedule.num_ranks
-    stages_of = [tuple(s for s in range(schedule.num_stages) if schedule.rank_of(s) == r) for r in range(p)]
-    return tuple(
-        RankMemory(
-            rank=r,
-            stages=stages_of[r],
-            layers=sum(layers[s] for s in stages_of[r]),
-            parameters=per_rank[r],
-            **dataclasses.asdict(ModelStateBytes.of(per_rank[r], layout, experts_per_rank[r])),
-            activations=float(activations[r]),
-            peak_microbatches_in_flight=in_flight[r],
-            capacity=gpu.memory_bytes,
-        )
-        for r in range(p)
-    )
-
-
-def _plan_notes(model: ModelSpec, layout: Layout, transfer: Transfer) -> tuple[str, ...]:
-    """What the page says under the numbers: what was simulated, the transfers, the family's size notes,
-    and where an estimate stands in for a derivation."""
-    p, m = layout.pipeline_parallel, layout.num_microbatches
-    notes = [
-        f"One pipeline of the {layout.data_parallel} DP replicas is simulated ({p} ranks × {m} micro-batches × "
-        f"{layout.num_chunks} chunk(s)); the others run the same step and meet in the gradient all-reduce.",
-        (
-            "One pipeline rank: no transfers between ranks."
-            if transfer.link == "none"
-            else f"Pipeline transfers: {transfer.bytes / 1e6:.1f} MB per micro-batch over {transfer.link}, "
-            + " to ".join(sorted({f"{seconds * 1e3:.3f}" for seconds in transfer.hop_seconds}))
-            + " ms a hop, each hop over its own link."
-        ),
-        "Activations: what each operation of a layer keeps for its backward (its GEMMs' and norms' inputs, "
-        + ("flash attention's Q, K, V, output and log-sum-exp" if layout.flash_attention else "the s × s scores")
-        + (", dropout masks" if model.dropout else "")
-        + "), as torch's autograd keeps it for a layer built as Megatron-LM builds it.",
-        *layout.family_spec.size_notes(p, m),
-    ]
-    return tuple(notes)
 
 
 def plan_preset(name: str) -> Plan:

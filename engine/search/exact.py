@@ -43,8 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dependencies import CompiledSchedule, compiled, walk
+from ..dependencies import CompiledSchedule, compiled
 from ..ir import Action, Kind, Schedule
+from ..walk import walk
 from .bounds import chain_times
 from .heuristic import Candidate
 from .problem import SPLIT_KINDS, SearchProblem

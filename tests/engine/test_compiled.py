@@ -7,9 +7,10 @@ from dataclasses import replace
 import pytest
 
 from engine import Kind, build_schedule
-from engine.dependencies import compiled, execution_order
+from engine.dependencies import compiled
 from engine.ir import all_actions, slot_actions
 from engine.schedules import FAMILIES
+from engine.walk import execution_order
 
 
 def schedule_of(name: str):

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from engine import FAMILIES, build_schedule
-from engine import dependencies as walks
-from engine.dependencies import ScheduleError, compiled, walk
+from engine import walk as walks
+from engine.dependencies import ScheduleError, compiled
 from engine.fast_walk import FIRST_USE_SLOTS, fast_walk, load
 from engine.ir import Action, Schedule
 from engine.simulator import hop_delays
+from engine.walk import walk
 
 pytestmark = pytest.mark.skipif(not load(), reason="Numba cannot load here")
 

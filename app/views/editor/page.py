@@ -15,6 +15,7 @@ from app.frame.sidebar import LabInputs, bind_lab, page_heading
 from app.frame.timeline_panels import chart_summary, legend_notes, metric_cards, rank_table
 from app.views.real_run.settings import RealRunSettings
 from engine import ScheduleError, build_schedule
+from engine.chrome_trace import chrome_trace
 
 PAGE = "ed"
 TEXT = f"{PAGE}_csv"
@@ -126,7 +127,7 @@ def downloads_and_run(schedule, timeline, valid: bool) -> None:
     )
     columns[1].download_button(
         "Download Perfetto trace",
-        lambda: json.dumps(timeline.to_chrome_trace()),
+        lambda: json.dumps(chrome_trace(timeline)),
         "schedule.trace.json",
         "application/json",
         key="ed_trace",

@@ -29,6 +29,7 @@ from app.views.navigation import link_to
 from app.views.playground.generator_code import show_generator_code
 from app.views.search.settings import SearchSettings
 from engine import Costs, Schedule, Timeline
+from engine.chrome_trace import chrome_trace
 from engine.costs import PER_STAGE_SEPARATOR
 
 PAGE = "pg"
@@ -160,7 +161,7 @@ def render_explanations(settings: LabSettings, costs: Costs, schedule: Schedule,
         )
         download[1].download_button(
             "Download Perfetto trace",
-            lambda: json.dumps(timeline.to_chrome_trace()),
+            lambda: json.dumps(chrome_trace(timeline)),
             f"{settings.family}.trace.json",
             "application/json",
             key="pg_trace",

@@ -27,6 +27,7 @@ from app.views.search.settings import SearchSettings
 from app.views.your_run.chunks import show_chunks
 from app.views.your_run.settings import YOUR_RUN_KEYS, YourRunSettings
 from engine import FAMILIES, simulate
+from engine.chrome_trace import chrome_trace
 from engine.scale.request import PlanRequest
 from engine.traces import ImportedRun, ImportOptions, TraceError, import_traces
 from engine.traces.chunks import OverlappedChunks
@@ -324,7 +325,7 @@ def your_run() -> None:
     with st.expander("What another schedule would give, with these measured costs", expanded=True):
         families(run)
     st.download_button(
-        "Download the timeline (Perfetto)", lambda: json.dumps(run.timeline.to_chrome_trace()),
+        "Download the timeline (Perfetto)", lambda: json.dumps(chrome_trace(run.timeline)),
         "your-run.trace.json", "application/json", key=f"{PAGE}_trace",
     )  # fmt: skip
 

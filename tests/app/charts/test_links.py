@@ -3,6 +3,7 @@
 import pytest
 
 from engine import FAMILIES, Costs, build_schedule, simulate
+from engine.chrome_trace import chrome_trace
 
 SPLIT = {"F": 1, "I": 1, "W": 1}
 
@@ -40,9 +41,9 @@ def test_two_products_on_one_link_queue_behind_each_other():
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_the_event_driven_walk_times_every_slot_as_the_dependency_walk_when_links_are_free(name):
-    from engine.dependencies import walk
     from engine.links import walk_on_links
     from engine.simulator import slot_durations
+    from engine.walk import walk
 
     schedule = build_schedule(name, 4, 8, chunks(name))
     durations = slot_durations(schedule, Costs.of({"F": 1, "I": 1.5, "W": 0.5}))
@@ -52,7 +53,7 @@ def test_the_event_driven_walk_times_every_slot_as_the_dependency_walk_when_link
 
 def test_the_perfetto_trace_puts_transfers_on_their_own_track_with_flow_arrows():
     timeline = simulate(build_schedule("1f1b", 3, 4), Costs.of({"F": 1, "B": 2}, comm=0.5))
-    events = timeline.to_chrome_trace()["traceEvents"]
+    events = chrome_trace(timeline)["traceEvents"]
     moves = len(timeline.transfers)
     assert moves == 2 * 2 * 4  # 2 hops down and 2 back up, 4 micro-batches
     starts = [e for e in events if e["ph"] == "s"]
