@@ -3,6 +3,7 @@ chart drawn with them. Up to ``deck.DECK_EVENTS`` events the browser steps the d
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,7 +77,9 @@ def lecture_controls(
     label, words = headline_text(event, count)
     headline = f"**{label}** · {words}"
     if in_browser:
-        deck = deck_payload(narration, index)
+        # the fingerprint in the deck: two steps with the same chart would otherwise draw the same HTML, which the
+        # browser keeps as it is — at the event the last step's deck was stepped to, in the browser
+        deck = deck_payload(narration, index) | {"for": hashlib.sha1(repr(fingerprint).encode()).hexdigest()[:12]}
         with columns[0]:
             st.html(controls_html(prefix, chart_key, deck, narrow=narrow), unsafe_allow_javascript=True)
         return Lectured(event, headline, prefix, deck)

@@ -93,7 +93,8 @@ def controls_html(prefix: str, chart_key: str, payload: dict, *, narrow: bool) -
     return (
         f"<style>{_STYLE}</style>"
         f'<div class="pplab-lecture{" narrow" if narrow else ""}" role="group" aria-label="Lecture mode" '
-        f'data-deck="{html.escape(prefix)}" data-chart="{html.escape(chart_key)}">'
+        f'data-deck="{html.escape(prefix)}" data-chart="{html.escape(chart_key)}" '
+        f'data-for="{html.escape(str(payload.get("for", "")))}">'
         f'<button type="button" data-step="-1"{" disabled" if at_first else ""}>{PREVIOUS}</button>'
         f'<button type="button" class="primary" data-step="1"{" disabled" if at_last else ""}>{NEXT}</button>'
         f'<button type="button" data-step="0">{RESTART}</button>'
@@ -105,7 +106,11 @@ def controls_html(prefix: str, chart_key: str, payload: dict, *, narrow: bool) -
 def story_block(prefix: str, payload: dict) -> str:
     """The story of the event the deck starts on, in the element the script rewrites."""
     lines = payload["events"][payload["start"]]["story"]
-    return f'<div class="pplab-story" data-deck="{html.escape(prefix)}" aria-live="polite">{story_html(lines)}</div>'
+    version = html.escape(str(payload.get("for", "")))
+    return (
+        f'<div class="pplab-story" data-deck="{html.escape(prefix)}" data-for="{version}" aria-live="polite">'
+        f"{story_html(lines)}</div>"
+    )
 
 
 _STYLE = """

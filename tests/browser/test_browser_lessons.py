@@ -97,12 +97,13 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, 
 
 
 def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
-    """A presentation clicker (PageDown / PageUp) walks lesson 2 as a deck — through lecture mode's events
-    where a step shows them, then on to the next step — and back, without the mouse."""
+    """A presentation clicker (PageDown / PageUp) walks lesson 2, projected, as a deck — through lecture mode's events
+    where a step shows them, then on to the next step, whose lecture starts at its first event (not where the
+    last step's was) — and back, without the mouse."""
     from app.views.lessons.course import load_lessons
 
     steps = len(next(lesson for lesson in load_lessons() if lesson.number == 2).steps)
-    with _lesson("/lessons?lesson=2&step=1", 1920, 1080) as page:
+    with _lesson("/lessons?lesson=2&step=1&projector=1", 1920, 1080) as page:
         heading = page.locator('[data-testid="stHeading"]', has_text="Step ")
         seen = [heading.first.inner_text()]
         for _ in range(400):  # events and steps; a lecture has tens of events
@@ -111,6 +112,9 @@ def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
             page.keyboard.press("PageDown")
             _settled(page)
             seen.append(heading.first.inner_text())
+            lecture = page.locator(".pplab-headline")
+            if seen[-1] != seen[-2] and lecture.count():  # a new step's lecture starts at its first event
+                assert lecture.first.inner_text().startswith("Event 1 of"), (seen[-1], lecture.first.inner_text())
         assert seen[-1].startswith(f"Step {steps} of {steps}"), seen[-3:]
         assert [f"Step {k} of {steps}" for k in range(1, steps + 1)] == sorted(
             {text.split(":")[0] for text in seen}, key=lambda text: int(text.split()[1])
