@@ -143,7 +143,12 @@ def check_answer(question: Question, step: Step, given) -> tuple[bool, str]:
         number = float(str(given).replace("%", "").strip())
     except ValueError:
         return False, f"{scaled:.4g}{unit}"
-    return abs(number - scaled) <= question.tolerance + 1e-9, f"{scaled:.4g}{unit}"
+    close = abs(number - scaled) <= question.tolerance + 1e-9
+    # a percentage asked, the right fraction given (0.467 for 46.7 %): right, and the unit said
+    as_fraction = question.percent and 0 < number <= 1 < scaled and abs(100 * number - scaled) <= question.tolerance
+    if as_fraction and not close:
+        return True, f"{scaled:.4g}{unit} (you wrote it as the fraction {number:g}, which is {100 * number:g}%)"
+    return close, f"{scaled:.4g}{unit}"
 
 
 # -- what the learner sees ------------------------------------------------------------------------------------

@@ -229,7 +229,7 @@ def question(step: Step, real_key, results: dict | None) -> None:
         given: str | float | None = st.radio(ANSWER_LABEL, labels, key=key, index=None)
     else:
         given = st.number_input(
-            ANSWER_LABEL + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%.2f"
+            ANSWER_LABEL + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%g"
         )
     done = revealed(step, real_key)
     buttons = st.columns([1, 1, 5], gap="small")

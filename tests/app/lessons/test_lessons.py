@@ -159,6 +159,10 @@ def test_answers_are_judged_by_the_engine():
     value = simulated(step.config)[1].bubble_fraction * 100
     assert check_answer(step.question, step, round(value, 1))[0]
     assert not check_answer(step.question, step, value + 5)[0]
+    # a percentage asked, its fraction typed: right, and the unit said
+    right, said = check_answer(step.question, step, round(value / 100, 3))
+    assert right and "as the fraction 0.467, which is 46.7%" in said
+    assert not check_answer(step.question, step, round(value / 100, 3) + 0.05)[0]
 
 
 # -- predict, then reveal: nothing answers a question before it is asked -----------------------------------------
