@@ -2,8 +2,8 @@
 offers: lecture mode's "Next event ▶"; on an unanswered lesson question, "Show me" — the reveal, with the answer's
 feedback brought to the top of the screen; the next screenful of a step taller than the screen; "Next step ▶" (a
 new step opens at its top). PageUp (or ←) mirrors it: "◀ Previous event", the screenful above, "◀ Previous step".
-Where lecture mode runs on a page with no steps (the Playground), a press past its last event keeps the chart where
-it is rather than scrolling it away.
+On a page with lecture mode and no steps (the Playground), PageDown first turns lecture mode on, PageUp at its first
+event turns it off, and a press past its last event keeps the chart where it is rather than scrolling it away.
 
 Keys typed into a text area, a list or a slider are theirs, and keys with a modifier are the browser's. A one-line
 box (a number, a text) keeps its arrows and Enter but not PageDown and PageUp, which mean nothing there; Enter in a
@@ -73,9 +73,13 @@ _SCRIPT = """
     return true;
   };
   const toTop = () => after(() => true, () => { const m = main(); if (m) m.scrollTop = 0; });
+  const lectureSwitch = () => [...document.querySelectorAll('input[role="switch"]')]
+    .find((input) => /lecture mode/i.test(input.getAttribute('aria-label') || ''));
   const forward = () => {
     let b;
     if ((b = button(NAMES.nextEvent))) { b.click(); return true; }
+    const lecture = lectureSwitch();
+    if (lecture && !lecture.checked && !shown(NAMES.nextStep)) { lecture.click(); return true; }  // the Playground
     if ((b = button(NAMES.reveal))) {
       b.click();
       after(feedback, () => {  // the feedback at the top, under the presenter's bar, the chart after it
@@ -93,6 +97,8 @@ _SCRIPT = """
   const back = () => {
     let b;
     if ((b = button(NAMES.previousEvent))) { b.click(); return true; }
+    const lecture = lectureSwitch();  // at the first event of a page with no steps: lecture mode off
+    if (lecture && lecture.checked && !shown(NAMES.previousStep)) { lecture.click(); return true; }
     if (screenful(-1)) return true;
     if ((b = button(NAMES.previousStep))) { b.click(); toTop(); return true; }
     return false;

@@ -281,8 +281,9 @@ def test_a_deep_link_to_every_page_is_clean_in_the_console():
 
 
 def test_lecture_mode_steps_in_the_browser_without_a_rerun():
-    """Lecture mode's "Next event ▶" moves the cursor, the headline, the story and the player's time slider in the page
-    itself — the script never runs — and lands where the engine's narration says."""
+    """The clicker turns the Playground's lecture mode on (PageDown) and, at its first event, off (PageUp); "Next
+    event ▶" moves the cursor, the headline, the story and the player's time slider in the page itself — the
+    script never runs — and lands where the engine's narration says."""
     from engine.narrate import Narration
 
     schedule = build_schedule("1f1b", 4, 8)
@@ -292,7 +293,7 @@ def test_lecture_mode_steps_in_the_browser_without_a_rerun():
         browser = launch(playwright)
         try:
             page, _ = open_page(browser, f"{url}/?schedule=1f1b&ranks=4&microbatches=8")
-            page.get_by_text("Step through events (lecture mode)").click()
+            page.keyboard.press("PageDown")  # the clicker turns lecture mode on, no mouse
             page.get_by_role("button", name="Next event ▶").wait_for()
             page.wait_for_selector(IDLE, timeout=60_000)
             page.evaluate(
@@ -317,6 +318,8 @@ def test_lecture_mode_steps_in_the_browser_without_a_rerun():
             page.get_by_text(f"Event 1 of {len(narration.times)}").wait_for(timeout=5_000)
             assert page.get_by_role("button", name="◀ Previous event").is_disabled()
             assert page.evaluate("() => window.__reruns") == 0
+            page.keyboard.press("PageUp")  # at the first event the clicker turns lecture mode off
+            page.get_by_role("button", name="Next event ▶").wait_for(state="detached", timeout=30_000)
         finally:
             browser.close()
 
