@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.charts.style import STREAMLIT_LOOK, sizes
+from app.charts.style import STREAMLIT_LOOK, projected, sizes
 from engine.attribution import DEFINITIONS, IdleAttribution
 
 CAUSE_STYLE = {
@@ -61,4 +61,4 @@ def attribution_figure(split: IdleAttribution, *, time_unit: str, projector: boo
             tickfont=dict(size=size.font),
         ),
     )
-    return figure
+    return projected(figure, projector)

@@ -15,7 +15,7 @@ from app.charts.gantt import gantt_traces
 from app.charts.lanes import time_format
 from app.charts.phases import bubble_annotation, emphasise, phase_labels, phase_traces
 from app.charts.playback import playback, slot_rows
-from app.charts.style import POINT_COLOUR, RANK_COLOURS, RANK_DASHES, STREAMLIT_LOOK, sizes
+from app.charts.style import POINT_COLOUR, RANK_COLOURS, RANK_DASHES, STREAMLIT_LOOK, projected, sizes
 from engine import Timeline
 
 MEMORY_LINES = 8
@@ -393,4 +393,4 @@ def tradeoff_figure(rows: list[dict], *, projector: bool = False) -> go.Figure:
             range=[0, 1.25 * max(row["bubble_fraction"] for row in rows) or 0.1],
         ),
     )
-    return figure
+    return projected(figure, projector)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.charts.style import STREAMLIT_LOOK, sizes
+from app.charts.style import STREAMLIT_LOOK, projected, sizes
 from engine.scale import Plan
 from engine.scale.operations import CATEGORIES
 
@@ -61,7 +61,7 @@ def memory_figure(result: Plan, *, projector: bool = False) -> go.Figure:
         xaxis=dict(title="pipeline rank", tickmode="array", tickvals=ranks, tickfont=dict(size=size.font)),
         yaxis=dict(title="GB per GPU", rangemode="tozero", tickfont=dict(size=size.font)),
     )
-    return figure
+    return projected(figure, projector)
 
 
 TIME_PARTS = dict(
@@ -107,7 +107,7 @@ def time_figure(result: Plan, *, projector: bool = False) -> go.Figure:
         xaxis=dict(title="stage (F + I + W of one micro-batch)", tickfont=dict(size=size.font)),
         yaxis=dict(title="ms on one GPU", rangemode="tozero", tickfont=dict(size=size.font)),
     )
-    return figure
+    return projected(figure, projector)
 
 
 def allreduce_traces(result: Plan) -> list[dict]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from app.charts.style import STREAMLIT_LOOK, sizes
+from app.charts.style import STREAMLIT_LOOK, projected, sizes
 from engine.search import OPTIMAL, Frontier
 
 LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
@@ -79,7 +79,7 @@ def frontier_figure(found: Frontier, *, projector: bool = False) -> go.Figure:
         xaxis=dict(title="peak memory, busiest rank<br>(micro-batches of its share)", rangemode="tozero"),
         yaxis=dict(title=objective, rangemode="tozero"),
     )
-    return figure
+    return projected(figure, projector)
 
 
 def _family_value(family, objective: str) -> float:

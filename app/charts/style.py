@@ -152,6 +152,19 @@ def sizes(projector: bool) -> Sizes:
     return PROJECTOR if projector else NORMAL
 
 
+def projected(figure, projector: bool):
+    """In projector mode, every text of a secondary chart (memory, time, idle by cause, trade-off, frontier) at
+    the projector's size: the look's template names its legend (12 px), axis titles (14 px), ticks and
+    annotations (12 px) itself, and a template's own sizes win over the layout's font."""
+    if projector:
+        size = PROJECTOR.font
+        figure.update_layout(legend_font_size=size, legend_title_font_size=size)
+        figure.update_xaxes(title_font_size=size, tickfont_size=size)
+        figure.update_yaxes(title_font_size=size, tickfont_size=size)
+        figure.update_annotations(font_size=size)
+    return figure
+
+
 PAGE_CSS = """
 /* captions carry explanations: 4.5:1 against the page at least (Streamlit's default grey is about 3.8:1) */
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { color: #4f535e; }

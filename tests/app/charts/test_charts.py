@@ -148,3 +148,39 @@ def test_the_plan_attribution_and_frontier_figures_pass_plotlys_validation():
     stacked = [t for t in memory["data"] if t["type"] == "bar"]
     assert [t["name"] for t in stacked] == ["weights", "gradients", "optimizer", "activations"]
     assert all(t["marker"]["pattern"].get("fillmode", "overlay") == "overlay" for t in stacked[1:])  # filled bars
+
+
+@pytest.mark.slow
+def test_every_secondary_chart_writes_its_text_at_18_px_or_more_on_a_projector():
+    """The look's template sizes its legend (12 px), axis titles (14 px) and ticks (12 px) itself, which a layout
+    font does not override: projector mode names each one."""
+    from app.charts.attribution import attribution_figure
+    from app.charts.plan import memory_figure, time_figure
+    from app.charts.search import frontier_figure
+    from engine.attribution import attribute_simulated
+    from engine.scale import plan_preset
+    from engine.search import frontier
+
+    result = plan_preset("llama3-405b-as-trained")
+    schedule = build_schedule("zb-h1", 4, 8)
+    costs = Costs.of({"F": 1, "I": 1, "W": 2}, stage_scale=(1.5, 1, 1, 1))
+    split = attribute_simulated(schedule, costs, simulate(schedule, costs))
+    found = frontier(2, 3, UNIT, time_limit_per_budget_s=0.5, method="heuristic")
+    rows = [{"schedule": "1f1b", "peak_memory": 3.0, "bubble_fraction": 0.2}]
+    for projector, least in ((True, 18), (False, 0)):
+        for figure in (
+            memory_figure(result, projector=projector),
+            time_figure(result, projector=projector),
+            attribution_figure(split, time_unit="u", projector=projector),
+            frontier_figure(found, projector=projector),
+            tradeoff_figure(rows, projector=projector),
+        ):
+            layout = figure.layout
+            texts = [layout.legend.font.size, *(a.font.size for a in layout.annotations)]
+            texts += [axis.title.font.size for axis in (layout.xaxis, layout.yaxis)]
+            texts += [axis.tickfont.size for axis in (layout.xaxis, layout.yaxis)]
+            sized = [size for size in texts if size is not None]
+            if projector:
+                assert len(sized) == len(texts) and min(sized) >= least, (figure.layout.title.text, texts)
+            else:
+                assert not sized or min(sized) < 18  # the laptop's sizes stay the template's
