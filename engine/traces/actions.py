@@ -4,7 +4,8 @@ it, the hand-offs it sent and received.
 [Note: compute and waiting] A PyTorch action span includes the time it blocked for its input: in
 ``_PipelineScheduleRuntime`` a ``RECV_F``/``RECV_B`` action only posts the receive (``gloo:recv`` then lasts
 until the data arrives) and the compute action that needs it waits inside its own span; GPipe's ``Forward i``
-posts and waits for its receive inside the span. So an action computes from the later of its span's start and
+posts and waits for its receive inside the span (and sends its output inside it too: ``engine.traces.blocking``
+ends its compute there). So an action computes from the later of its span's start and
 its input's arrival (the end of the matching ``gloo:recv``/``nccl:recv``) to its span's end, and the part before
 is a wait for that input. On GPU traces an action's time is its kernels' on the compute stream (the CPU runs
 ahead), and NCCL kernels are the transfers.
@@ -15,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import Action, Kind, Overlap
+from .blocking import sends_inside, trimmed
 from .names import Label, read_label
 from .reading import Event, RankTrace
+from .timed import TimedAction
 
 RECEIVES = ("gloo:recv", "nccl:recv")
 SENDS = ("gloo:send", "nccl:send")
@@ -25,20 +28,6 @@ MIN_WAIT_US = 1.0
 """A gap shorter than this (µs) between a span's start and its work is the timer's, not a wait."""
 EDGE_US = 0.01
 """Kineto pads a GPU annotation by a nanosecond each side: a kernel that ends this close to it is inside."""
-
-
-@dataclass(frozen=True)
-class TimedAction:
-    """One compute slot of a rank: what it ran and when (µs on the rank's trace clock)."""
-
-    slot: Action | Overlap
-    start: float
-    """When the span began (the rank turned to it)."""
-    compute_start: float
-    """When its input was there and it computed (= ``start`` when it waited for nothing)."""
-    end: float
-    inferred: bool = False
-    """Read from autograd events, not from a label (``Schedule1F1B`` writes none)."""
 
 
 @dataclass(frozen=True)
@@ -97,13 +86,16 @@ def rank_step(
     if pattern is not None and not transfer_actions and num_stages is not None:
         receives, sends_by_order = _handoffs_by_order(inside, computed, num_stages)
     actions = [_timed(event, label, rank, receives) for event, label in computed]
+    inner_sends = [Hand(*found) for found in sends_inside(computed, actions, inside)]
     if gpu_labels:
         actions = _timed_by_kernels(actions, inside)
+    else:  # a send or receive inside a span is a wait ([Note: compute and waiting]); the kernels say it on GPUs
+        actions = trimmed(actions, [event for event, _ in computed], inside)
     sends = sends_by_order or tuple(
         Hand(stage, kind[-1], microbatch, event.start, event.end)
         for event, (stage, kind, microbatch) in transfer_actions
         if kind.startswith("SEND")
-    )
+    ) + tuple(inner_sends)
     return RankStep(
         rank,
         tuple(sorted(actions, key=lambda a: a.start)),

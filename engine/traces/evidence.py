@@ -4,8 +4,10 @@ Reading actions from autograd events (``engine.traces.inferred``) finds bursts o
 functions in any training job: a single-GPU step or a data-parallel one has them too (DDP's gradient buckets read
 as five micro-batches, with a 0.4 % "bubble"). What only a pipeline has is stages on different ranks that hand
 activations forward and gradients back: point-to-point sends and receives between ranks, in both directions. So
-before inferring, each rank of the step must show them; a job without them is refused with what it looks like
-instead (its collectives, counted), and an inferred order that breaks a pipeline's own rules is refused too.
+before inferring, each rank of the step must both send and receive; a job without that is refused with what it
+looks like instead (its collectives counted, and placed: inside the forward is tensor parallelism), once the
+actions are inferred the hand-offs must flow as a pipeline's (``engine.traces.flow``, which weighs them against
+the collectives), and an inferred order that breaks a pipeline's own rules is refused too.
 
 What counts, per rank and step: the ``c10d::send``/``c10d::recv_`` ops, else the backend's ``gloo:``/``nccl:``
 send and receive spans, else NCCL's ``SendRecv`` kernels (GPU traces); collectives the same way (``c10d::
@@ -29,6 +31,7 @@ _COLLECTIVE = re.compile(
     r"(?:_tensor)?|broadcast|all_?to_?all|barrier)",
     re.IGNORECASE,
 )
+_BACKWARD = "autograd::engine::evaluate_function"
 _FAMILIES = ("c10d::", "gloo:", "nccl:", "kernel")
 """Where a communication is recorded, from the op down to the GPU: one family's count stands for the rank."""
 
@@ -86,9 +89,12 @@ def _kind(name: str) -> str:
     return "barrier"
 
 
-def refuse_unless_pipeline(by_rank: dict[int, RankTrace], windows: dict[int, tuple], step: int | None) -> None:
-    """TraceError, saying what the job looks like, when its unlabelled traces show no pipeline: one rank only,
-    or a rank that neither sends nor receives in the step."""
+def refuse_unless_pipeline(
+    by_rank: dict[int, RankTrace], windows: dict[int, tuple], step: int | None
+) -> dict[int, Communication]:
+    """TraceError, saying what the job looks like, when its unlabelled traces show no pipeline: one rank only, a
+    rank that neither sends nor receives in the step, or one that only sends or only receives. Returns what each
+    rank communicated (weighed again once the actions are inferred: ``engine.traces.flow``)."""
     where = f"ProfilerStep#{step}" if step is not None else "the trace"
     seen = {rank: communication(trace, windows[rank]) for rank, trace in sorted(by_rank.items())}
     first = next(iter(by_rank.values()))
@@ -99,19 +105,74 @@ def refuse_unless_pipeline(by_rank: dict[int, RankTrace], windows: dict[int, tup
             f"{talk.receives} receive(s), {talk.describe()}): a pipeline runs its stages on several ranks, so give "
             "every rank's trace; a single-device job has no pipeline bubble to read"
         )
+    summary = "; ".join(f"rank {rank}: {talk.describe()}" for rank, talk in list(seen.items())[:4])
     silent = [rank for rank, talk in seen.items() if talk.sends + talk.receives == 0]
     if silent:
-        summary = "; ".join(f"rank {rank}: {talk.describe()}" for rank, talk in list(seen.items())[:4])
-        kind = (
-            "a data-parallel job (its gradients all-reduced, no hand-offs between stages)"
-            if any("all-reduce" in talk.collectives for talk in seen.values())
-            else "not a pipeline"
-        )
+        kind = _collective_job(by_rank, windows, seen)
         raise TraceError(
             f"no send or receive between ranks in {where} on rank(s) {few(silent)} ({summary}): this looks like "
             f"{kind}, which has no pipeline bubble to read; a pipeline's traces label their actions (PP:0F3) or "
             "show each stage handing activations forward and gradients back"
         )
+    refuse_one_way(seen, where)
+    return seen
+
+
+def _collective_job(by_rank, windows, seen: dict[int, Communication]) -> str:
+    """What a job with collectives and no hand-offs is, by where its collectives run: inside the forward (before
+    the step's first backward function) a tensor-parallel layer all-reduces its output (or, sequence parallel,
+    reduce-scatters it); FSDP only all-gathers its parameters there; data parallelism all-reduces in the
+    backward."""
+    early: dict[str, int] = {}
+    for rank, trace in by_rank.items():
+        low, high = windows[rank]
+        backwards = [e.start for e in trace.events if low <= e.start <= high and e.name.startswith(_BACKWARD)]
+        for kind, count in communication(trace, (low, min(backwards, default=high))).collectives.items():
+            early[kind] = early.get(kind, 0) + count
+    if early.get("all-reduce") or early.get("reduce-scatter"):
+        found = ", ".join(f"{count} {kind}" for kind, count in sorted(early.items()))
+        return (f"a tensor-parallel job (its layers' outputs combined inside each forward: {found} before the "
+                "first backward, over all ranks; no hand-offs between stages)")  # fmt: skip
+    if early.get("all-gather"):
+        return "a sharded data-parallel job (FSDP: parameters all-gathered before each forward, no hand-offs)"
+    if any("all-reduce" in talk.collectives for talk in seen.values()):
+        return "a data-parallel job (its gradients all-reduced, no hand-offs between stages)"
+    return "not a pipeline"
+
+
+def refuse_one_way(seen: dict[int, Communication], where: str) -> None:
+    """TraceError when a rank only sends or only receives: every stage of a training pipeline does both (the
+    first sends activations and receives gradients, the last the reverse), so such a rank's hand-offs move
+    something else (a loss sent to be logged)."""
+    one_way = {rank: talk for rank, talk in seen.items() if not (talk.sends and talk.receives)}
+    if one_way:
+        said = "; ".join(f"rank {rank}: {t.sends} send(s), {t.receives} receive(s), {t.describe()}" for rank, t in
+                         list(seen.items())[:4])  # fmt: skip
+        raise TraceError(
+            f"rank(s) {few(sorted(one_way))} only send or only receive in {where} ({said}), where every stage of a "
+            f"pipeline both sends and receives (activations one way, gradients the other): this looks like "
+            f"{data_parallel_kind(seen)}, which has no pipeline bubble to read"
+        )
+
+
+def data_parallel_kind(seen: dict[int, Communication]) -> str:
+    """What a job whose few hand-offs carry no pipeline is, beside its all-reduces: data parallelism that sends
+    a value (the loss, to be logged) as often as its busiest sender does."""
+    most = max(talk.sends for talk in seen.values())
+    often = "once a step" if most == 1 else f"{most} times a step"
+    reduced = any("all-reduce" in talk.collectives for talk in seen.values())
+    return f"a data-parallel job that sends the loss {often}" if reduced else "not a pipeline"
+
+
+def outweighing(seen: dict[int, Communication]) -> str | None:
+    """The first rank whose collectives outnumber its sends and receives more than twice over, said in words;
+    None when none does. Only where the hand-offs show no pipeline's flow (``engine.traces.flow``): a stage of a
+    tensor- or FSDP-parallel pipeline all-reduces or gathers per layer, far more often than it hands off."""
+    for rank, talk in seen.items():
+        hands = talk.sends + talk.receives
+        if sum(talk.collectives.values()) > 2 * hands:
+            return f"rank {rank}'s collectives ({talk.describe()}) outweigh its {hands} sends and receives"
+    return None
 
 
 def refuse_broken_order(steps: dict[int, RankStep]) -> None:

@@ -33,6 +33,8 @@ from .check import check_order, comparable
 from .chunks import OverlappedChunks, chunk_trace, keeps_chunk_labels, read_chunks
 from .clocks import common_clock
 from .evidence import few, refuse_broken_order, refuse_unless_pipeline
+from .flow import refuse_unpipelined_flow
+from .groups import refuse_other_groups
 from .inferred import inferred_rank_step, keeps_autograd
 from .loading import keeps_pattern, read_all
 from .missing import refuse_missing_neighbours
@@ -203,6 +205,7 @@ def _pipeline(traces: list[RankTrace], pattern, budget: KeptBudget, options: Imp
     if options.expected is not None and options.expected.lower() in FAMILIES:  # "1F1B" is the family 1f1b
         options = replace(options, expected=options.expected.lower())
     by_rank = _ranks(traces, options.ranks)
+    refuse_other_groups(by_rank)  # a data-parallel pair of a pipeline × data-parallel job is no pipeline
     by_rank, group = _pipeline_group(by_rank)
     offsets = options.offsets_ms
     if offsets is not None and group is not None:  # the user names ranks as the traces do
@@ -328,7 +331,7 @@ def _rank_steps(
         raise TraceError(f"rank(s) {', '.join(map(str, empty))} ran no labelled pipeline action in the chosen step")
     # no labels anywhere: a pipeline only if the ranks hand data to each other; then read again with the autograd
     # events, and infer (Schedule1F1B)
-    refuse_unless_pipeline(by_rank, windows, step)
+    seen = refuse_unless_pipeline(by_rank, windows, step)
     if not reread:
         reread.update(
             {
@@ -348,6 +351,7 @@ def _rank_steps(
             "PP:0F3 (or Forward i / Backward i), and a name pattern with (?P<stage>…)(?P<kind>…)(?P<microbatch>…) "
             "reads other frameworks' labels"
         )
+    refuse_unpipelined_flow(steps, seen)  # before the order: a ring's actions may well be in order
     refuse_broken_order(steps)
     return steps, True
 

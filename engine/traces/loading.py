@@ -69,7 +69,7 @@ def _size(path: str | Path) -> int:
 
 
 def _split_lab_trace(trace: RankTrace) -> list[RankTrace]:
-    """The lab's own ``--trace`` output (``Timeline.to_chrome_trace``) holds every rank, one process each, its
+    """The lab's own ``--trace`` output (``engine.chrome_trace``) holds every rank, one process each, its
     actions named like "2F0" and filed under their kind, an overlapped pair as two events marked ``overlapped``
     at one time: one RankTrace per rank, labelled as PyTorch labels them ("PP:2F0", "PP:(0F3;3B1)OVERLAP_F_B")."""
     lab = [e for e in trace.events if e.category in ("F", "B", "I", "W") and "source" in e.args]

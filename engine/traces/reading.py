@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 import ijson
 
 from ..codecs import escaped
+from .pg_config import group_names, process_groups
 from .shape import ShapeError, TextShape
 from .values import header_keys, is_number, magnitude, shown, type_name, whole
 
@@ -96,6 +97,9 @@ class RankTrace:
     """Kineto recorded GPU activity (kernels): the timeline must come from the GPU tracks."""
     groups: tuple[tuple[int, ...], ...] = ()
     """The ranks of each process group ``distributedInfo.pg_config`` lists (a pipeline group among them)."""
+    group_names: tuple[tuple[tuple[int, ...], str], ...] = ()
+    """Each listed group's ranks and its description and name ("mesh_dp 1"): what the group is for
+    (``engine.traces.groups``)."""
 
 
 KEEP_NAMES = re.compile(
@@ -114,7 +118,7 @@ def category_of(event: dict) -> str:
     return OLD_CATEGORIES.get(category, category) if category.__class__ is str else ""
 
 
-"""GPU work, and the lab's own traces' actions (``Timeline.to_chrome_trace`` files them under their kind)."""
+"""GPU work, and the lab's own traces' actions (``engine.chrome_trace`` files them under their kind)."""
 
 
 def keeps(event: dict) -> bool:
@@ -228,21 +232,9 @@ def read_rank_trace(
         events=events,
         counts=counts,
         has_gpu=has_gpu,
-        groups=_process_groups(info.get("pg_config")),
+        groups=process_groups(info.get("pg_config")),
+        group_names=group_names(info.get("pg_config")),
     )
-
-
-def _process_groups(config: Any) -> tuple[tuple[int, ...], ...]:
-    """Each listed process group's ranks (Kineto: ``[{"pg_name": …, "ranks": [0, 2, 4, 6]}, …]``); what is not
-    a list of whole numbers is left out."""
-    if not isinstance(config, list):
-        return ()
-    groups = []
-    for group in config[:1000]:
-        ranks = group.get("ranks") if isinstance(group, dict) else None
-        if isinstance(ranks, list) and ranks and all(whole(rank) and rank >= 0 for rank in ranks):
-            groups.append(tuple(ranks))
-    return tuple(groups)
 
 
 def _read(path: Path, name: str, progress, keep, budget: KeptBudget, parser) -> tuple:

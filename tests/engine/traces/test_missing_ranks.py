@@ -43,7 +43,7 @@ def test_an_unlabelled_pipeline_with_a_rank_left_out_is_refused(kept, says):
     ("run", "says"),
     [
         ("scheduleinterleaved1f1b-4ranks", "rank 0 sends stage 4's gradients back to stage 3 (= 4 − 1"),
-        ("schedulegpipe-4ranks", "rank 1 receives stage 1's gradients from stage 2 (= 1 + 1"),  # inside Backward i
+        ("schedulegpipe-4ranks", "rank 1 sends stage 1's forward outputs to stage 2 (= 1 + 1"),  # inside Forward i
         ("schedulezbvzerobubble-4ranks", "rank 1 sends stage 1's forward outputs to stage 2 (= 1 + 1"),
     ],
 )

@@ -14,8 +14,9 @@ import pytest
 from engine.cli import main
 from engine.ir import Action, Kind
 from engine.traces import ImportOptions, TraceError, import_traces
-from engine.traces.actions import RankStep, TimedAction
+from engine.traces.actions import RankStep
 from engine.traces.evidence import refuse_broken_order
+from engine.traces.timed import TimedAction
 
 ROOT = Path(__file__).resolve().parents[3]
 OTHER_JOBS = ROOT / "tests" / "fixtures" / "other_jobs"

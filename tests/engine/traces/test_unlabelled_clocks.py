@@ -89,13 +89,15 @@ def test_the_offsets_are_reported_per_rank_in_the_text_and_the_json(tmp_path, ca
 
 
 def test_a_rank_whose_clock_nothing_bounds_is_refused_not_read_as_a_bubble(tmp_path, capsys):
-    """Rank 1's sends left out of its trace: its receives still show a pipeline, but no send of its pairs with a
-    receive of rank 0, so its clock could be anywhere against rank 0's — no bubble can be read across them."""
+    """Rank 1's arrivals (``gloo:recv``) left out of its trace: its ``c10d::`` sends and receives still show a
+    pipeline, but only its sends pair with a receive, one way, so its clock could be anywhere against rank 0's —
+    no bubble can be read across them. (Leaving out its sends instead leaves a rank that only receives: no
+    pipeline's stage, refused as such.)"""
 
-    def without_sends(trace):
-        trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("name") not in ("c10d::send", "gloo:send")]
+    def without_arrivals(trace):
+        trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("name") != "gloo:recv"]
 
-    paths = rewritten(tmp_path, "schedule1f1b-2ranks", 1, without_sends)
+    paths = rewritten(tmp_path, "schedule1f1b-2ranks", 1, without_arrivals)
     with pytest.raises(TraceError) as caught:
         import_traces(paths)
     message = str(caught.value)
