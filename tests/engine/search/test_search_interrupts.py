@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,17 @@ def _wait_until_solving(child: subprocess.Popen, timeout_s: float = 120.0) -> No
     pytest.fail(f"no CP-SAT process after {timeout_s:g} s: {child.communicate()}")
 
 
+@pytest.fixture
+def python_ctrl_c():
+    """Ctrl-C as Python's own (KeyboardInterrupt) for a test that interrupts its own worker: a test run before it
+    in this worker may have left another handler behind, which is named here rather than failing obscurely."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    if previous is not signal.default_int_handler:
+        warnings.warn(f"SIGINT's handler was {previous!r} when this test began; Python's own put back", stacklevel=1)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 class _FakeSolver:
     """Stands in for CP-SAT in ``stoppable.solve_until``'s child: ``solve`` reports one solution, then runs until
     ``stop_search`` (answering STOPPED) or for ``runs_s`` (FINISHED); ``ignores_stop``: always ``runs_s``."""
@@ -161,7 +173,7 @@ def test_a_solve_that_ignores_the_stop_is_killed_on_time_and_keeps_what_it_repor
     _nothing_left_running(before)  # a solve in a thread would leave its thread running here
 
 
-def test_an_interrupt_during_a_solve_stops_it_and_is_raised_again():
+def test_an_interrupt_during_a_solve_stops_it_and_is_raised_again(python_ctrl_c):
     from engine.search import stoppable
 
     before = _running()
@@ -174,7 +186,7 @@ def test_an_interrupt_during_a_solve_stops_it_and_is_raised_again():
     _nothing_left_running(before)
 
 
-def test_an_interrupt_while_a_finished_solve_is_reaped_stops_the_command(monkeypatch):
+def test_an_interrupt_while_a_finished_solve_is_reaped_stops_the_command(monkeypatch, python_ctrl_c):
     """A stop that comes after CP-SAT finished, while its process is reaped, is raised once the child is gone:
     the stop handler drops every later signal, so a stop swallowed here let the command run on and exit 0."""
     from engine.search import stoppable
