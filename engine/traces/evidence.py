@@ -175,6 +175,14 @@ def outweighing(seen: dict[int, Communication]) -> str | None:
     return None
 
 
+SEVERAL_STAGES = (
+    "a schedule that runs several stages on each rank (interleaved, a V) looks like this without labels: the lab "
+    "infers one stage per rank only, and its actions' labels name the stages (PyTorch's multi-stage schedules write "
+    "them in the profiler, PP:0F3; --pattern reads another framework's)"
+)
+"""What an unlabelled interleaved or V trace is told: why its order cannot be inferred, and what would read it."""
+
+
 def refuse_broken_order(steps: dict[int, RankStep]) -> None:
     """TraceError when an inferred order breaks what a one-stage-per-rank pipeline does: its forwards and its
     backwards each in micro-batch order, each micro-batch's forward before its backward, and the same number of
@@ -195,7 +203,8 @@ def refuse_broken_order(steps: dict[int, RankStep]) -> None:
             if order != sorted(order):
                 raise TraceError(
                     f"rank {rank}: the inferred {kind.name} actions are not in micro-batch order, which a pipeline "
-                    "without labels (1F1B, GPipe) always runs: these traces are not one pipeline's"
+                    f"without labels (1F1B, GPipe) always runs: these traces are not one such pipeline's; "
+                    f"{SEVERAL_STAGES}"
                 )
         ends = {a.slot.microbatch: a.end for a in step.actions if isinstance(a.slot, Action) and a.slot.kind is Kind.F}
         for action in step.actions:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..ir import Action, Kind
 from .actions import RankStep
-from .evidence import Communication, data_parallel_kind, outweighing
+from .evidence import SEVERAL_STAGES, Communication, data_parallel_kind, outweighing
 from .reading import TraceError
 
 
@@ -50,5 +50,6 @@ def refuse_unpipelined_flow(steps: dict[int, RankStep], seen: dict[int, Communic
             f"{counts}; a data-parallel job summing its gradients rank to rank)"
         )
     else:
-        kind = f"not a pipeline (sends after backwards: {counts})"
+        one_stage = f"{flow} (sends after backwards: {counts}): no pipeline of one stage per rank"
+        raise TraceError(f"{one_stage}; {SEVERAL_STAGES}")
     raise TraceError(f"{flow}: this looks like {kind}, which has no pipeline bubble to read")

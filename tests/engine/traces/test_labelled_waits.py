@@ -82,3 +82,19 @@ def test_a_labelled_gpipe_rank_with_its_clock_ahead_reads_the_true_step(tmp_path
     assert moved.applied_offsets_ms, moved.notes
     assert abs(moved.applied_offsets_ms[1] + shift_ms) < 1.0, moved.applied_offsets_ms
     assert moved.timeline.makespan == pytest.approx(true.timeline.makespan, rel=0.15)
+
+
+@pytest.mark.parametrize("name", ["scheduleinterleaved1f1b-2ranks", "schedulezbvzerobubble-2ranks",
+                                  "scheduledualpipev-2ranks"])  # fmt: skip
+def test_an_unlabelled_trace_of_several_stages_a_rank_is_told_what_would_read_it(tmp_path, name):
+    """Interleaved and V schedules run several stages on each rank; without their labels the lab cannot infer
+    which: the refusal says so and names the labels that would read it, not "not one pipeline's"."""
+    from engine.traces import TraceError
+
+    def unlabelled(trace: dict, rank: int) -> None:
+        trace["traceEvents"] = [e for e in trace["traceEvents"] if not str(e.get("name", "")).startswith("PP:")]
+
+    with pytest.raises(TraceError) as refused:
+        import_traces(copied(tmp_path, ROOT / "examples" / "traces" / name, unlabelled), ImportOptions())
+    said = str(refused.value)
+    assert "several stages on each rank" in said and "PP:0F3" in said, said
