@@ -156,7 +156,8 @@ class ImportedRun:
         least, most = spread["bubble_fraction"]
         return (
             f"{len(figures)} profiled steps read (ProfilerStep#{', #'.join(str(f.step) for f in figures)}): step "
-            f"{low:.3g}–{high:.3g} ms, bubble {least:.1%}–{most:.1%}; shown: the median step, #{self.step}{left}"
+            f"{low:.3g}–{high:.3g} ms, bubble {least:.1%}–{most:.1%}; shown: the median step after the first, "
+            f"#{self.step}{left}"
         )
 
 
@@ -226,8 +227,11 @@ def _pipeline(traces: list[RankTrace], pattern, budget: KeptBudget, options: Imp
         step, windows = candidates[-1]
         _one_step(by_rank, step, windows, pattern, budget, reread, options, offsets, group)
     figures = tuple(StepFigures(run.step, run.timeline.makespan, run.timeline.bubble_fraction) for run in runs)
-    by_makespan = sorted(runs, key=lambda run: run.timeline.makespan)
-    median = by_makespan[(len(runs) - 1) // 2]  # the lower of the two middle steps
+    # shown: the median step after the first — a job's first profiled step is its warm-up (PyTorch's pipelining
+    # exchanges the stages' shapes there, outside the step's own time): with two steps, the second
+    settled = [run for run in runs if run.step != runs[0].step] if len(runs) > 1 else runs
+    by_makespan = sorted(settled, key=lambda run: run.timeline.makespan)
+    median = by_makespan[(len(settled) - 1) // 2]  # the lower of the two middle steps
     return replace(median, profiled_steps=figures, steps_left_out=tuple(left_out))
 
 

@@ -284,11 +284,11 @@ def test_the_cli_prints_the_step_and_refuses_bad_input_in_one_line(capsys, tmp_p
     assert main(["trace", *run, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["ranks"] == 4 and summary["time_unit"] == "ms"
-    # every profiled step read; the one shown is the median by step time (the lower of two)
+    # every profiled step read; the one shown is the median by step time of those after the first (a job's first
+    # step is its warm-up: PyTorch's pipelining exchanges shapes outside it) — of two, the second
     steps = summary["profiled_steps"]
     assert [figures["step"] for figures in steps] == [0, 1]
-    assert summary["profiler_step"] == min(steps, key=lambda figures: figures["makespan_ms"])["step"]
-    assert summary["makespan"] == pytest.approx(min(figures["makespan_ms"] for figures in steps))
+    assert summary["profiler_step"] == 1 and summary["makespan"] == pytest.approx(steps[1]["makespan_ms"])
     assert summary["step_spread"]["makespan_ms"] == sorted(figures["makespan_ms"] for figures in steps)
     bad = tmp_path / "rank0.json"
     bad.write_text("{")
