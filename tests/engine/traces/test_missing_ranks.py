@@ -66,3 +66,15 @@ def test_the_command_refuses_two_ranks_of_three_stages_in_one_line(capsys):
 def test_every_rank_given_still_reads(run):
     imported = import_traces(files(run), ImportOptions(ranks=(0, 1, 2, 3)))
     assert imported.schedule.num_ranks == 4 and 0 < imported.timeline.bubble_fraction < 1
+
+
+def test_two_ranks_of_a_held_out_three_stage_pipeline_are_refused_with_ranks_given(capsys):
+    """Issue 46's check on a trace not used to build the rule: Schedule1F1B on 3 ranks (tests/fixtures/held_out),
+    ranks 0 and 1 given with ``--ranks 0,1``."""
+    held_out = sorted((TRACES.parents[1] / "tests" / "fixtures" / "held_out" / "schedule1f1b-3ranks").glob("rank*"))
+    assert len(held_out) == 3
+    assert main(["trace", "--quiet", *map(str, held_out)]) == 0  # every rank: it reads
+    capsys.readouterr()
+    assert main(["trace", "--quiet", "--ranks", "0,1", *map(str, held_out[:2])]) == 2
+    err = capsys.readouterr().err
+    assert "rank 2 is missing" in err and "whatever --ranks says" in err and err.count("\n") == 1, err

@@ -20,6 +20,7 @@ UNLABELLED = {
     "schedule1f1b-4ranks": ROOT / "examples" / "traces" / "schedule1f1b-4ranks",
     "deepspeed": ROOT / "tests" / "fixtures" / "other_frameworks" / "deepspeed",
     "megatron": ROOT / "tests" / "fixtures" / "other_frameworks" / "megatron",
+    "held-out-1f1b-3ranks": ROOT / "tests" / "fixtures" / "held_out" / "schedule1f1b-3ranks",  # not used for the rule
 }
 
 
@@ -62,6 +63,8 @@ def shifted(tmp_path: Path, run: str, rank: int, shift_ms: float) -> list[str]:
         ("megatron", 1, 2.0, 0.25),
         # four processes on two cores: the quickest hand-offs are slower, so the bounds are looser
         ("schedule1f1b-4ranks", 2, 5000.0, 2.0),
+        ("held-out-1f1b-3ranks", 1, 5000.0, 2.0),
+        ("held-out-1f1b-3ranks", 2, -2.0, 2.0),
     ],
 )
 def test_a_rank_on_a_clock_ahead_reads_the_step_it_ran(tmp_path, run, rank, shift_ms, within_ms):
