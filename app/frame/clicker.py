@@ -69,8 +69,9 @@ _SCRIPT = """
     if (!m) return false;
     const room = direction > 0 ? m.scrollHeight - m.clientHeight - m.scrollTop : m.scrollTop;
     if (room <= 8) return false;
+    const before = m.scrollTop;
     m.scrollBy({ top: direction * Math.round(m.clientHeight * NAMES.screenful), behavior: 'instant' });
-    return true;
+    return Math.abs(m.scrollTop - before) > 1;  // a page that would not scroll (still laying out) moves on
   };
   const toTop = () => after(() => true, () => { const m = main(); if (m) m.scrollTop = 0; });
   const lectureSwitch = () => [...document.querySelectorAll('input[role="switch"]')]

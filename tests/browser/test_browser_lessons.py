@@ -96,6 +96,7 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, 
         _save(page, f"lesson-2-3-right-{width}", tmp_path)
 
 
+@pytest.mark.timing  # the clicker acts once a rerun has finished: run alone, not beside the parallel tests
 def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
     """A presentation clicker (PageDown / PageUp) walks lesson 2, projected, as a deck — through lecture mode's events
     where a step shows them, then on to the next step, whose lecture starts at its first event (not where the
@@ -181,6 +182,7 @@ def _feedback_top(page, words: str) -> float:
     return alert.bounding_box()["y"]
 
 
+@pytest.mark.timing  # the clicker acts once a rerun has finished: run alone, not beside the parallel tests
 def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on():
     """1280 × 720, projector mode, keys only after a choice: PageDown on an unanswered question reveals its answer
     at the top of the screen; further presses move on to the next step; → after choosing an option reveals
