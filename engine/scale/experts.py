@@ -33,12 +33,11 @@ from .models import ModelSpec
 from .operations import (
     BF16,
     CAUSAL_SHARE,
-    FLASH_BACKWARD_FACTOR,
     FP8_TILE_BYTES,
     FP32,
-    Kernel,
     Operation,
     Shapes,
+    flash_attention,
     gemm,
     linear,
     norm,
@@ -132,8 +131,8 @@ def mla_operations(model: ModelSpec, layout: Layout, sh: Shapes) -> list[Operati
     tiles = (int(b * a), int(T / b), model.value_head)
     output = BF16 * T * v * (E5M6_SHARE if layout.fp8 else 1.0)
     # not recomputed (DeepSeek-V3 recomputes the up-projections, not the core): it keeps its output and log-sum-exp
-    core = Operation("flash attention (MLA)", "attention", (Kernel(work, moved, tiles),),
-                     (Kernel(FLASH_BACKWARD_FACTOR * work, 2 * moved, tiles),), saved=output + statistics,
+    forward, backward = flash_attention(work, moved, 2 * moved, tiles)
+    core = Operation("flash attention (MLA)", "attention", (forward,), (backward,), saved=output + statistics,
                      statistics=statistics)  # fmt: skip
     # selective recomputation re-runs the up-projections from the kept latents and the RMSNorm before them
     # (DeepSeek-V3 §3.2.3); the core keeps what it keeps

@@ -48,7 +48,7 @@ NETWORK_RING_SHARE = 0.9
 # recomputes both from the runs and checks these constants).
 A100_GEMM_SHARE = 0.722
 A100_CALIBRATION = "set so that the planner gives Narayanan et al. 2021's 1T run (Table 1) its 163 TFLOP/s per GPU"
-H100_GEMM_SHARE = 0.568
+H100_GEMM_SHARE = 0.573
 H100_CALIBRATION = (
     "set so that the planner gives the Llama 3 paper's 405B run on 8,192 GPUs (Table 4) its 430 TFLOP/s per GPU"
 )

@@ -27,6 +27,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from .flash_rates import backward_rate, causal_rate
 from .layout import Layout
 from .models import ModelSpec
 
@@ -52,11 +53,25 @@ class Kernel:
     """(independent products, rows, columns) of its output, which the GPU's SMs run in waves; None: no tensor cores."""
     fp8: bool = False
     """Run at the GPU's FP8 peak (``Layout.fp8``: DeepSeek-V3's FP8 GEMMs), else at its BF16 peak."""
+    rate: float = 1.0
+    """Its FLOP rate as a share of a GEMM's of the same tiles (below 1 for flash attention: ``flash_rates``)."""
 
 
 def gemm(m: float, n: float, k: float, count: float = 1) -> Kernel:
     """``count`` products of an m×k by a k×n matrix: 2mnk FLOPs each; operands and product read or written once."""
     return Kernel(2.0 * count * m * n * k, BF16 * count * (m * k + k * n + m * n), (int(count), int(m), int(n)))
+
+
+def flash_attention(
+    work: float, forward_bytes: float, backward_bytes: float, tiles: tuple[int, int, int]
+) -> tuple[Kernel, Kernel]:
+    """A causal flash-attention kernel of ``work`` FLOPs (its causal half) over ``tiles`` (heads, queries a
+    sequence, head size), and its backward: 2.5 × the FLOPs, each at its measured share of a GEMM's rate
+    (``engine.scale.flash_rates``)."""
+    causal = causal_rate(tiles[1])
+    forward = Kernel(work, forward_bytes, tiles, rate=causal)
+    backward = Kernel(FLASH_BACKWARD_FACTOR * work, backward_bytes, tiles, rate=causal * backward_rate(tiles[1]))
+    return forward, backward
 
 
 def stream(num_bytes: float) -> Kernel:
@@ -160,8 +175,12 @@ def attention_core(model: ModelSpec, layout: Layout, shapes: Shapes) -> list[Ope
     if layout.flash_attention:
         work = 4.0 * T * keys * shapes.query * CAUSAL_SHARE  # Q·Kᵀ and P·V, b sequences together
         statistics = FP32 * T * a  # log-sum-exp per query and head
-        forward = Kernel(work, 2 * q_bytes + 2 * kv_bytes + statistics, (int(b * a), int(T / b), d))
-        backward = Kernel(FLASH_BACKWARD_FACTOR * work, 4 * q_bytes + 4 * kv_bytes + statistics, forward.tiles)
+        forward, backward = flash_attention(
+            work,
+            2 * q_bytes + 2 * kv_bytes + statistics,
+            4 * q_bytes + 4 * kv_bytes + statistics,
+            (int(b * a), int(T / b), d),
+        )
         # keeps its output (which the projection also keeps: one storage) and the log-sum-exp
         return [Operation("flash attention", "attention", (forward,), (backward,), saved=q_bytes + statistics,
                           statistics=statistics, core=True)]  # fmt: skip

@@ -50,9 +50,9 @@ def kernel_seconds(kernel: Kernel, gpu: GpuSpec) -> float:
         return memory
     peak = gpu.fp8_peak_flops if kernel.fp8 else gpu.peak_flops
     if kernel.tiles is None:
-        return max(kernel.flops / (peak * gpu.gemm_share), memory)
+        return max(kernel.flops / (peak * gpu.gemm_share * kernel.rate), memory)
     count, rows, columns = kernel.tiles
-    share = gpu.gemm_share * wave_efficiency(kernel.tiles, gpu.sm_count)
+    share = gpu.gemm_share * kernel.rate * wave_efficiency(kernel.tiles, gpu.sm_count)
     epilogue = BF16 * count * rows * columns / gpu.hbm_bytes_per_second
     return max(kernel.flops / (peak * share) + epilogue, memory)
 

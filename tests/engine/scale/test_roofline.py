@@ -9,7 +9,9 @@ import pytest
 
 from engine.scale import GPU_PRESETS, MODEL_PRESETS, GpuSpec, Layout
 from engine.scale.costs import all_reduce_seconds, data_parallel_seconds, pipeline_transfer, stage_costs
+from engine.scale.flash_rates import backward_rate, causal_rate
 from engine.scale.hardware import HBM_SHARE
+from engine.scale.layers import layer_operations
 from engine.scale.memory import layer_activation_bytes
 from engine.scale.models import custom_model
 from engine.scale.roofline import wave_efficiency
@@ -61,8 +63,9 @@ def test_a_llama_layer_forward_by_hand():
     gemms = gemm(T, h + 2 * kv, h) + gemm(T, h, h) + gemm(T, 2 * f, h) + gemm(T, h, f)
     flash_flops = 4 * T * s * h * 0.5  # Q·Kᵀ and P·V over the causal half
     flash_tiles = wave_efficiency((b * a, T, d), 1)
+    causal = 521 / 625  # FlashAttention-3, Figure 5, sequence 2k: causal ÷ unmasked TFLOP/s
     flash = max(
-        flash_flops / (gpu.peak_flops * gpu.gemm_share * flash_tiles) + stream(2 * b * a * T * d),  # + its output
+        flash_flops / (gpu.peak_flops * gpu.gemm_share * flash_tiles * causal) + stream(2 * b * a * T * d),  # + output
         stream(2 * 2 * T * h + 2 * 2 * T * kv + 4 * T * a),
     )
     memory_bound = (
@@ -91,9 +94,10 @@ def test_backward_is_two_gemms_per_product_and_recomputation_reruns_the_forward(
     assert plain.breakdown["GEMMs"] == pytest.approx(3 * plain.backward_weight, rel=0.02)
     selective = stage_costs(model, gpu, dataclasses.replace(layout, recompute="selective"), (1, 1))[0]
     full = stage_costs(model, gpu, dataclasses.replace(layout, recompute="full"), (1, 1))[0]
-    # flash: backward 2.5 × the forward's math (FlashAttention-2), each kernel then writes its output (epilogue)
+    # flash: backward 2.5 × the forward's math (FlashAttention-2) at 501/625 of its rate (FlashAttention-3, Figures
+    # 5 and 6, sequence 2k); each kernel then writes its output (epilogue)
     epilogue = 2 * 16 * 2048 * 64 / (gpu.hbm_gb_s * 1e9 * HBM_SHARE)  # b·a × T × d, 2 bytes
-    core = (plain.breakdown["attention"] - 2 * epilogue) / (1 + 2.5) + epilogue
+    core = (plain.breakdown["attention"] - 2 * epilogue) / (1 + 2.5 * 625 / 501) + epilogue
     assert selective.backward_input - plain.backward_input == pytest.approx(core, rel=1e-9)
     layer_forward = plain.forward - stage_costs(model, gpu, layout, (0, 2))[0].forward  # minus the embedding alone
     assert full.backward_input - plain.backward_input == pytest.approx(layer_forward, rel=1e-9)
@@ -195,3 +199,21 @@ def test_a_llama_layer_keeps_what_its_operations_save():
     per_token = 4 * (2 * h / t) + 2 * 4 / t + 2 * (h / t + 2 * d) + 2 * h / t + 4 * a / t + 2 * 2 * f / t + 2 * f / t
     assert layer_activation_bytes(model, layout) == pytest.approx(tokens * per_token)
     assert math.isclose(per_token * t / h, 4 * 2 + 2 + 2 + 6 * f / h, rel_tol=0.01)  # ≈ 31.5 h per token over t
+
+
+def test_flash_attention_rates_read_the_flashattention3_figures():
+    """The causal and backward rates are the paper's bars divided (Figures 5 and 6, H100, head size 128), between
+    two lengths a straight line in log2 of the length, held beyond the figures' ends."""
+    assert causal_rate(4096) == pytest.approx(579 / 638)
+    assert backward_rate(4096) == pytest.approx(542 / 638)
+    between = 2**12.5  # halfway from 4k to 8k on the log axis
+    assert causal_rate(between) == pytest.approx(((579 + 602) / 2) / ((638 + 646) / 2))
+    assert backward_rate(between) == pytest.approx(((542 + 559) / 2) / ((638 + 646) / 2))
+    assert causal_rate(131_072) == pytest.approx(616 / 648) and causal_rate(128) == pytest.approx(292 / 467)
+    # the backward of a causal kernel pays both: a layer's attention backward at 4k takes 2.5 / (0.91 · 0.85) of the
+    # unmasked forward's time per FLOP
+    model = custom_model(num_layers=2, hidden_size=1024, num_attention_heads=16, vocab_size=32_000, seq_length=4096)
+    layout = Layout(tensor_parallel=1, pipeline_parallel=2, data_parallel=1, global_batch=2, family="1f1b")
+    core = next(op for op in layer_operations(model, layout) if op.name == "flash attention")
+    (forward,), (backward,) = core.forward, core.input_gradient
+    assert backward.flops / backward.rate == pytest.approx(2.5 * forward.flops / forward.rate * 638 / 542)
