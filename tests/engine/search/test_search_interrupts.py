@@ -73,11 +73,12 @@ def test_an_interrupted_search_exits_at_once_and_keeps_the_users_file(tmp_path, 
 
 
 def _wait_until_solving(child: subprocess.Popen, timeout_s: float = 120.0) -> None:
-    """Return once the search has forked CP-SAT's process (``stoppable.solve_until``), or has used 3 s of CPU (the
-    greedy's first schedule takes well under 1 s of it): the search records the greedy's schedule before any
-    solve, so from then on an interrupt has a best schedule to keep. A fork keeps its parent's command line;
-    ``multiprocessing``'s helpers have their own. CPU time, not wall time: a busy host slows both alike. Fails if
-    the command ends first."""
+    """Return once the search has forked CP-SAT's process (``stoppable.solve_until``), or it and its children have
+    used 3 s of CPU (the greedy's first schedule takes well under 1 s of it): the search records the greedy's
+    schedule before any solve, so from then on an interrupt has a best schedule to keep. A fork keeps its parent's
+    command line; ``multiprocessing``'s helpers have their own. Each child is looked at on its own: one that cannot
+    be read (a zombie, one that ended) must not hide the fork. CPU time, not wall time: a busy host slows both
+    alike. Fails if the command ends first."""
     import psutil
 
     command = psutil.Process(child.pid)
@@ -85,17 +86,29 @@ def _wait_until_solving(child: subprocess.Popen, timeout_s: float = 120.0) -> No
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert child.poll() is None, f"the search ended before it was interrupted: {child.communicate()}"
-        try:
-            if any(forked.cmdline() == argv for forked in command.children()):
-                return
-            used = command.cpu_times()
-            if used.user + used.system >= 3.0:
-                return
-        except psutil.Error:  # a child that ended while we looked: look again
-            pass
+        used = 0.0
+        for process in [command, *_children(command)]:
+            try:
+                if process is not command and process.cmdline() == argv:
+                    return
+                times = process.cpu_times()
+                used += times.user + times.system
+            except psutil.Error:  # ended, a zombie, or not ours to read: the others still count
+                continue
+        if used >= 3.0:
+            return
         time.sleep(0.05)
     child.kill()
     pytest.fail(f"no CP-SAT process after {timeout_s:g} s: {child.communicate()}")
+
+
+def _children(command) -> list:
+    import psutil
+
+    try:
+        return command.children(recursive=True)
+    except psutil.Error:
+        return []
 
 
 @pytest.fixture
