@@ -1,11 +1,12 @@
 """Hostile links, in a real browser: every URL key of every page given Markdown, HTML, KaTeX, bare URLs and
 very long values. The page must render none of it — no link, image, bold or formula the app did not make —
-and the browser must request nothing from another host."""
+and the browser must request nothing from another host. One test per page and payload set, on one server and
+browser per module and worker (conftest.py): the pages only read their links, as they did on one shared server."""
 
 from urllib.parse import quote
 
 import pytest
-from browser_support import IDLE, launch, require_browser, serve_app
+from browser_support import IDLE
 
 from app.frame.lab_settings import LAB_KEYS
 from app.views.compare.settings import COMPARE_KEYS
@@ -59,32 +60,37 @@ def _check(page, requests: list[str], base: str, where: str) -> None:
     assert foreign == [], (where, foreign[:5])
 
 
-def test_no_url_value_is_rendered_as_markup_and_nothing_is_fetched_elsewhere():
-    sync_api = require_browser()
-    with serve_app() as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            for path, keys in PAGES.items():
-                for shift in range(2):
-                    page = browser.new_page(viewport={"width": 1440, "height": 900})
-                    requests: list[str] = []
-                    page.on("request", lambda request, seen=requests: seen.append(request.url))
-                    page.goto(url + _links(path, keys, shift))
-                    page.wait_for_selector(IDLE, timeout=90_000)
-                    page.wait_for_timeout(800)  # images and late scripts have time to ask
-                    page.wait_for_selector(IDLE, timeout=90_000)
-                    _check(page, requests, url, f"/{path} shift {shift}")
-                    assert "The link" in page.inner_text("body") or not keys, f"/{path}: no warning shown"
-                    page.close()
-                page = browser.new_page(viewport={"width": 1440, "height": 900})
-                requests = []
-                page.on("request", lambda request, seen=requests: seen.append(request.url))
-                long_values = "&".join(f"{key}={quote(LONG, safe='')}" for key in keys[:3])
-                page.goto(f"{url}/{path}?{long_values}")
-                page.wait_for_selector(IDLE, timeout=90_000)
-                _check(page, requests, url, f"/{path} long values")
-                body = page.inner_text("body")
-                assert LONG[:200] not in body, f"/{path}: a long value was echoed whole"
-                page.close()
-        finally:
-            browser.close()
+def _page_name(path: str) -> str:
+    return path or "playground"
+
+
+def _open(browser, link: str):
+    """A fresh visitor's page at ``link``, settled, and every URL it has requested."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(link)
+    page.wait_for_selector(IDLE, timeout=90_000)
+    return page, requests
+
+
+@pytest.mark.parametrize("shift", [0, 1], ids=["shift0", "shift1"])
+@pytest.mark.parametrize("path", PAGES, ids=_page_name)
+def test_no_url_value_is_rendered_as_markup_and_nothing_is_fetched_elsewhere(browser, app_url, path, shift):
+    """Every key of the page given one of the payloads (``shift`` turns which key gets which, so each key meets
+    two): nothing rendered, nothing fetched from another host, and a warning about the link."""
+    keys = PAGES[path]
+    page, requests = _open(browser, app_url + _links(path, keys, shift))
+    page.wait_for_timeout(800)  # images and late scripts have time to ask
+    page.wait_for_selector(IDLE, timeout=90_000)
+    _check(page, requests, app_url, f"/{path} shift {shift}")
+    assert "The link" in page.inner_text("body") or not keys, f"/{path}: no warning shown"
+
+
+@pytest.mark.parametrize("path", PAGES, ids=_page_name)
+def test_a_very_long_url_value_is_neither_rendered_nor_echoed_whole(browser, app_url, path):
+    long_values = "&".join(f"{key}={quote(LONG, safe='')}" for key in PAGES[path][:3])
+    page, requests = _open(browser, f"{app_url}/{path}?{long_values}")
+    _check(page, requests, app_url, f"/{path} long values")
+    body = page.inner_text("body")
+    assert LONG[:200] not in body, f"/{path}: a long value was echoed whole"

@@ -1,15 +1,15 @@
 """Projector mode, run as a teacher would at the front of the room — every page with a chart, at 1920 ×
 1080 and at a 1280 × 720 projector: the sidebar gone (no strip, nothing of it in the Tab order) with a visible way
 back, the chart's bottom on the first screen with every rank of the page's default configuration named on it, and
-no focusable element outside the screen's width. Screenshots go to SCREENSHOT_DIR when it is set."""
+no focusable element outside the screen's width. One test per page and size, on one server and browser per module
+and worker (conftest.py). Screenshots go to SCREENSHOT_DIR when it is set."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
-
-from tests.browser_support import IDLE, launch, open_page, require_browser, serve_app
+from browser_support import IDLE, open_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -50,85 +50,69 @@ def _save(page, name: str) -> None:
         page.screenshot(path=os.path.join(os.environ["SCREENSHOT_DIR"], f"{name}.png"))
 
 
+def _name(path: str) -> str:
+    return path.split("?")[0] or "playground"
+
+
 @pytest.mark.parametrize("width,height", [(1920, 1080), (1280, 720)])
-def test_projector_mode_fits_every_page_on_one_screen(width, height):
-    sync_api = require_browser()
-    with serve_app() as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            for path, ranks in PAGES.items():
-                joiner = "&" if "?" in path else "?"
-                page, _ = open_page(browser, f"{url}/{path}{joiner}projector=1", width, height)
-                page.wait_for_timeout(300)  # the style sheet's last layout pass
-                where = page.evaluate(WHERE)
-                name = path.split("?")[0] or "playground"
-                _save(page, f"projector-{name}-{width}")
-                assert not where["sidebarShown"], (path, where)
-                assert where["ranks"] == ranks, (path, where)
-                assert 0 <= where["top"] and where["bottom"] <= height, (path, where)
-                assert where["smallestChartText"] >= 18, (path, where)
-                assert where["outside"] == [], (path, where)
-                page.close()
-        finally:
-            browser.close()
+@pytest.mark.parametrize("path", PAGES, ids=_name)
+def test_projector_mode_fits_every_page_on_one_screen(browser, app_url, path, width, height):
+    ranks = PAGES[path]
+    joiner = "&" if "?" in path else "?"
+    page, _ = open_page(browser, f"{app_url}/{path}{joiner}projector=1", width, height)
+    page.wait_for_timeout(300)  # the style sheet's last layout pass
+    where = page.evaluate(WHERE)
+    _save(page, f"projector-{_name(path)}-{width}")
+    assert not where["sidebarShown"], (path, where)
+    assert where["ranks"] == ranks, (path, where)
+    assert 0 <= where["top"] and where["bottom"] <= height, (path, where)
+    assert where["smallestChartText"] >= 18, (path, where)
+    assert where["outside"] == [], (path, where)
 
 
-def test_presenter_bar_brings_the_settings_back_and_leaves(tmp_path):
+def test_presenter_bar_brings_the_settings_back_and_leaves(browser, app_url):
     """The sidebar is out of the Tab order while hidden; a link inside a projected page keeps the mode; "Settings"
     brings the sidebar back; "Leave projector mode" ends the mode (the root font back to 16 px, the link without
     projector=1)."""
-    sync_api = require_browser()
-    with serve_app() as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            page, _ = open_page(browser, f"{url}/?projector=1", 1280, 720)
-            for _ in range(6):  # the first Tabs: each lands on something on the screen, never the hidden sidebar
-                page.keyboard.press("Tab")
-                box = page.evaluate(
-                    "() => { const e = document.activeElement, r = e.getBoundingClientRect();"
-                    " return {inSidebar: !!e.closest('[data-testid=stSidebar]'), left: r.left, right: r.right,"
-                    " w: r.width, h: r.height}; }"
-                )
-                assert not box["inSidebar"] and box["w"] > 0 and box["right"] > 0 and box["left"] < 1280, box
-            # a link inside a projected page keeps projector mode (the lesson's link to the Playground)
-            lesson, _ = open_page(browser, f"{url}/lessons?lesson=7&step=2&projector=1", 1280, 720)
-            lesson.get_by_text("Open this in the Playground").click()
-            lesson.wait_for_function("() => location.pathname === '/' && location.search.includes('dualpipev')")
-            assert "projector=1" in lesson.url, lesson.url
-            lesson.wait_for_selector(IDLE, timeout=60_000)
-            size = lesson.evaluate("() => parseFloat(getComputedStyle(document.documentElement).fontSize)")
-            assert size == 21, size
-            lesson.close()
-            page.get_by_role("button", name="Settings").click()
-            page.wait_for_selector("[data-testid=stSidebar] >> text=Ranks (devices), p", timeout=30_000)
-            page.get_by_role("button", name="Leave projector mode").click()
-            page.wait_for_function("() => !location.search.includes('projector')", timeout=30_000)
-            page.wait_for_selector(IDLE, timeout=30_000)
-            size = page.evaluate("() => parseFloat(getComputedStyle(document.documentElement).fontSize)")
-            assert size == 16, size
-            assert page.locator("[data-testid=stSidebar]").first.is_visible()
-        finally:
-            browser.close()
+    page, _ = open_page(browser, f"{app_url}/?projector=1", 1280, 720)
+    for _ in range(6):  # the first Tabs: each lands on something on the screen, never the hidden sidebar
+        page.keyboard.press("Tab")
+        box = page.evaluate(
+            "() => { const e = document.activeElement, r = e.getBoundingClientRect();"
+            " return {inSidebar: !!e.closest('[data-testid=stSidebar]'), left: r.left, right: r.right,"
+            " w: r.width, h: r.height}; }"
+        )
+        assert not box["inSidebar"] and box["w"] > 0 and box["right"] > 0 and box["left"] < 1280, box
+    # a link inside a projected page keeps projector mode (the lesson's link to the Playground)
+    lesson, _ = open_page(browser, f"{app_url}/lessons?lesson=7&step=2&projector=1", 1280, 720)
+    lesson.get_by_text("Open this in the Playground").click()
+    lesson.wait_for_function("() => location.pathname === '/' && location.search.includes('dualpipev')")
+    assert "projector=1" in lesson.url, lesson.url
+    lesson.wait_for_selector(IDLE, timeout=60_000)
+    size = lesson.evaluate("() => parseFloat(getComputedStyle(document.documentElement).fontSize)")
+    assert size == 21, size
+    lesson.close()
+    page.get_by_role("button", name="Settings").click()
+    page.wait_for_selector("[data-testid=stSidebar] >> text=Ranks (devices), p", timeout=30_000)
+    page.get_by_role("button", name="Leave projector mode").click()
+    page.wait_for_function("() => !location.search.includes('projector')", timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=30_000)
+    size = page.evaluate("() => parseFloat(getComputedStyle(document.documentElement).fontSize)")
+    assert size == 16, size
+    assert page.locator("[data-testid=stSidebar]").first.is_visible()
 
 
-def test_a_phone_sees_a_chart_on_the_first_screen_of_every_page_that_has_one():
+@pytest.mark.parametrize("path", PAGES, ids=_name)
+def test_a_phone_sees_a_chart_on_the_first_screen_of_every_page_that_has_one(browser, app_url, path):
     """390 × 844: on every page with a chart, the chart comes before the cards and notes (and a lesson's text),
     so its first rank row is on the first screen; the numbers follow the picture."""
-    sync_api = require_browser()
-    with serve_app() as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            for path in PAGES:
-                page, _ = open_page(browser, f"{url}/{path}", 390, 844)
-                rank_0 = page.evaluate(
-                    "() => [...document.querySelector('.js-plotly-plot').querySelectorAll('g.ytick > text')]"
-                    ".find(t => t.textContent.trim() === 'rank 0').getBoundingClientRect().bottom"
-                )
-                _save(page, f"phone-{path.split('?')[0] or 'playground'}")
-                assert rank_0 <= 844, (path, rank_0)
-                cards = page.locator('[data-testid="stMetric"]').first
-                if path != "compare" and cards.count():  # Compare has a table, not cards
-                    assert cards.bounding_box()["y"] > rank_0, path  # the numbers after the picture
-                page.close()
-        finally:
-            browser.close()
+    page, _ = open_page(browser, f"{app_url}/{path}", 390, 844)
+    rank_0 = page.evaluate(
+        "() => [...document.querySelector('.js-plotly-plot').querySelectorAll('g.ytick > text')]"
+        ".find(t => t.textContent.trim() === 'rank 0').getBoundingClientRect().bottom"
+    )
+    _save(page, f"phone-{_name(path)}")
+    assert rank_0 <= 844, (path, rank_0)
+    cards = page.locator('[data-testid="stMetric"]').first
+    if path != "compare" and cards.count():  # Compare has a table, not cards
+        assert cards.bounding_box()["y"] > rank_0, path  # the numbers after the picture
