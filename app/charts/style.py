@@ -177,6 +177,9 @@ PAGE_CSS = """
 /* a block that only carries a style sheet takes no room (it would add a row's gap above the content) */
 [data-testid="stElementContainer"]:has(> [data-testid="stHtml"]):not(
   :has(> [data-testid="stHtml"] > :not(style, script))) { display: none; }
+/* a touch screen has neither Tab nor arrow keys: the chart's keyboard help is for keyboards
+   (app.frame.timeline_panels.KEYBOARD_HINT) */
+@media (pointer: coarse) { [class*="st-key-keyboard_hint_"] { display: none; } }
 /* a phone (below ~700 px): metric cards as a compact two-column block, so the chart starts on the first screen */
 @media (max-width: 700px) {
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; padding-top: 2.5rem; }

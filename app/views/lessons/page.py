@@ -149,7 +149,11 @@ def chart_block(
         formula = evaluate(step.bubble_label, replace(step, config=settings))  # p, F, B… of the drawn configuration
         if abs(formula - idle) <= 1e-9 * max(1.0, idle):  # the term names the bubble only where it is its size
             label = (pretty(step.bubble_label), idle)
-    title = settings.title()
+    title = (
+        step.chart_title.format(p=settings.num_ranks, m=settings.num_microbatches)
+        if step.chart_title
+        else settings.title()
+    )
 
     def chart(lectured) -> None:
         for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
@@ -184,7 +188,7 @@ def chart_block(
         )
 
     lectured_step()
-    legend_notes(timeline, costs, schedule)
+    legend_notes(timeline, costs, schedule, key=key)
 
 
 # -- the question ---------------------------------------------------------------------------------------------
