@@ -179,7 +179,10 @@ PAGE_CSS = """
   :has(> [data-testid="stHtml"] > :not(style, script))) { display: none; }
 /* a touch screen has neither Tab nor arrow keys: the chart's keyboard help is for keyboards
    (app.frame.timeline_panels.KEYBOARD_HINT) */
-@media (pointer: coarse) { [class*="st-key-keyboard_hint_"] { display: none; } }
+@media (pointer: coarse) { [class*="st-key-keyboard_hint_"] { display: none; }
+  /* a help icon is 16 px: a finger gets 24 x 24 (WCAG 2.2, 2.5.8 Target Size) */
+  [data-testid="stTooltipHoverTarget"] { min-width: 24px; min-height: 24px; display: inline-flex;
+    align-items: center; justify-content: center; } }
 /* a phone (below ~700 px): metric cards as a compact two-column block, so the chart starts on the first screen */
 @media (max-width: 700px) {
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; padding-top: 2.5rem; }
