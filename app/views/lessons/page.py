@@ -37,7 +37,7 @@ from app.views.lessons.course import (
     load_lessons,
     simulated,
 )
-from app.views.lessons.explore import changes, explore_and_try, learner_values
+from app.views.lessons.explore import changed, changes, explore_and_try, learner_values
 from app.views.lessons.runs import real_runs, show_real_results
 from app.views.navigation import link_to
 from app.views.plan.panels import pipeline_gantt
@@ -123,9 +123,11 @@ def chart_block(
     highlight: str = "",
     lecture_for=None,
     words=None,
+    ask=None,
 ) -> None:
     """Cards, chart and legend notes of one configuration of the step (``lecture_for``: offer lecture mode;
-    ``words``: what to draw beside the chart on a projector, the step's text)."""
+    ``words``: what to draw beside the chart on a projector, the step's text; ``ask``: its question, drawn
+    above the text there)."""
     schedule, timeline = simulated(settings)
     costs = settings.costs()
 
@@ -185,6 +187,7 @@ def chart_block(
             stage=key,
             projector=projector,
             words=words,
+            ask=ask,
         )
 
     lectured_step()
@@ -205,6 +208,7 @@ def check(step: Step, real_key) -> None:
     st.session_state.setdefault(OUTCOMES, {})[real_key] = (right, value)
     if right:
         st.session_state.setdefault(REVEALED, set()).add(real_key)
+    changed()  # asked beside the chart (a projector), inside its partial rerun: the whole page follows
 
 
 def show_me(step: Step, real_key) -> None:
@@ -216,13 +220,16 @@ def show_me(step: Step, real_key) -> None:
     right, _ = outcomes.get(real_key, (None, value))
     outcomes[real_key] = (right or None, value)
     st.session_state.setdefault(REVEALED, set()).add(real_key)
+    changed()
 
 
 def revealed(step: Step, real_key) -> bool:
     return step.question is None or real_key in st.session_state.get(REVEALED, set())
 
 
-def question(step: Step, real_key, results: dict | None) -> None:
+def question(step: Step, real_key, results: dict | None, *, narrow: bool = False) -> None:
+    """The question, its answer box, Check and Show me, and the feedback (``narrow``: in the column beside a
+    projected chart, where the two buttons share the column's width)."""
     asked = step.question
     if asked is None:
         return
@@ -236,7 +243,7 @@ def question(step: Step, real_key, results: dict | None) -> None:
             ANSWER_LABEL + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%g"
         )
     done = revealed(step, real_key)
-    buttons = st.columns([1, 1, 5], gap="small")
+    buttons = st.columns(2 if narrow else [1, 1, 5], gap="small")
     buttons[0].button(
         CHECK,
         key=f"{PAGE}_check_{real_key[0]}_{real_key[1]}",
@@ -343,8 +350,10 @@ def lessons_page() -> None:
         if done:
             explore_and_try(step, real_key)
 
-    # the text goes with the chart (beside it on a projector, after it on a phone) where the chart comes first
+    # the text goes with the chart (beside it on a projector, after it on a phone) where the chart comes first;
+    # on a projector the question heads that column, so the slide's first screen holds the chart and the question
     beside = config is not None and chart_first
+    asked_beside = projector and beside and step.question is not None
     if not beside:
         step_text()
     cards = taught_metrics(by_number, lesson, index)
@@ -365,6 +374,7 @@ def lessons_page() -> None:
                 highlight="" if step.reveal_chart else highlight,
                 lecture_for=(real_key, config),
                 words=step_text if beside else None,
+                ask=(lambda: question(step, real_key, results, narrow=True)) if asked_beside else None,
             )
         elif not done:
             if step.shows_before_answer("cards"):
@@ -375,7 +385,8 @@ def lessons_page() -> None:
             )
     if results:
         show_real_results(results, projector, PAGE)
-    question(step, real_key, results)
+    if not asked_beside:
+        question(step, real_key, results)
     if done and step.question is not None:
         after_the_answer(live, config, results, real_key, cards=cards, projector=projector, chart_first=chart_first)
     if config is not None and (done or chart_first):  # the Playground would show what the question keeps back
