@@ -225,6 +225,10 @@ section[data-testid="stSidebar"] { width: 25rem !important; min-width: 25rem !im
   z-index: 1000001; width: auto !important; }
 .st-key-presenter_bar { width: auto !important; gap: 0.4rem; }
 .st-key-presenter_bar button { min-height: 2rem; padding: 0.1rem 0.6rem; }
+/* a lesson's "Run it for real", beside the step's title: no taller than the title, so the chart keeps its place */
+.st-key-ls_run button { min-height: 2rem; padding: 0.1rem 0.6rem; }
+[data-testid="stHorizontalBlock"]:has(.st-key-ls_run) h3 { padding-top: 0; padding-bottom: 0; }
+[data-testid="stLayoutWrapper"]:has(> [data-testid="stHorizontalBlock"] .st-key-ls_run) { margin-bottom: -0.5rem; }
 """
 """Added in projector mode only (with the larger root font: ``app.frame.projector.projector_toggle``)."""
 

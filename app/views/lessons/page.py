@@ -337,15 +337,29 @@ def lessons_page() -> None:
     progress_in_sidebar(by_number, lesson, visited)
 
     page_heading(f"Lesson {lesson.number} · {lesson.title}", lesson.summary)
-    st.subheader(f"Step {index + 1} of {len(lesson.steps)}: {step.title}")
+    heading = f"Step {index + 1} of {len(lesson.steps)}: {step.title}"
+    run_at = None
+    if projector and step.real:  # the run's button beside the title: the chart keeps the first screen
+        title, run_at = st.columns([5, 1], vertical_alignment="bottom")
+        title.subheader(heading)
+    else:
+        st.subheader(heading)
     real_key = (lesson.id, step.id)
     done = revealed(step, real_key)
     live = step.with_values(learner_values(step, real_key)) if done else step
-    results = real_runs(step, real_key, PAGE)
+    results = real_runs(step, real_key, PAGE, button_at=run_at)
     config = live.config if not (step.stand_in and results) else None
     chart_first = step.shows_before_answer("chart")  # drawn above the question (a reveal draws it below)
 
+    stand_in = config is not None and step.stand_in
+    stand_in_note = (
+        "Simulated stand-in for the real runs, drawn until they have run: the same schedule, each stage's cost "
+        "modelled from its share of the model."
+    )
+
     def step_text() -> None:
+        if stand_in and projector and beside:  # beside the chart, not above it
+            st.caption(stand_in_note)
         st.markdown(render(live.text, live, results))
         if done:
             explore_and_try(step, real_key)
@@ -359,11 +373,8 @@ def lessons_page() -> None:
     cards = taught_metrics(by_number, lesson, index)
     highlight = step.highlight if done and step.question is not None else ""
     if config is not None:
-        if step.stand_in:
-            st.caption(
-                "Simulated stand-in for the real runs, drawn until they have run: the same schedule, each "
-                "stage's cost modelled from its share of the model."
-            )
+        if stand_in and not (projector and beside):
+            st.caption(stand_in_note)
         if chart_first:
             chart_block(
                 live,
