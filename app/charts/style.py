@@ -177,6 +177,12 @@ PAGE_CSS = """
 /* a block that only carries a style sheet takes no room (it would add a row's gap above the content) */
 [data-testid="stElementContainer"]:has(> [data-testid="stHtml"]):not(
   :has(> [data-testid="stHtml"] > :not(style, script))) { display: none; }
+/* a touch screen has neither Tab nor arrow keys: the chart's keyboard help is for keyboards
+   (app.frame.timeline_panels.KEYBOARD_HINT) */
+@media (pointer: coarse) { [class*="st-key-keyboard_hint_"] { display: none; }
+  /* a help icon is 16 px: a finger gets 24 x 24 (WCAG 2.2, 2.5.8 Target Size) */
+  [data-testid="stTooltipHoverTarget"] { min-width: 24px; min-height: 24px; display: inline-flex;
+    align-items: center; justify-content: center; } }
 /* a phone (below ~700 px): metric cards as a compact two-column block, so the chart starts on the first screen */
 @media (max-width: 700px) {
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; padding-top: 2.5rem; }
@@ -219,6 +225,10 @@ section[data-testid="stSidebar"] { width: 25rem !important; min-width: 25rem !im
   z-index: 1000001; width: auto !important; }
 .st-key-presenter_bar { width: auto !important; gap: 0.4rem; }
 .st-key-presenter_bar button { min-height: 2rem; padding: 0.1rem 0.6rem; }
+/* a lesson's "Run it for real", beside the step's title: no taller than the title, so the chart keeps its place */
+.st-key-ls_run button { min-height: 2rem; padding: 0.1rem 0.6rem; }
+[data-testid="stHorizontalBlock"]:has(.st-key-ls_run) h3 { padding-top: 0; padding-bottom: 0; }
+[data-testid="stLayoutWrapper"]:has(> [data-testid="stHorizontalBlock"] .st-key-ls_run) { margin-bottom: -0.5rem; }
 """
 """Added in projector mode only (with the larger root font: ``app.frame.projector.projector_toggle``)."""
 

@@ -92,8 +92,8 @@ class LabSettings(Declared):
     """One schedule's configuration: family, sizes and costs (per micro-batch through one rank's share)."""
 
     family: str = declared("1f1b", limits.FAMILY)
-    num_ranks: int = declared(4, limits.RANKS)
-    num_microbatches: int = declared(8, limits.MICROBATCHES)
+    num_ranks: int = declared(6, limits.RANKS)
+    num_microbatches: int = declared(12, limits.MICROBATCHES)
     num_chunks: int = declared(2, limits.CHUNKS)
     """v, used only by the families that take chunks."""
     durations: Durations = declared(

@@ -14,6 +14,10 @@ from engine import Costs, Schedule, Timeline
 from engine.attribution import DEFINITIONS, LEVELS, IdleAttribution
 from engine.schedules import Family
 
+KEYBOARD_HINT = "keyboard_hint"
+"""The start of the key of the chart's keyboard help, a block of its own that a touch screen hides
+(``app.charts.style.PAGE_CSS``)."""
+
 
 def card_rows(
     timeline: Timeline, cards: tuple[str, ...] | None = None, *, time_unit: str = ""
@@ -172,7 +176,8 @@ def shared_links_effect(shared: Timeline, delayed: Timeline) -> str:
     )
 
 
-def legend_notes(timeline: Timeline, costs: Costs | None, schedule: Schedule) -> None:
+def legend_notes(timeline: Timeline, costs: Costs | None, schedule: Schedule, *, key: str) -> None:
+    """What the chart draws, in words, under it; ``key``: the chart's (a page may draw two)."""
     binned = len(timeline.frame) > BAR_LIMIT
     notes = [
         "Each rank's row has a lane per kind of action (F above B, or F, I, W), coloured where that kind ran for "
@@ -225,10 +230,12 @@ def legend_notes(timeline: Timeline, costs: Costs | None, schedule: Schedule) ->
     if timeline.num_ranks > 8:
         notes.append("The memory chart shows rank 0, the last rank and the busiest.")
     notes.append(
-        "▶ Play (above the chart; Tab reaches it) sweeps a cursor through the step: what has not happened yet "
-        "is veiled, what runs is outlined. The Time slider scrubs (arrow keys too); click a legend entry to hide it."
+        "▶ Play (above the chart) sweeps a cursor through the step: what has not happened yet is veiled, what "
+        "runs is outlined. The Time slider scrubs; click a legend entry to hide it."
     )
     st.caption(" ".join(notes))
+    with st.container(key=f"{KEYBOARD_HINT}_{key}"):  # hidden on a touch screen (style.PAGE_CSS): it has neither key
+        st.caption("With a keyboard: Tab reaches ▶ Play, and the arrow keys move the Time slider.")
 
 
 def why_panel(family: Family, schedule: Schedule, costs: Costs, timeline: Timeline) -> None:

@@ -124,7 +124,9 @@ def narrate(lectured: Lectured) -> None:
     )
 
 
-def chart_with_lecture(lecture, draw_chart, draw_cards, *, stage: str, projector: bool = False, words=None) -> None:
+def chart_with_lecture(
+    lecture, draw_chart, draw_cards, *, stage: str, projector: bool = False, words=None, ask=None
+) -> None:
     """The chart and, in lecture mode, the narration beside it (stacked under it on a phone), with the cards
     after them, so that a lecturer has the chart and the words on one screen; without lecture mode, the cards
     then the chart. ``lecture()`` draws the lecture's switch and buttons and returns the event (or None);
@@ -132,7 +134,8 @@ def chart_with_lecture(lecture, draw_chart, draw_cards, *, stage: str, projector
 
     On a projector everything that explains or steps the chart sits in a column beside it — ``words`` (a
     lesson's step text), the lecture's switch, buttons, headline and narration, or else the cards — so the
-    chart starts right under the title and all its ranks are on a 1280 × 720 screen."""
+    chart starts right under the title and all its ranks are on a 1280 × 720 screen. ``ask`` (a lesson's
+    question) comes first among the words: the slide is the chart and its question, the text is the speaker's."""
     if projector:
         chart, side = st.columns([5, 2], gap="medium")
         with side:  # stepping: the buttons and what happens first, the step's text after; else the text first
@@ -144,6 +147,8 @@ def chart_with_lecture(lecture, draw_chart, draw_cards, *, stage: str, projector
                         st.markdown(lectured.headline)
                     narrate(lectured)
             with text:
+                if ask is not None:
+                    ask()
                 if words is not None:
                     words()
                 if lectured is None:

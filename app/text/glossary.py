@@ -200,8 +200,8 @@ TERMS: tuple[Term, ...] = (
     ),
     Term(
         "1F1B",
-        "One forward, one backward: after a short warm-up each rank alternates the two, so it holds at most "
-        "p micro-batches (PipeDream-Flush).",
+        "One forward, one backward: after a short warm-up each rank alternates the two, so a micro-batch's "
+        "backward comes soon after its forward and frees its activations early (PipeDream-Flush).",
         ("PipeDream-Flush",),
     ),
     Term(
@@ -218,12 +218,12 @@ TERMS: tuple[Term, ...] = (
     Term(
         "ZB-H1",
         "The Zero Bubble paper's first handcrafted schedule: 1F1B with the backward split and the W's held back "
-        "to fill the drain, at 1F1B's memory, with a third of its bubble when F = I = W.",
+        "to fill the drain, at 1F1B's memory.",
     ),
     Term(
         "ZB-H2",
-        "The Zero Bubble paper's second handcrafted schedule: a longer warm-up and later W's, no idle time inside "
-        "any rank's span when F = I = W, at 2p − 1 micro-batches of memory.",
+        "The Zero Bubble paper's second handcrafted schedule: a longer warm-up and later W's, which fill the "
+        "idle time inside each rank's span, at the cost of more memory than 1F1B's.",
     ),
     Term(
         "ZB-V",

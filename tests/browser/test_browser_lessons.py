@@ -225,3 +225,31 @@ def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on()
         fresh.keyboard.press("PageDown")  # the box has let go: the clicker moves on (the next screenful)
         _settled(fresh)
         assert fresh.evaluate(where) > before or _step_heading(fresh).startswith("Step 4")
+
+
+def test_a_projected_step_shows_its_chart_and_question_on_the_first_screen_and_answers_beside_it():
+    """Lesson 5, step 1 at 1280 × 720, projected: a step whose chart comes before its question (the text beside
+    it runs past the screen) puts the question at the head of the column beside the chart, so the first screen
+    holds the chart and the question; typed and checked there (Enter), it is answered in place."""
+    from app.views.lessons.answers import check_answer
+    from app.views.lessons.course import load_lessons
+
+    step = next(lesson for lesson in load_lessons() if lesson.number == 5).steps[0]
+    right = check_answer(step.question, step, None)[1].split(" (")[0]
+    with _lesson("/lessons?lesson=5&step=1&projector=1", 1280, 720) as page:
+        page.get_by_role("button", name="Show me").wait_for(timeout=60_000)
+        page.wait_for_selector(CHART, timeout=60_000)
+        where = page.evaluate(
+            "() => { const c = document.querySelector('.js-plotly-plot').getBoundingClientRect();"
+            " const q = [...document.querySelectorAll('p')].find(p => p.innerText.startsWith('Question.'));"
+            " const b = [...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Show me');"
+            " return {chart: [c.top, c.left, c.right], question: q.getBoundingClientRect().top,"
+            " questionLeft: q.getBoundingClientRect().left, button: b.getBoundingClientRect().bottom}; }"
+        )
+        assert 0 <= where["chart"][0] and where["button"] <= 720, where  # the chart's top, the whole question
+        assert where["questionLeft"] > where["chart"][2], where  # beside the chart, not under it
+        field = page.locator('[data-testid="stNumberInput"] input').first
+        field.fill(right)
+        field.press("Enter")  # the clicker presses Check
+        page.get_by_text("Right: the engine says").wait_for(timeout=30_000)
+        assert _step_heading(page).startswith("Step 1")

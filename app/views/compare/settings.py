@@ -11,7 +11,9 @@ from engine import FAMILIES
 from engine.costs import Durations
 from engine.options import code_span
 
-COMPARE_DEFAULT = ("gpipe", "1f1b", "zb-h1")
+COMPARE_DEFAULT = ("1f1b", "interleaved-1f1b", "zb-v")
+"""What Compare opens on: three generations of schedule, and no pair a lesson question asks about (GPipe against
+1F1B, 1F1B against ZB-H1: tests/app/lessons/test_lessons.py)."""
 TABLE_2_LAB = LabSettings(
     num_ranks=8,
     num_microbatches=20,

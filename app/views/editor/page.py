@@ -113,7 +113,7 @@ def show_timeline(schedule, timeline, costs, projector: bool, *, cards: bool = T
         figure = timeline_figure(timeline, title=title, projector=projector)
         player("ed_gantt", figure, name=title, summary=chart_summary(timeline, title))
         live_chart(figure, key="ed_gantt")  # redrawn in place on a change (charts/live_chart.py)
-    legend_notes(timeline, costs, schedule)
+    legend_notes(timeline, costs, schedule, key="ed_gantt")
     rank_table(timeline)
 
 

@@ -28,7 +28,9 @@ cool-down), ``bubble_label`` (an expression in size names, e.g. ``"(p - 1) * (F 
 it to equal the engine's idle time per rank, and the chart names the bubble with it), ``explore`` (URL keys —
 ranks, microbatches, chunks, comm — the learner can change in place: text, numbers and chart follow),
 ``try`` (``{ label = "…", set = { microbatches = 24 } }``: a button that sets those values, with a way back;
-a plain string stays a suggestion), ``stand_in = true`` (the configuration is a simulated stand-in for the
+a plain string stays a suggestion), ``chart_title`` (the chart's title in the step's own words, ``{p}`` and ``{m}``
+the drawn ranks and micro-batches: "{p} ranks, one batch" before the lesson has said GPipe or micro-batch; else
+the Playground's title), ``stand_in = true`` (the configuration is a simulated stand-in for the
 step's real runs, drawn until they have run).
 """
 
@@ -146,6 +148,8 @@ class Step:
     """An expression in size names equal to the idle time per rank, shown on the chart as the bubble's term."""
     explore: tuple[str, ...] = ()
     """URL keys the learner can change in place (``EXPLORE``)."""
+    chart_title: str = ""
+    """The chart's title, ``{p}`` and ``{m}`` filled in from the drawn configuration; "" for the Playground's."""
     stand_in: bool = False
     """The configuration stands in for the step's real runs until they have run (or after they failed)."""
     plans: dict[str, PlanRequest] = field(default_factory=dict)
@@ -296,6 +300,7 @@ def load_lesson(path: Path) -> Lesson:
                 phases=step.get("phases", False),
                 bubble_label=step.get("bubble_label", ""),
                 explore=explore,
+                chart_title=step.get("chart_title", ""),
                 stand_in=step.get("stand_in", False),
                 plans={name: _plan(query, f"{where}, plans.{name}") for name, query in step.get("plans", {}).items()},
                 plan=step.get("plan", ""),

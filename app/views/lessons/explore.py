@@ -21,7 +21,8 @@ def changes() -> int:
     return st.session_state.get(CHANGES, 0)
 
 
-def _changed() -> None:
+def changed() -> None:
+    """A value the step's chart block reads has changed (an input, a "try this" button, an answer checked)."""
     st.session_state[CHANGES] = changes() + 1
 
 
@@ -36,7 +37,7 @@ def _number(text: str) -> float | int:
 
 def set_values(real_key, step: Step, values: dict[str, str]) -> None:
     """A try button's callback: set its values (and the explore inputs that show them)."""
-    _changed()
+    changed()
     mine = st.session_state.setdefault(VALUES, {}).setdefault(real_key, {})
     mine.update(values)
     for name, value in values.items():
@@ -46,14 +47,14 @@ def set_values(real_key, step: Step, values: dict[str, str]) -> None:
 
 def reset_values(real_key, step: Step) -> None:
     """Back to the step's own values."""
-    _changed()
+    changed()
     st.session_state.setdefault(VALUES, {}).pop(real_key, None)
     for name in step.explore:
         st.session_state.pop(widget_key(real_key, name), None)
 
 
 def explored(real_key, name: str) -> None:
-    _changed()
+    changed()
     value = st.session_state[widget_key(real_key, name)]
     st.session_state.setdefault(VALUES, {}).setdefault(real_key, {})[name] = str(value)
 

@@ -37,7 +37,7 @@ from app.views.lessons.course import (
     load_lessons,
     simulated,
 )
-from app.views.lessons.explore import changes, explore_and_try, learner_values
+from app.views.lessons.explore import changed, changes, explore_and_try, learner_values
 from app.views.lessons.runs import real_runs, show_real_results
 from app.views.navigation import link_to
 from app.views.plan.panels import pipeline_gantt
@@ -123,9 +123,11 @@ def chart_block(
     highlight: str = "",
     lecture_for=None,
     words=None,
+    ask=None,
 ) -> None:
     """Cards, chart and legend notes of one configuration of the step (``lecture_for``: offer lecture mode;
-    ``words``: what to draw beside the chart on a projector, the step's text)."""
+    ``words``: what to draw beside the chart on a projector, the step's text; ``ask``: its question, drawn
+    above the text there)."""
     schedule, timeline = simulated(settings)
     costs = settings.costs()
 
@@ -149,7 +151,11 @@ def chart_block(
         formula = evaluate(step.bubble_label, replace(step, config=settings))  # p, F, B… of the drawn configuration
         if abs(formula - idle) <= 1e-9 * max(1.0, idle):  # the term names the bubble only where it is its size
             label = (pretty(step.bubble_label), idle)
-    title = settings.title()
+    title = (
+        step.chart_title.format(p=settings.num_ranks, m=settings.num_microbatches)
+        if step.chart_title
+        else settings.title()
+    )
 
     def chart(lectured) -> None:
         for note in settings.family_spec.size_notes(settings.num_ranks, settings.num_microbatches):
@@ -181,10 +187,11 @@ def chart_block(
             stage=key,
             projector=projector,
             words=words,
+            ask=ask,
         )
 
     lectured_step()
-    legend_notes(timeline, costs, schedule)
+    legend_notes(timeline, costs, schedule, key=key)
 
 
 # -- the question ---------------------------------------------------------------------------------------------
@@ -201,6 +208,7 @@ def check(step: Step, real_key) -> None:
     st.session_state.setdefault(OUTCOMES, {})[real_key] = (right, value)
     if right:
         st.session_state.setdefault(REVEALED, set()).add(real_key)
+    changed()  # asked beside the chart (a projector), inside its partial rerun: the whole page follows
 
 
 def show_me(step: Step, real_key) -> None:
@@ -212,13 +220,16 @@ def show_me(step: Step, real_key) -> None:
     right, _ = outcomes.get(real_key, (None, value))
     outcomes[real_key] = (right or None, value)
     st.session_state.setdefault(REVEALED, set()).add(real_key)
+    changed()
 
 
 def revealed(step: Step, real_key) -> bool:
     return step.question is None or real_key in st.session_state.get(REVEALED, set())
 
 
-def question(step: Step, real_key, results: dict | None) -> None:
+def question(step: Step, real_key, results: dict | None, *, narrow: bool = False) -> None:
+    """The question, its answer box, Check and Show me, and the feedback (``narrow``: in the column beside a
+    projected chart, where the two buttons share the column's width)."""
     asked = step.question
     if asked is None:
         return
@@ -232,7 +243,7 @@ def question(step: Step, real_key, results: dict | None) -> None:
             ANSWER_LABEL + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%g"
         )
     done = revealed(step, real_key)
-    buttons = st.columns([1, 1, 5], gap="small")
+    buttons = st.columns(2 if narrow else [1, 1, 5], gap="small")
     buttons[0].button(
         CHECK,
         key=f"{PAGE}_check_{real_key[0]}_{real_key[1]}",
@@ -326,31 +337,44 @@ def lessons_page() -> None:
     progress_in_sidebar(by_number, lesson, visited)
 
     page_heading(f"Lesson {lesson.number} · {lesson.title}", lesson.summary)
-    st.subheader(f"Step {index + 1} of {len(lesson.steps)}: {step.title}")
+    heading = f"Step {index + 1} of {len(lesson.steps)}: {step.title}"
+    run_at = None
+    if projector and step.real:  # the run's button beside the title: the chart keeps the first screen
+        title, run_at = st.columns([5, 1], vertical_alignment="bottom")
+        title.subheader(heading)
+    else:
+        st.subheader(heading)
     real_key = (lesson.id, step.id)
     done = revealed(step, real_key)
     live = step.with_values(learner_values(step, real_key)) if done else step
-    results = real_runs(step, real_key, PAGE)
+    results = real_runs(step, real_key, PAGE, button_at=run_at)
     config = live.config if not (step.stand_in and results) else None
     chart_first = step.shows_before_answer("chart")  # drawn above the question (a reveal draws it below)
 
+    stand_in = config is not None and step.stand_in
+    stand_in_note = (
+        "Simulated stand-in for the real runs, drawn until they have run: the same schedule, each stage's cost "
+        "modelled from its share of the model."
+    )
+
     def step_text() -> None:
+        if stand_in and projector and beside:  # beside the chart, not above it
+            st.caption(stand_in_note)
         st.markdown(render(live.text, live, results))
         if done:
             explore_and_try(step, real_key)
 
-    # the text goes with the chart (beside it on a projector, after it on a phone) where the chart comes first
+    # the text goes with the chart (beside it on a projector, after it on a phone) where the chart comes first;
+    # on a projector the question heads that column, so the slide's first screen holds the chart and the question
     beside = config is not None and chart_first
+    asked_beside = projector and beside and step.question is not None
     if not beside:
         step_text()
     cards = taught_metrics(by_number, lesson, index)
     highlight = step.highlight if done and step.question is not None else ""
     if config is not None:
-        if step.stand_in:
-            st.caption(
-                "Simulated stand-in for the real runs, drawn until they have run: the same schedule, each "
-                "stage's cost modelled from its share of the model."
-            )
+        if stand_in and not (projector and beside):
+            st.caption(stand_in_note)
         if chart_first:
             chart_block(
                 live,
@@ -361,6 +385,7 @@ def lessons_page() -> None:
                 highlight="" if step.reveal_chart else highlight,
                 lecture_for=(real_key, config),
                 words=step_text if beside else None,
+                ask=(lambda: question(step, real_key, results, narrow=True)) if asked_beside else None,
             )
         elif not done:
             if step.shows_before_answer("cards"):
@@ -371,7 +396,8 @@ def lessons_page() -> None:
             )
     if results:
         show_real_results(results, projector, PAGE)
-    question(step, real_key, results)
+    if not asked_beside:
+        question(step, real_key, results)
     if done and step.question is not None:
         after_the_answer(live, config, results, real_key, cards=cards, projector=projector, chart_first=chart_first)
     if config is not None and (done or chart_first):  # the Playground would show what the question keeps back

@@ -16,15 +16,16 @@ from app.views.lessons.course import Step
 from engine.runtime.result import measured_stage_costs
 
 
-def real_runs(step: Step, real_key, page: str) -> dict | None:
-    """The step's real runs: run on the button, kept per visitor and step. After a failure the button says
-    Retry, and the failure stays named until a run succeeds (meanwhile the step draws its simulated stand-in)."""
+def real_runs(step: Step, real_key, page: str, *, button_at=None) -> dict | None:
+    """The step's real runs: run on the button (drawn in ``button_at`` when given, e.g. beside the step's title
+    on a projector), kept per visitor and step. After a failure the button says Retry, and the failure stays named
+    until a run succeeds (meanwhile the step draws its simulated stand-in)."""
     results = st.session_state.setdefault(f"{page}_real", {}).get(real_key)
     failed: dict = st.session_state.setdefault(f"{page}_real_failed", {})
     if not step.real:
         return results
     label = "Retry" if real_key in failed else ("Run it for real" if results is None else "Run again")
-    if st.button(
+    if (button_at if button_at is not None else st).button(
         label,
         key=f"{page}_run",
         type="primary",

@@ -112,7 +112,7 @@ def render_step(settings: LabSettings, costs: Costs, schedule: Schedule, timelin
 
     lectured_step()
     show_generator_code(settings.family_spec, key=f"{PAGE}_show_code")
-    legend_notes(timeline, costs, schedule)
+    legend_notes(timeline, costs, schedule, key=PAGE)
     if costs.shared_links and costs.comm > 0:  # where occupying the links changes the step, against pure delays
         _, delayed = simulated(replace(settings, shared_links=False))
         st.caption(shared_links_effect(timeline, delayed))

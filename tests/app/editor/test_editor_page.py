@@ -17,8 +17,9 @@ def test_editor_simulates_the_text_and_loads_a_family():
     at.run()
     at.button(key="ed_load").click()
     at.run()
-    assert at.text_area(key="ed_csv").value == build_schedule("zb-h1", 4, 8).to_csv()
-    expected = simulate(build_schedule("zb-h1", 4, 8), Costs.of({"F": 1, "I": 1, "W": 1}))
+    sizes = (LabSettings().num_ranks, LabSettings().num_microbatches)  # the family at the sidebar's sizes
+    assert at.text_area(key="ed_csv").value == build_schedule("zb-h1", *sizes).to_csv()
+    expected = simulate(build_schedule("zb-h1", *sizes), Costs.of({"F": 1, "I": 1, "W": 1}))
     assert metrics(at)["Makespan"] == f"{expected.makespan:.4g}"
 
 

@@ -618,3 +618,28 @@ def test_lesson_11s_warm_up_formula_gives_the_numbers_beside_it():
     for name, v in (("trained", 8), ("v2", 2), ("rule", 1)):
         assert evaluate(f"{name}.in_flight_rank0", step) == pytest.approx((2 * (p - 1) + (v - 1) * p + 1) / v
                                                                           if v > 1 else p)  # fmt: skip
+
+
+def test_the_playground_and_compare_open_on_what_no_question_asks_about():
+    """Predict, then reveal, across the app: the Playground and Compare open on sizes no question's configuration
+    has, and Compare's schedules are no pair a choice question sets against each other (its cards and sentence
+    would answer "which is smaller?" at any size)."""
+    from app.views.compare.settings import COMPARE_DEFAULT
+
+    opening = LabSettings()
+    asked_pairs = []
+    for lesson in LESSONS:
+        for step in lesson.steps:
+            if step.question is None or step.config is None:
+                continue
+            configs = [step.config, *step.configs.values()]
+            where = f"lesson {lesson.number}, step {step.id}"
+            for config in configs:
+                assert (config.num_ranks, config.num_microbatches) != (opening.num_ranks, opening.num_microbatches), (
+                    where
+                )
+            if step.question.kind == "choice":
+                asked_pairs.append((where, {config.family for config in configs}))
+    assert asked_pairs  # the rule below has questions to hold against
+    for where, families in asked_pairs:
+        assert len(families) < 2 or not families <= set(COMPARE_DEFAULT), (where, families)

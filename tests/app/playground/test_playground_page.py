@@ -12,17 +12,20 @@ from app.frame.lab_settings import LabSettings
 from engine import Costs, build_schedule, simulate
 
 pytestmark = pytest.mark.slow  # AppTest runs the whole app script per test
+DEFAULT = LabSettings()
+SIZES = (DEFAULT.num_ranks, DEFAULT.num_microbatches)
+"""What the Playground opens on (a size no lesson question uses: tests/app/lessons/test_lessons.py)."""
 
 
 def test_playground_default_shows_the_engines_numbers_and_writes_its_url():
     at = open_app()
-    expected = simulate(build_schedule("1f1b", 4, 8), Costs.of({"F": 1, "B": 2}))
+    expected = simulate(build_schedule("1f1b", *SIZES), Costs.of({"F": 1, "B": 2}))
     shown = metrics(at)
     assert {k: shown[k] for k in expected_cards(expected)} == expected_cards(expected)
     assert at.query_params == {
         "schedule": "1f1b",
-        "ranks": "4",
-        "microbatches": "8",
+        "ranks": str(DEFAULT.num_ranks),
+        "microbatches": str(DEFAULT.num_microbatches),
         "chunks": "2",
         "costs": "F=1,B=2",
         "comm": "0",
@@ -47,7 +50,7 @@ def test_a_link_sets_the_page_and_round_trips():
 @pytest.mark.parametrize(
     "query, problem",
     [
-        ({"ranks": "99"}, "ranks=`99`: expected a whole number from 1 to 32; using 4"),
+        ({"ranks": "99"}, f"ranks=`99`: expected a whole number from 1 to 32; using {DEFAULT.num_ranks}"),
         ({"schedule": "nope"}, "schedule=`nope`: expected one of gpipe, 1f1b"),
         ({"costs": "F=banana"}, "costs=`F=banana`: cannot read cost"),
         ({"recompute": "maybe"}, "recompute=`maybe`: expected 0 or 1"),
@@ -56,7 +59,7 @@ def test_a_link_sets_the_page_and_round_trips():
 def test_a_bad_link_warns_and_uses_defaults(query, problem):
     at = open_app(query)
     assert any(problem in w.value for w in at.warning)
-    assert metrics(at)["Makespan"] == f"{simulate(build_schedule('1f1b', 4, 8)).makespan:.4g}"
+    assert metrics(at)["Makespan"] == f"{simulate(build_schedule('1f1b', *SIZES)).makespan:.4g}"
 
 
 def test_widgets_recompute_and_idle_inside_span_shows_when_it_differs():
@@ -95,9 +98,8 @@ def test_recomputation_states_its_memory_rule_and_draws_its_segment():
     at.slider(key="pg_recompute_memory_fraction").set_value(0.25)
     at.run()
     costs = Costs.of({"F": 1, "B": 2}, recompute=True, recompute_memory_fraction=0.25)
-    assert (
-        metrics(at)["Peak memory"] == f"{max(simulate(build_schedule('1f1b', 4, 8), costs).peak_memory_per_rank()):.3g}"
-    )
+    peak = max(simulate(build_schedule("1f1b", *SIZES), costs).peak_memory_per_rank())
+    assert metrics(at)["Peak memory"] == f"{peak:.3g}"
     assert any("a forward keeps 25% of its activations" in c.value for c in at.caption)
     assert any(t["name"] == "re-run forward (recomputation)" for t in figure(at)["data"])
 
@@ -111,7 +113,7 @@ def test_a_shared_link_with_recomputation_reproduces_the_senders_peak_memory():
     receiver = open_app(link)
     assert metrics(receiver)["Peak memory"] == metrics(sender)["Peak memory"]
     costs = Costs.of({"F": 1, "B": 2}, recompute=True, recompute_memory_fraction=0.5)
-    peak = max(simulate(build_schedule("1f1b", 4, 8), costs).peak_memory_per_rank())
+    peak = max(simulate(build_schedule("1f1b", *SIZES), costs).peak_memory_per_rank())
     assert metrics(receiver)["Peak memory"] == f"{peak:.3g}" != metrics(open_app({"recompute": "1"}))["Peak memory"]
 
 
@@ -119,8 +121,8 @@ def test_transfers_that_share_a_link_come_from_the_link_and_show_their_lanes():
     """DualPipeV's overlapped pairs hand two products over one link at once: shared, the second waits."""
     at = open_app({"schedule": "dualpipev", "costs": "F=1,I=1,W=1,F&B=2.5", "comm": "0.5", "links": "shared"})
     split = {"F": 1, "I": 1, "W": 1, "F&B": 2.5}
-    shared = simulate(build_schedule("dualpipev", 4, 8), Costs.of(split, comm=0.5, shared_links=True))
-    delay = simulate(build_schedule("dualpipev", 4, 8), Costs.of(split, comm=0.5))
+    shared = simulate(build_schedule("dualpipev", *SIZES), Costs.of(split, comm=0.5, shared_links=True))
+    delay = simulate(build_schedule("dualpipev", *SIZES), Costs.of(split, comm=0.5))
     assert metrics(at)["Makespan"] == f"{shared.makespan:.4g}" != f"{delay.makespan:.4g}"
     assert at.query_params["links"] == "shared"
     names = {t["name"] for t in figure(at)["data"]}
@@ -132,7 +134,7 @@ def test_dualpipes_all_to_all_card_lane_and_link_come_from_the_engine():
     parts and the link's a2a are the engine's; without one, no card and no a2a in the link."""
     at = open_app({"schedule": "dualpipe", "costs": "F=1,I=1,W=1,F&B=2.5", "a2a": "0.75"})
     costs = Costs.of({"F": 1, "I": 1, "W": 1, "F&B": 2.5}, expert_comm=0.75)
-    expected = simulate(build_schedule("dualpipe", 4, 8), costs)
+    expected = simulate(build_schedule("dualpipe", *SIZES), costs)
     assert metrics(at)["All-to-all hidden"] == f"{expected.expert_comm['hidden_fraction']:.0%}"
     assert metrics(at)["Makespan"] == f"{expected.makespan:.4g}"
     assert at.query_params["a2a"] == "0.75"
