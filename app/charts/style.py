@@ -135,7 +135,7 @@ PROJECTOR = Sizes(
     font=20,
     title=22,
     row=44,
-    max_gantt=400,
+    max_gantt=24 + 44 * 5,
     memory=120,
     label=20,
     title_characters=120,
@@ -143,9 +143,9 @@ PROJECTOR = Sizes(
     legend_above=True,
     gantt_padding=24,
 )
-"""Projector mode fits the Playground's default chart, all four ranks and the memory, on the first screen of a
-1280 × 720 projector (``tests/browser/test_browser_projector.py``); bars' letters are 18 px or more, every other
-text 20 px."""
+"""Projector mode fits the Playground's default chart, all six ranks (at five rows' height) and the memory, on the
+first screen of a 1280 × 720 projector (``tests/browser/test_browser_projector.py``); bars' letters are 18 px or
+more, every other text 20 px."""
 
 
 def sizes(projector: bool) -> Sizes:

@@ -11,12 +11,16 @@ import os
 import pytest
 from browser_support import IDLE, open_page
 
+from app.frame.lab_settings import LabSettings
+
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
+OPENING_RANKS = LabSettings().num_ranks
+"""What the Playground and Compare open on (``app.frame.lab_settings``)."""
 PAGES = {
     # page (with projector=1): the ranks its default chart draws
-    "": 4,
-    "compare": 4,
+    "": OPENING_RANKS,
+    "compare": OPENING_RANKS,
     "lessons?lesson=2": 4,
     "plan": 16,
     "your-run": 4,
