@@ -6,7 +6,7 @@ import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_support import IDLE, launch, require_browser, serve_app
+from browser_support import IDLE
 
 from engine import Costs, build_schedule, simulate
 
@@ -76,43 +76,49 @@ def _planned_step_seconds(chunks: int) -> float:
     return plan(*request.resolve()).step_seconds
 
 
-def test_sixty_fast_presses_end_where_they_should_everywhere():
-    sync_api = require_browser()
-    with serve_app() as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            # the Playground: micro-batches 1 → 61, the makespan card and the link follow
-            for pause_ms in (0, 50):
-                page = browser.new_page(viewport={"width": 1440, "height": 900})
-                page.goto(f"{url}/?schedule=1f1b&ranks=4&microbatches=1")
-                page.wait_for_selector(IDLE, timeout=90_000)
-                _press(page, "Micro-batches, m", pause_ms)
-                target = 1 + PRESSES
-                expected = simulate(build_schedule("1f1b", 4, target), Costs.of({"F": 1, "B": 2})).makespan
-                card = page.locator('[data-testid="stMetric"]', has_text="Makespan").first.inner_text().split()[-1]
-                assert (_slider_value(page, "Micro-batches, m"), _query(page)["microbatches"], card) == (
-                    target,
-                    str(target),
-                    f"{expected:.4g}",
-                ), f"pause {pause_ms} ms"
-                page.close()
-            # Compare (micro-batches), Search (micro-batches), Real run (blocks) and Plan (chunks per rank):
-            # slider and link agree; on the Plan page the step-time card is the engine's for the final value
-            for path, slider, key, target in (
-                ("compare?microbatches=1", "Micro-batches, m", "microbatches", "61"),
-                ("search?microbatches=1", "Micro-batches, m", "microbatches", "61"),
-                ("real-run?layers=1", "Blocks", "layers", "32"),  # the page's most blocks
-                ("plan?" + "&".join(f"{k}={v}" for k, v in PLAN_QUERY.items()), "Chunks per rank, v", "chunks", "62"),
-            ):
-                page = browser.new_page(viewport={"width": 1440, "height": 900})
-                page.goto(f"{url}/{path}")
-                page.wait_for_selector(IDLE, timeout=90_000)
-                _press(page, slider, 0)
-                assert _slider(page, slider).input_value() == target, (path, _sliders(page))
-                assert _query(page)[key] == target, path
-                if key == "chunks":
-                    card = page.locator('[data-testid="stMetric"]', has_text="Step time").first.inner_text()
-                    assert card.split("\n")[-1] == f"{_planned_step_seconds(62):.3g} s", card
-                page.close()
-        finally:
-            browser.close()
+@pytest.mark.parametrize("pause_ms", [0, 50], ids=["no-pause", "50ms-pauses"])
+def test_sixty_fast_presses_end_where_they_should_on_the_playground(browser, app_url, pause_ms):
+    """Micro-batches 1 → 61: the slider, the makespan card and the link follow."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(f"{app_url}/?schedule=1f1b&ranks=4&microbatches=1")
+    page.wait_for_selector(IDLE, timeout=90_000)
+    _press(page, "Micro-batches, m", pause_ms)
+    target = 1 + PRESSES
+    expected = simulate(build_schedule("1f1b", 4, target), Costs.of({"F": 1, "B": 2})).makespan
+    card = page.locator('[data-testid="stMetric"]', has_text="Makespan").first.inner_text().split()[-1]
+    assert (_slider_value(page, "Micro-batches, m"), _query(page)["microbatches"], card) == (
+        target,
+        str(target),
+        f"{expected:.4g}",
+    ), f"pause {pause_ms} ms"
+
+
+@pytest.mark.parametrize(
+    ("path", "slider", "key", "target"),
+    [
+        pytest.param("compare?microbatches=1", "Micro-batches, m", "microbatches", "61", id="compare"),
+        pytest.param("search?microbatches=1", "Micro-batches, m", "microbatches", "61", id="search"),
+        pytest.param("real-run?layers=1", "Blocks", "layers", "32", id="real-run"),  # the page's most blocks
+        pytest.param(
+            "plan?" + "&".join(f"{k}={v}" for k, v in PLAN_QUERY.items()),
+            "Chunks per rank, v",
+            "chunks",
+            "62",
+            id="plan",
+        ),
+    ],
+)
+def test_sixty_fast_presses_end_where_they_should_on_every_page_with_a_link(
+    browser, app_url, path, slider, key, target
+):
+    """Compare and Search (micro-batches), Real run (blocks) and Plan (chunks per rank): slider and link agree;
+    on the Plan page the step-time card is the engine's for the final value."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(f"{app_url}/{path}")
+    page.wait_for_selector(IDLE, timeout=90_000)
+    _press(page, slider, 0)
+    assert _slider(page, slider).input_value() == target, (path, _sliders(page))
+    assert _query(page)[key] == target, path
+    if key == "chunks":
+        card = page.locator('[data-testid="stMetric"]', has_text="Step time").first.inner_text()
+        assert card.split("\n")[-1] == f"{_planned_step_seconds(62):.3g} s", card
