@@ -15,7 +15,7 @@ from app.charts.plan import memory_figure
 from app.charts.player import player
 from app.elements.live_chart import live_chart
 from app.frame import state
-from app.frame.clicker import ANSWER_LABEL, CHECK, FEEDBACK, NEXT_STEP, PREVIOUS_STEP, REVEAL
+from app.frame.clicker import NEXT_STEP, PREVIOUS_STEP
 from app.frame.engine_calls import planned
 from app.frame.lab_settings import LabSettings
 from app.frame.projector import projector_query, projector_toggle
@@ -25,7 +25,6 @@ from app.frame.timeline_panels import chart_summary, legend_notes, metric_cards
 from app.lecture.controls import chart_with_lecture, lecture_controls
 from app.text.metrics import LESSON_PLAN_CARDS, PLAN_CARDS
 from app.views.lessons.answers import (
-    check_answer,
     evaluate,
     pretty,
     render,
@@ -37,7 +36,8 @@ from app.views.lessons.course import (
     load_lessons,
     simulated,
 )
-from app.views.lessons.explore import changed, changes, explore_and_try, learner_values
+from app.views.lessons.explore import changes, explore_and_try, learner_values
+from app.views.lessons.question import question, revealed
 from app.views.lessons.runs import real_runs, show_real_results
 from app.views.navigation import link_to
 from app.views.plan.panels import pipeline_gantt
@@ -45,7 +45,6 @@ from app.views.plan.panels import pipeline_gantt
 PAGE = "ls"
 LESSON, STEP = f"{PAGE}_lesson", f"{PAGE}_step"
 LESSON_KEYS = ("lesson", "step")
-OUTCOMES, REVEALED = f"{PAGE}_outcomes", f"{PAGE}_revealed"
 
 
 @st.cache_resource(show_spinner=False)
@@ -192,82 +191,6 @@ def chart_block(
 
     lectured_step()
     legend_notes(timeline, costs, schedule, key=key)
-
-
-# -- the question ---------------------------------------------------------------------------------------------
-def answer_key(real_key) -> str:
-    return f"{PAGE}_answer_{real_key[0]}_{real_key[1]}"
-
-
-def check(step: Step, real_key) -> None:
-    """The Check button's callback (before the rerun, so the reveal is drawn in the same run)."""
-    given = st.session_state.get(answer_key(real_key))
-    if given is None or step.question is None:
-        return
-    right, value = check_answer(step.question, step, given)
-    st.session_state.setdefault(OUTCOMES, {})[real_key] = (right, value)
-    if right:
-        st.session_state.setdefault(REVEALED, set()).add(real_key)
-    changed()  # asked beside the chart (a projector), inside its partial rerun: the whole page follows
-
-
-def show_me(step: Step, real_key) -> None:
-    """The learner asks for the answer without giving one (or after a wrong one)."""
-    if step.question is None:
-        return
-    _, value = check_answer(step.question, step, None)
-    outcomes = st.session_state.setdefault(OUTCOMES, {})
-    right, _ = outcomes.get(real_key, (None, value))
-    outcomes[real_key] = (right or None, value)
-    st.session_state.setdefault(REVEALED, set()).add(real_key)
-    changed()
-
-
-def revealed(step: Step, real_key) -> bool:
-    return step.question is None or real_key in st.session_state.get(REVEALED, set())
-
-
-def question(step: Step, real_key, results: dict | None, *, narrow: bool = False) -> None:
-    """The question, its answer box, Check and Show me, and the feedback (``narrow``: in the column beside a
-    projected chart, where the two buttons share the column's width)."""
-    asked = step.question
-    if asked is None:
-        return
-    st.markdown(f"**Question.** {render(asked.prompt, step)}")
-    key = answer_key(real_key)
-    if asked.kind == "choice":
-        labels = [label for label, _ in asked.options] + ([asked.tie] if asked.tie else [])
-        given: str | float | None = st.radio(ANSWER_LABEL, labels, key=key, index=None)
-    else:
-        given = st.number_input(
-            ANSWER_LABEL + (" (%)" if asked.percent else ""), key=key, value=None, step=0.1, format="%g"
-        )
-    done = revealed(step, real_key)
-    buttons = st.columns(2 if narrow else [1, 1, 5], gap="small")
-    buttons[0].button(
-        CHECK,
-        key=f"{PAGE}_check_{real_key[0]}_{real_key[1]}",
-        type="primary",
-        disabled=given is None,
-        on_click=check,
-        args=(step, real_key),
-    )
-    buttons[1].button(
-        REVEAL,
-        key=f"{PAGE}_show_{real_key[0]}_{real_key[1]}",
-        disabled=done,
-        on_click=show_me,
-        args=(step, real_key),
-        help="Skip the prediction: show the answer, the numbers and the chart.",
-    )
-    outcome = st.session_state.get(OUTCOMES, {}).get(real_key)
-    explanation = render(asked.explanation, step, results)
-    if outcome is not None and outcome[0] is True:
-        st.success(f"{FEEDBACK[1]}: {outcome[1]}. {explanation}")
-    elif done:
-        st.info(f"{FEEDBACK[0]}: {check_answer(asked, step, None)[1]}. {explanation}")
-    elif outcome is not None:
-        st.error(f"Not quite. Hint: {render(asked.hint, step)} Try again, or press **Show me**.")
 
 
 # -- navigation -----------------------------------------------------------------------------------------------
