@@ -97,13 +97,33 @@ def launch(playwright):
 
 def open_page(browser, url: str, width: int = 1440, height: int = 900):
     """A new page at ``url``, returned once the script has run and the chart is drawn; and how long it took."""
-    page = browser.new_page(viewport={"width": width, "height": height})
+    page, _ = watched_page(browser, url, width, height)
     started = time.perf_counter()
     page.goto(url)
     page.wait_for_selector(IDLE, timeout=90_000)
     page.wait_for_selector(CHART, timeout=90_000)
     page.wait_for_function(f"() => ({DRAWN_MARKS})() > 0", timeout=90_000)
     return page, time.perf_counter() - started
+
+
+def watched_page(browser, url: str, width: int = 1440, height: int = 900):
+    """A new page (not yet opened) and the list its console errors and failed requests (status 400 or more) are
+    written to, as "error: …" and "404 URL" lines."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    problems: list[str] = []
+    page.on("console", lambda m: m.type == "error" and problems.append(f"{m.type}: {m.text}"))
+    page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
+    page.problems = problems  # what open_page's callers read
+    return page, problems
+
+
+def assert_clean_console(page, app_url: str) -> None:
+    """The page knows where its server is and has logged no error nor asked for a file the server lacks: Streamlit's
+    front end used to probe /lessons/_stcore/health and /lessons/_stcore/host-config first (two 404s on every deep
+    link, streamlit#7074) — app/serve.py tells it where the server is."""
+    page.wait_for_timeout(500)
+    assert page.evaluate("() => window.__streamlit && window.__streamlit.BACKEND_BASE_URL") == f"{app_url}/"
+    assert page.problems == [], f"{page.url}: {page.problems}"
 
 
 def require_browser():

@@ -1,5 +1,5 @@
 """Real-browser tests: Streamlit served on localhost, Debian's Chromium driven by Playwright — one server and one
-browser per module and xdist worker (conftest.py), a fresh page (a fresh visitor) per test.
+browser per xdist worker (conftest.py), a fresh page (a fresh visitor) per test.
 
 Screenshots of every page are saved under the test's output folder (and ``$SCREENSHOT_DIR`` when set)."""
 
@@ -7,12 +7,16 @@ import os
 import time
 
 import pytest
-from browser_support import DRAWN_MARKS, IDLE, open_page
+from browser_support import DRAWN_MARKS, IDLE, assert_clean_console, open_page, watched_page
+from test_browser_projector import PAGES as PROJECTED_PAGES
 
 from app.views.navigation import PAGES
 from engine import FAMILIES, Costs, build_schedule, simulate
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+PHONE_PAGES = {path.split("?")[0] for path in PROJECTED_PAGES}
+"""The pages the phone test opens and checks for a clean console (``test_browser_projector.py``)."""
 
 
 def _save(page, name: str, folder) -> None:
@@ -182,16 +186,6 @@ def test_a_large_schedule_is_drawn_binned_and_one_by_one_once_zoomed_in(browser,
     assert lanes == [32 * 4 + 1, True, True], lanes
 
 
-def test_projector_mode_enlarges_the_playgrounds_type(browser, app_url, tmp_path):
-    """At projector size with ``projector=1`` the root font is at least 18 px."""
-    page = browser.new_page(viewport={"width": 1920, "height": 1080})
-    page.goto(f"{app_url}/?schedule=zb-v&ranks=4&microbatches=8&projector=1")
-    page.wait_for_selector(IDLE, timeout=60_000)
-    page.wait_for_function(f"() => ({DRAWN_MARKS})() > 0", timeout=60_000)
-    assert page.evaluate("() => parseFloat(getComputedStyle(document.documentElement).fontSize)") >= 18
-    _save(page, "playground-projector", tmp_path)
-
-
 def test_compare_draws_three_schedules_on_one_time_axis_and_a_real_table(browser, app_url, tmp_path):
     page, _ = open_page(browser, f"{app_url}/compare?schedules=gpipe,1f1b,zb-h1&ranks=4&microbatches=8")
     titles = page.evaluate("() => document.querySelector('.js-plotly-plot').layout.annotations.map(a => a.text)")
@@ -269,20 +263,19 @@ def _page_name(entry) -> str:
     return entry.url_path or "playground"
 
 
-@pytest.mark.parametrize("entry", PAGES, ids=_page_name)
+@pytest.mark.parametrize("entry", [entry for entry in PAGES if entry.url_path not in PHONE_PAGES], ids=_page_name)
 def test_a_deep_link_to_every_page_is_clean_in_the_console(browser, app_url, entry):
-    """Opened at its own address (/lessons, /plan, …), no page asks for a file the server lacks or logs an error:
-    Streamlit's front end used to probe /lessons/_stcore/health and /lessons/_stcore/host-config first (two 404s
-    on every deep link, streamlit#7074) — app/serve.py tells it where the server is."""
-    page = browser.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: m.type == "error" and problems.append(f"{m.type}: {m.text}"))
-    page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
+    """Opened at its own address (/real-run, /search), no page asks for a file the server lacks or logs an error.
+    The pages with a chart are checked the same way where the phone opens them (``test_browser_projector.py``):
+    a page load costs seconds of CPU, so each page is opened once for both."""
+    page, _ = watched_page(browser, f"{app_url}/{entry.url_path}")
     page.goto(f"{app_url}/{entry.url_path}")
     page.wait_for_selector(IDLE, timeout=90_000)
-    page.wait_for_timeout(500)
-    assert page.evaluate("() => window.__streamlit && window.__streamlit.BACKEND_BASE_URL") == f"{app_url}/"
-    assert problems == [], f"/{entry.url_path}: {problems}"
+    assert_clean_console(page, app_url)
+
+
+def test_the_phone_opens_navigation_pages_whose_console_it_checks():
+    assert set(PHONE_PAGES) <= {entry.url_path for entry in PAGES}, PHONE_PAGES
 
 
 def test_lecture_mode_steps_in_the_browser_without_a_rerun(browser, app_url):

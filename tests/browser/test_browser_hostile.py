@@ -1,7 +1,7 @@
 """Hostile links, in a real browser: every URL key of every page given Markdown, HTML, KaTeX, bare URLs and
 very long values. The page must render none of it — no link, image, bold or formula the app did not make —
 and the browser must request nothing from another host. One test per page and payload set, on one server and
-browser per module and worker (conftest.py): the pages only read their links, as they did on one shared server."""
+browser per xdist worker (conftest.py): the pages only read their links, as they did on one shared server."""
 
 from urllib.parse import quote
 

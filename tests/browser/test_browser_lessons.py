@@ -9,7 +9,7 @@ import os
 from contextlib import contextmanager
 
 import pytest
-from browser_support import CHART, IDLE, launch, require_browser, serve_app
+from browser_support import CHART, IDLE
 
 from engine import Costs, build_schedule, simulate
 
@@ -47,23 +47,17 @@ def _visible_text(page) -> str:
 
 
 @contextmanager
-def _lesson(path: str, width: int, height: int):
-    """A browser page on ``path`` of a fresh server, settled."""
-    sync_api = require_browser()
-    with serve_app() as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.goto(f"{url}{path}")
-            _settled(page)
-            yield page
-        finally:
-            browser.close()
+def _lesson(browser, url: str, path: str, width: int, height: int):
+    """A fresh visitor's page on ``path``, settled (closed afterwards by the ``browser`` fixture)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(f"{url}{path}")
+    _settled(page)
+    yield page
 
 
 @pytest.mark.parametrize("width, height", [(1440, 900), (390, 844)])
-def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, height):
-    with _lesson("/lessons?lesson=2&step=3", width, height) as page:
+def test_lesson_2_step_3_shows_the_answer_only_after_answering(browser, app_url, tmp_path, width, height):
+    with _lesson(browser, app_url, "/lessons?lesson=2&step=3", width, height) as page:
         page.get_by_text("8 stages, 8 micro-batches: what percentage").wait_for(timeout=60_000)
         before = _visible_text(page)
         assert not any(form in before for form in FORMS), before
@@ -97,14 +91,14 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(tmp_path, width, 
 
 
 @pytest.mark.timing  # the clicker acts once a rerun has finished: run alone, not beside the parallel tests
-def test_a_clicker_steps_a_whole_lesson_with_page_down_only():
+def test_a_clicker_steps_a_whole_lesson_with_page_down_only(browser, app_url):
     """A presentation clicker (PageDown / PageUp) walks lesson 2, projected, as a deck — through lecture mode's events
     where a step shows them, then on to the next step, whose lecture starts at its first event (not where the
     last step's was) — and back, without the mouse."""
     from app.views.lessons.course import load_lessons
 
     steps = len(next(lesson for lesson in load_lessons() if lesson.number == 2).steps)
-    with _lesson("/lessons?lesson=2&step=1&projector=1", 1920, 1080) as page:
+    with _lesson(browser, app_url, "/lessons?lesson=2&step=1&projector=1", 1920, 1080) as page:
         heading = page.locator('[data-testid="stHeading"]', has_text="Step ")
         seen = [heading.first.inner_text()]
         for _ in range(400):  # events and steps; a lecture has tens of events
@@ -134,11 +128,11 @@ def _wait_title(page, words: str) -> None:
     )
 
 
-def test_a_lessons_own_inputs_and_try_buttons_redraw_its_chart_sentence_and_cards():
+def test_a_lessons_own_inputs_and_try_buttons_redraw_its_chart_sentence_and_cards(browser, app_url):
     """Lesson 2 step 2 draws its text, inputs and buttons beside its chart (inside the chart's partial rerun): a
     typed p, a "Try this" button and "Back to the step's values" each redraw the chart, the sentence and the card,
     with the engine's numbers for what was set."""
-    with _lesson("/lessons?lesson=2&step=2", 1440, 900) as page:
+    with _lesson(browser, app_url, "/lessons?lesson=2&step=2", 1440, 900) as page:
         _wait_title(page, "4 ranks, 6 micro-batches")
         for label, value, ranks, microbatches in (("ranks p", "8", 8, 6), ("micro-batches m", "8", 8, 8)):
             field = page.get_by_label(label, exact=True)
@@ -183,11 +177,11 @@ def _feedback_top(page, words: str) -> float:
 
 
 @pytest.mark.timing  # the clicker acts once a rerun has finished: run alone, not beside the parallel tests
-def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on():
+def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on(browser, app_url):
     """1280 × 720, projector mode, keys only after a choice: PageDown on an unanswered question reveals its answer
     at the top of the screen; further presses move on to the next step; → after choosing an option reveals
     rather than changing the choice; Enter in the answer box checks the answer and lets the clicker go on."""
-    with _lesson("/lessons?lesson=2&step=3&projector=1", 1280, 720) as page:
+    with _lesson(browser, app_url, "/lessons?lesson=2&step=3&projector=1", 1280, 720) as page:
         page.get_by_role("button", name="Show me").wait_for(timeout=60_000)  # the page has drawn its question
         page.keyboard.press("PageDown")
         assert -2 <= _feedback_top(page, "The engine says") < 600  # on the 720 px screen, its lines with it
@@ -227,7 +221,7 @@ def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on()
         assert fresh.evaluate(where) > before or _step_heading(fresh).startswith("Step 4")
 
 
-def test_a_projected_step_shows_its_chart_and_question_on_the_first_screen_and_answers_beside_it():
+def test_a_projected_step_shows_its_chart_and_question_on_the_first_screen_and_answers_beside_it(browser, app_url):
     """Lesson 5, step 1 at 1280 × 720, projected: a step whose chart comes before its question (the text beside
     it runs past the screen) puts the question at the head of the column beside the chart, so the first screen
     holds the chart and the question; typed and checked there (Enter), it is answered in place."""
@@ -236,7 +230,7 @@ def test_a_projected_step_shows_its_chart_and_question_on_the_first_screen_and_a
 
     step = next(lesson for lesson in load_lessons() if lesson.number == 5).steps[0]
     right = check_answer(step.question, step, None)[1].split(" (")[0]
-    with _lesson("/lessons?lesson=5&step=1&projector=1", 1280, 720) as page:
+    with _lesson(browser, app_url, "/lessons?lesson=5&step=1&projector=1", 1280, 720) as page:
         page.get_by_role("button", name="Show me").wait_for(timeout=60_000)
         page.wait_for_selector(CHART, timeout=60_000)
         where = page.evaluate(

@@ -1,15 +1,15 @@
 """Projector mode, run as a teacher would at the front of the room — every page with a chart, at 1920 ×
 1080 and at a 1280 × 720 projector: the sidebar gone (no strip, nothing of it in the Tab order) with a visible way
 back, the chart's bottom on the first screen with every rank of the page's default configuration named on it, and
-no focusable element outside the screen's width. One test per page and size, on one server and browser per module
-and worker (conftest.py). Screenshots go to SCREENSHOT_DIR when it is set."""
+no focusable element outside the screen's width. One test per page and size, on one server and browser per xdist
+worker (conftest.py). Screenshots go to SCREENSHOT_DIR when it is set."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
-from browser_support import IDLE, open_page
+from browser_support import IDLE, assert_clean_console, open_page
 
 from app.frame.lab_settings import LabSettings
 
@@ -45,6 +45,7 @@ WHERE = """() => {
   // a skip link is 1 px until it takes the focus, then shown: it is on the screen when it matters
   const outside = focusable.filter(f => (f.right <= 0 || f.left >= innerWidth) && f.right - f.left > 1);
   return {bottom: box.bottom, top: box.top, height: innerHeight, ranks: ranks.size, sidebarShown,
+          rootFont: parseFloat(getComputedStyle(document.documentElement).fontSize),
           smallestChartText: Math.min(...chartText), outside, focusable: focusable.length};
 }"""
 
@@ -70,7 +71,7 @@ def test_projector_mode_fits_every_page_on_one_screen(browser, app_url, path, wi
     assert not where["sidebarShown"], (path, where)
     assert where["ranks"] == ranks, (path, where)
     assert 0 <= where["top"] and where["bottom"] <= height, (path, where)
-    assert where["smallestChartText"] >= 18, (path, where)
+    assert where["smallestChartText"] >= 18 and where["rootFont"] >= 18, (path, where)
     assert where["outside"] == [], (path, where)
 
 
@@ -109,8 +110,10 @@ def test_presenter_bar_brings_the_settings_back_and_leaves(browser, app_url):
 @pytest.mark.parametrize("path", PAGES, ids=_name)
 def test_a_phone_sees_a_chart_on_the_first_screen_of_every_page_that_has_one(browser, app_url, path):
     """390 × 844: on every page with a chart, the chart comes before the cards and notes (and a lesson's text),
-    so its first rank row is on the first screen; the numbers follow the picture."""
+    so its first rank row is on the first screen; the numbers follow the picture. Opened at its own address, the
+    page logs no error and asks for no file the server lacks."""
     page, _ = open_page(browser, f"{app_url}/{path}", 390, 844)
+    assert_clean_console(page, app_url)  # the page's one load here serves test_browser.py's console check too
     rank_0 = page.evaluate(
         "() => [...document.querySelector('.js-plotly-plot').querySelectorAll('g.ytick > text')]"
         ".find(t => t.textContent.trim() === 'rank 0').getBoundingClientRect().bottom"

@@ -95,8 +95,8 @@ def test_uneven_partitions(name, ranks, partition):
     check(run(config))
 
 
-# every family on the distributed backend with both models, with and without recomputation, and with an
-# uneven split; the runs on the same number of ranks share one set of processes (starting them costs seconds)
+# every family on the distributed backend; the runs on the same number of ranks share one set of processes
+# (starting them costs seconds)
 DISTRIBUTED_RANKS = {
     "gpipe": 2,
     "1f1b": 4,
@@ -112,6 +112,29 @@ DISTRIBUTED_RANKS = {
     "v-min": 3,  # 3 divides p: the block with two extra slots
 }
 assert set(DISTRIBUTED_RANKS) == set(FAMILIES), "every family runs distributed"
+MODEL_VARIANTS = (  # (model, recompute, split)
+    ("mlp", False, "balanced"),
+    ("gpt", True, "balanced"),
+    ("gpt", False, "uneven"),
+    ("mlp", True, "balanced"),
+    ("gpt", False, "balanced"),
+)
+"""What a stage computes is the same code on both backends, and the emulated backend runs every family with every
+model and recomputation (above); the distributed backend adds the transport. So each family runs two of these on
+it in turn, and every variant runs on it with four families or more."""
+
+
+def distributed_variants(name: str) -> list[tuple[str, bool, str]]:
+    """The two model variants ``name`` runs distributed: the next two in turn from the family's place in the list."""
+    place = list(DISTRIBUTED_RANKS).index(name)
+    return [MODEL_VARIANTS[(2 * place + k) % len(MODEL_VARIANTS)] for k in range(2)]
+
+
+def test_every_model_variant_runs_distributed_with_several_families():
+    runs = {name: distributed_variants(name) for name in DISTRIBUTED_RANKS}
+    assert all(len(set(variants)) == 2 for variants in runs.values()), runs
+    every = [variant for variants in runs.values() for variant in variants]
+    assert min(every.count(variant) for variant in MODEL_VARIANTS) >= 4, every
 
 
 def uneven(num_stages: int, layers: int = 8) -> str:
@@ -130,13 +153,6 @@ def test_distributed_matches_the_unsplit_model(ranks):
     for name in (name for name, p in DISTRIBUTED_RANKS.items() if p == ranks):
         chunks = 2 if FAMILIES[name].takes_chunks else None
         stages = build_schedule(name, ranks, 4, chunks).route_length  # the partition is of one copy's stages
-        variants = [
-            ("mlp", False, "balanced"),
-            ("mlp", True, "balanced"),
-            ("gpt", False, "balanced"),
-            ("gpt", True, "balanced"),
-            ("gpt", False, uneven(stages)),
-        ]
         configs += [
             RunConfig(
                 family=name,
@@ -145,12 +161,12 @@ def test_distributed_matches_the_unsplit_model(ranks):
                 num_chunks=chunks,
                 model=small(kind),
                 recompute=recompute,
-                partition=partition,
+                partition=uneven(stages) if split == "uneven" else split,
                 backend="distributed",
                 repeats=1,
                 warmup_steps=0,
             )
-            for kind, recompute, partition in variants
+            for kind, recompute, split in distributed_variants(name)
         ]
     for config, result in zip(configs, run_many(configs), strict=True):
         summary = check(result)
