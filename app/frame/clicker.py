@@ -1,7 +1,8 @@
 """A presentation clicker drives the lab as a deck with builds. PageDown (or →) does the next of these that the page
 offers: lecture mode's "Next event ▶"; on an unanswered lesson question, "Show me" — the reveal, with the answer's
-feedback brought to the top of the screen; the next screenful of a step taller than the screen; "Next step ▶" (a
-new step opens at its top). PageUp (or ←) mirrors it: "◀ Previous event", the screenful above, "◀ Previous step".
+feedback brought to the top of the screen (on a projected slide, where the feedback is beside the chart, the row of
+the chart and its column); the next screenful of a step taller than the screen; "Next step ▶" (a new step opens at
+its top). PageUp (or ←) mirrors it: "◀ Previous event", the screenful above, "◀ Previous step".
 On a page with lecture mode and no steps (the Playground), PageDown first turns lecture mode on, PageUp at its first
 event turns it off, and a press past its last event keeps the chart where it is rather than scrolling it away.
 
@@ -53,13 +54,13 @@ _SCRIPT = """
   const shown = (name) => [...document.querySelectorAll('button')].some((b) => b.innerText.trim() === name);
   const main = () => document.querySelector('[data-testid="stMain"]');
   const idle = () => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]');
-  // once the rerun a press started has finished and `ready()` holds, `then()` (given up after 15 s)
+  // once the rerun a press started has finished and `ready()` holds, `then()` (given up after 60 s: a busy server)
   const after = (ready, then) => {
     const started = Date.now();
     const timer = setInterval(() => {
       const waited = Date.now() - started;
       if (waited > 300 && idle() && ready()) { clearInterval(timer); then(); }
-      else if (waited > 15000) clearInterval(timer);
+      else if (waited > 60000) clearInterval(timer);
     }, 100);
   };
   const feedback = () => [...document.querySelectorAll('[data-testid="stAlert"]')]
@@ -67,7 +68,11 @@ _SCRIPT = """
   const screenful = (direction) => {
     const m = main();
     if (!m) return false;
-    const room = direction > 0 ? m.scrollHeight - m.clientHeight - m.scrollTop : m.scrollTop;
+    // below: to the bottom of the page's content, not of the padding Streamlit leaves under it
+    const content = m.querySelector('[data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"]');
+    const below = content ? content.getBoundingClientRect().bottom - m.getBoundingClientRect().bottom
+                          : m.scrollHeight - m.clientHeight - m.scrollTop;
+    const room = direction > 0 ? below : m.scrollTop;
     if (room <= 8) return false;
     const before = m.scrollTop;
     m.scrollBy({ top: direction * Math.round(m.clientHeight * NAMES.screenful), behavior: 'instant' });
@@ -83,8 +88,11 @@ _SCRIPT = """
     if (lecture && !lecture.checked && !shown(NAMES.nextStep)) { lecture.click(); return true; }  // the Playground
     if ((b = button(NAMES.reveal))) {
       b.click();
-      after(feedback, () => {  // the feedback at the top, under the presenter's bar, the chart after it
-        feedback().scrollIntoView({ block: 'start' });
+      after(feedback, () => {  // the feedback at the top, under the presenter's bar, the chart after it; or,
+        // where it is beside the chart (a projected slide), the row of the chart and its column
+        const answer = feedback();
+        const row = answer.closest('[data-testid="stColumn"]') && answer.closest('[data-testid="stHorizontalBlock"]');
+        (row || answer).scrollIntoView({ block: 'start' });
         const m = main();
         if (m) m.scrollBy({ top: -NAMES.barPx, behavior: 'instant' });
       });

@@ -133,8 +133,9 @@ def chart_with_lecture(
     ``draw_chart(lectured)`` draws the chart at that event; ``stage`` names the block (unique on the page).
 
     On a projector everything that explains or steps the chart sits in a column beside it — ``words`` (a
-    lesson's step text), the lecture's switch, buttons, headline and narration, or else the cards — so the
-    chart starts right under the title and all its ranks are on a 1280 × 720 screen. ``ask`` (a lesson's
+    lesson's step text), the lecture's switch, buttons, headline and narration, or else the cards (under the chart
+    where the words fill that column) — so the chart starts right under the title and all its ranks are on a
+    1280 × 720 screen. ``ask`` (a lesson's
     question) comes first among the words: the slide is the chart and its question, the text is the speaker's."""
     if projector:
         chart, side = st.columns([5, 2], gap="medium")
@@ -151,10 +152,12 @@ def chart_with_lecture(
                     ask()
                 if words is not None:
                     words()
-                if lectured is None:
+                if lectured is None and words is None:
                     draw_cards(stacked=True)
         with chart:
             draw_chart(lectured)
+            if lectured is None and words is not None:  # a lesson's slide: its text fills the column beside
+                draw_cards()
         if lectured is not None:
             draw_cards()
         return

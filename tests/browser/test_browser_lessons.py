@@ -90,35 +90,6 @@ def test_lesson_2_step_3_shows_the_answer_only_after_answering(browser, app_url,
         _save(page, f"lesson-2-3-right-{width}", tmp_path)
 
 
-@pytest.mark.timing  # the clicker acts once a rerun has finished: run alone, not beside the parallel tests
-def test_a_clicker_steps_a_whole_lesson_with_page_down_only(browser, app_url):
-    """A presentation clicker (PageDown / PageUp) walks lesson 2, projected, as a deck — through lecture mode's events
-    where a step shows them, then on to the next step, whose lecture starts at its first event (not where the
-    last step's was) — and back, without the mouse."""
-    from app.views.lessons.course import load_lessons
-
-    steps = len(next(lesson for lesson in load_lessons() if lesson.number == 2).steps)
-    with _lesson(browser, app_url, "/lessons?lesson=2&step=1&projector=1", 1920, 1080) as page:
-        heading = page.locator('[data-testid="stHeading"]', has_text="Step ")
-        seen = [heading.first.inner_text()]
-        for _ in range(400):  # events and steps; a lecture has tens of events
-            if seen[-1].startswith(f"Step {steps} of {steps}"):
-                break
-            page.keyboard.press("PageDown")
-            _settled(page)
-            seen.append(heading.first.inner_text())
-            lecture = page.locator(".pplab-headline")
-            if seen[-1] != seen[-2] and lecture.count():  # a new step's lecture starts at its first event
-                assert lecture.first.inner_text().startswith("Event 1 of"), (seen[-1], lecture.first.inner_text())
-        assert seen[-1].startswith(f"Step {steps} of {steps}"), seen[-3:]
-        assert [f"Step {k} of {steps}" for k in range(1, steps + 1)] == sorted(
-            {text.split(":")[0] for text in seen}, key=lambda text: int(text.split()[1])
-        )
-        page.keyboard.press("PageUp")
-        _settled(page)
-        assert heading.first.inner_text().startswith(f"Step {steps - 1} of {steps}")
-
-
 def _wait_title(page, words: str) -> None:
     page.wait_for_function(
         "w => { const p = document.querySelector('.js-plotly-plot');"
@@ -176,21 +147,22 @@ def _feedback_top(page, words: str) -> float:
     return alert.bounding_box()["y"]
 
 
-@pytest.mark.timing  # the clicker acts once a rerun has finished: run alone, not beside the parallel tests
 def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on(browser, app_url):
-    """1280 × 720, projector mode, keys only after a choice: PageDown on an unanswered question reveals its answer
-    at the top of the screen; further presses move on to the next step; → after choosing an option reveals
-    rather than changing the choice; Enter in the answer box checks the answer and lets the clicker go on."""
-    with _lesson(browser, app_url, "/lessons?lesson=2&step=3&projector=1", 1280, 720) as page:
+    """1920 × 1080, projector mode, keys only after a choice: PageDown on L2S3's unanswered question reveals its
+    answer without changing the step, the feedback and the revealed chart's top on the first screen; the next
+    PageDown goes to L2S4; → after choosing an option there reveals rather than changing the choice; and (1280 × 720)
+    Enter in the answer box checks the answer and lets the clicker go on. The whole course's walk is
+    ``test_browser_clicker_walk.py``."""
+    with _lesson(browser, app_url, "/lessons?lesson=2&step=3&projector=1", 1920, 1080) as page:
         page.get_by_role("button", name="Show me").wait_for(timeout=60_000)  # the page has drawn its question
         page.keyboard.press("PageDown")
-        assert -2 <= _feedback_top(page, "The engine says") < 600  # on the 720 px screen, its lines with it
+        assert -2 <= _feedback_top(page, "The engine says") < 1080
         assert _step_heading(page).startswith("Step 3")
-        for _ in range(20):  # the revealed chart's screenfuls, then the next step
-            page.keyboard.press("PageDown")
-            _settled(page)
-            if _step_heading(page).startswith("Step 4"):
-                break
+        page.wait_for_selector(CHART, timeout=60_000)
+        chart_top = page.evaluate("() => document.querySelector('.js-plotly-plot').getBoundingClientRect().top")
+        assert 0 <= chart_top < 1080, chart_top
+        page.keyboard.press("PageDown")
+        _settled(page)
         assert _step_heading(page).startswith("Step 4"), page.evaluate(
             "() => [document.querySelector('[data-testid=stMain]').scrollTop, [...document.querySelectorAll('button')]"
             ".map(b => b.innerText.trim() + (b.disabled ? ' (off)' : ''))]"
@@ -200,14 +172,12 @@ def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on(b
         first.click()  # the class's answer, chosen
         _settled(page)
         page.keyboard.press("ArrowRight")
-        assert -2 <= _feedback_top(page, "engine says") < 600
+        assert -2 <= _feedback_top(page, "engine says") < 1080
         chosen = page.locator('[data-testid="stMain"] [data-testid="stRadio"] input').first
         assert chosen.is_checked()  # the choice stayed
 
-        answer = simulate(build_schedule("gpipe", 8, 8), Costs.of({"F": 1, "B": 2})).bubble_fraction
-        fresh = page.context.browser.new_page(viewport={"width": 1280, "height": 720})
-        fresh.goto(page.url.split("/lessons")[0] + "/lessons?lesson=2&step=3&projector=1")
-        _settled(fresh)
+    answer = simulate(build_schedule("gpipe", 8, 8), Costs.of({"F": 1, "B": 2})).bubble_fraction
+    with _lesson(browser, app_url, "/lessons?lesson=2&step=3&projector=1", 1280, 720) as fresh:
         fresh.get_by_role("button", name="Show me").wait_for(timeout=60_000)
         field = fresh.locator('[data-testid="stNumberInput"] input').first
         field.fill(f"{100 * answer:.1f}")

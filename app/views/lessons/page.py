@@ -4,7 +4,13 @@ answers the engine computes, and real runs on demand. Deep links: /lessons?lesso
 A step is drawn in this order: its text; the numbers the learner may change in place (``explore``) and its "try
 this" buttons; the metric cards the course has taught so far and the chart; the question; once answered, the
 reveal — the text kept back, and the chart with the part the question was about outlined ([Note: predict, then
-reveal] in ``app/views/lessons/course.py``)."""
+reveal] in ``app/views/lessons/course.py``).
+
+The text goes with the chart (beside it on a projector, after it on a phone) where the chart comes first. A
+projected step is a slide: the chart, and beside it the question (at the head of the column, so the first screen
+holds both), its feedback and the step's words. A step whose chart waited for the answer becomes such a slide once
+answered (``slide``: the chart the answer is about, and beside it the question, its feedback, the step's words and
+the reveal's); a step about a real model likewise, beside its staircase in seconds (``plan_slide``)."""
 
 from dataclasses import replace
 
@@ -212,25 +218,38 @@ def step_buttons(by_number: dict[int, Lesson], lesson: Lesson, index: int) -> No
     )
 
 
-def plan_block(step: Step, projector: bool) -> None:
+def plan_block(step: Step, projector: bool, words=None, ask=None) -> None:
     """A step about a real model: the plan's cards, one pipeline's step in seconds (the staircase), its memory per
-    GPU, and the way to the Plan page."""
+    GPU, and the way to the Plan page (``words``: the step's text, drawn beside the staircase on a projector, after
+    ``ask``, its question)."""
     settings = step.plans[step.plan]
     result = planned(settings)
     for column, name in zip(st.columns(len(LESSON_PLAN_CARDS)), LESSON_PLAN_CARDS, strict=True):
         column.metric(PLAN_CARDS[name].card, PLAN_CARDS[name].shown(result))
-    pipeline_gantt(settings, result, projector, key=f"{PAGE}_plan_gantt")
+    if words is None:
+        pipeline_gantt(settings, result, projector, key=f"{PAGE}_plan_gantt")
+    else:
+        chart, side = st.columns([5, 2], gap="medium")
+        with chart:
+            pipeline_gantt(settings, result, projector, key=f"{PAGE}_plan_gantt")
+        with side:
+            if ask is not None:
+                ask()
+            words()
     live_chart(memory_figure(result, projector=projector), key=f"{PAGE}_plan_memory")
     link_to("pl", settings.to_query(), "Open this on the Plan page", icon=":material/dns:")
 
 
-def after_the_answer(live: Step, config, results, real_key, *, cards, projector: bool, chart_first: bool) -> None:
+def after_the_answer(
+    live: Step, config, results, real_key, *, cards, projector: bool, drawn: tuple[str, ...], words_beside: bool
+) -> None:
     """Once a question is answered: the reveal's words, the step's chart where it waited for the answer, and the
-    chart the reveal adds."""
+    chart the reveal adds — less the charts already ``drawn`` ("chart", "reveal chart") and the words a projected
+    slide draws beside its chart (``words_beside``)."""
     highlight = live.highlight
-    if live.reveal:
+    if live.reveal and not words_beside:
         st.markdown(render(live.reveal, live, results))
-    if config is not None and not chart_first:
+    if config is not None and "chart" not in drawn:
         chart_block(
             live,
             config,
@@ -240,7 +259,7 @@ def after_the_answer(live: Step, config, results, real_key, *, cards, projector:
             highlight="" if live.reveal_chart else highlight,
             lecture_for=(real_key, config),
         )
-    if live.reveal_chart:
+    if live.reveal_chart and "reveal chart" not in drawn:
         chart_block(
             live,
             live.configs[live.reveal_chart],
@@ -251,6 +270,37 @@ def after_the_answer(live: Step, config, results, real_key, *, cards, projector:
         )
 
 
+def kept_back(step: Step, config: LabSettings, cards: tuple[str, ...]) -> None:
+    """Where the chart waits for the answer: the cards the question does not keep back, and why the chart is not
+    there ([Note: predict, then reveal])."""
+    if step.shows_before_answer("cards"):
+        metric_cards(simulated(config)[1], cards=cards)
+    st.info(
+        "The chart and the numbers that answer the question are kept back: predict first, then check your answer "
+        "(or press Show me) to see them."
+    )
+
+
+STAND_IN_NOTE = (
+    "Simulated stand-in for the real runs, drawn until they have run: the same schedule, each stage's cost "
+    "modelled from its share of the model."
+)
+
+
+def headings(lesson: Lesson, index: int, projector: bool):
+    """The lesson's title and the step's; on a projected step with real runs, the column beside the step's title
+    that holds the run's button (the chart keeps the first screen), else None."""
+    step = lesson.steps[index]
+    page_heading(f"Lesson {lesson.number} · {lesson.title}", lesson.summary)
+    heading = f"Step {index + 1} of {len(lesson.steps)}: {step.title}"
+    if projector and step.real:
+        title, run_at = st.columns([5, 1], vertical_alignment="bottom")
+        title.subheader(heading)
+        return run_at
+    st.subheader(heading)
+    return None
+
+
 def lessons_page() -> None:
     by_number = lessons()
     visited: set = st.session_state.setdefault(f"{PAGE}_visited", set())
@@ -259,14 +309,7 @@ def lessons_page() -> None:
     visited.add((lesson.id, step.id))
     progress_in_sidebar(by_number, lesson, visited)
 
-    page_heading(f"Lesson {lesson.number} · {lesson.title}", lesson.summary)
-    heading = f"Step {index + 1} of {len(lesson.steps)}: {step.title}"
-    run_at = None
-    if projector and step.real:  # the run's button beside the title: the chart keeps the first screen
-        title, run_at = st.columns([5, 1], vertical_alignment="bottom")
-        title.subheader(heading)
-    else:
-        st.subheader(heading)
+    run_at = headings(lesson, index, projector)
     real_key = (lesson.id, step.id)
     done = revealed(step, real_key)
     live = step.with_values(learner_values(step, real_key)) if done else step
@@ -275,58 +318,67 @@ def lessons_page() -> None:
     chart_first = step.shows_before_answer("chart")  # drawn above the question (a reveal draws it below)
 
     stand_in = config is not None and step.stand_in
-    stand_in_note = (
-        "Simulated stand-in for the real runs, drawn until they have run: the same schedule, each stage's cost "
-        "modelled from its share of the model."
-    )
 
     def step_text() -> None:
         if stand_in and projector and beside:  # beside the chart, not above it
-            st.caption(stand_in_note)
+            st.caption(STAND_IN_NOTE)
         st.markdown(render(live.text, live, results))
         if done:
             explore_and_try(step, real_key)
+        if (slide or plan_slide) and live.reveal:
+            st.markdown(render(live.reveal, live, results))
 
-    # the text goes with the chart (beside it on a projector, after it on a phone) where the chart comes first;
-    # on a projector the question heads that column, so the slide's first screen holds the chart and the question
-    beside = config is not None and chart_first
-    asked_beside = projector and beside and step.question is not None
-    if not beside:
+    def ask() -> None:
+        question(step, real_key, results, narrow=True)
+
+    # the text goes with the chart where the chart comes first; on a projector, slides (the module's docstring)
+    slide = projector and done and config is not None and not chart_first and step.question is not None
+    plan_slide = projector and done and config is None and step.plan is not None
+    beside = config is not None and (chart_first or slide)
+    asked_beside = projector and (beside or plan_slide) and step.question is not None
+    if not beside and not plan_slide:
         step_text()
     cards = taught_metrics(by_number, lesson, index)
     highlight = step.highlight if done and step.question is not None else ""
+    drawn: tuple[str, ...] = ()
     if config is not None:
         if stand_in and not (projector and beside):
-            st.caption(stand_in_note)
-        if chart_first:
+            st.caption(STAND_IN_NOTE)
+        if beside:
+            answer_chart = slide and bool(live.reveal_chart)  # the chart the reveal adds: the answer's
+            drawn = ("reveal chart",) if answer_chart else ("chart",)
             chart_block(
                 live,
-                config,
-                key=f"{PAGE}_chart",
+                live.configs[live.reveal_chart] if answer_chart else config,
+                key=f"{PAGE}_reveal_chart" if answer_chart else f"{PAGE}_chart",
                 cards=cards if done or step.shows_before_answer("cards") else (),
                 projector=projector,
-                highlight="" if step.reveal_chart else highlight,
-                lecture_for=(real_key, config),
-                words=step_text if beside else None,
-                ask=(lambda: question(step, real_key, results, narrow=True)) if asked_beside else None,
+                highlight=highlight if answer_chart or not step.reveal_chart else "",
+                lecture_for=None if answer_chart else (real_key, config),
+                words=step_text,
+                ask=ask if asked_beside else None,
             )
         elif not done:
-            if step.shows_before_answer("cards"):
-                metric_cards(simulated(config)[1], cards=cards)
-            st.info(
-                "The chart and the numbers that answer the question are kept back: predict first, then check "
-                "your answer (or press Show me) to see them."
-            )
+            kept_back(step, config, cards)
     if results:
         show_real_results(results, projector, PAGE)
     if not asked_beside:
         question(step, real_key, results)
     if done and step.question is not None:
-        after_the_answer(live, config, results, real_key, cards=cards, projector=projector, chart_first=chart_first)
+        after_the_answer(
+            live,
+            config,
+            results,
+            real_key,
+            cards=cards,
+            projector=projector,
+            drawn=drawn,
+            words_beside=slide or plan_slide,
+        )
     if config is not None and (done or chart_first):  # the Playground would show what the question keeps back
         link_to("pg", config.to_query(), "Open this in the Playground", icon=":material/science:")
     if step.plan and done:
-        plan_block(step, projector)
+        plan_block(step, projector, words=step_text if plan_slide else None, ask=ask if asked_beside else None)
     step_buttons(by_number, lesson, index)
 
 
