@@ -3,9 +3,11 @@ settings), so following it is one history entry and the page opens as the visito
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -89,6 +91,23 @@ def glossary_panel() -> None:
     """The glossary, one click away on every page (``app/text/glossary.py``: each term in one sentence)."""
     with st.expander("Glossary", icon=":material/menu_book:"):
         st.markdown(glossary.as_markdown())
+
+
+APP_LINK = re.compile(r"\]\((/[^)\s?#]*)(\?[^)\s#]*)?\)")
+"""A Markdown link to a page of the app: ``[Your run](/your-run)``, ``[a lesson](/lessons?lesson=2)``."""
+
+
+def keep_projector(markdown: str) -> str:
+    """``markdown`` with its links to the app's pages opening them in projector mode where this page is in it, as
+    ``link_to`` does: a lesson's text may link a page in its words."""
+    if not st.session_state.get(PROJECTOR, False):
+        return markdown
+
+    def projected(match: re.Match) -> str:
+        path, query = match.group(1), match.group(2) or ""
+        return f"]({path}{query}{'&' if query else '?'}{urlencode(projector_query(True))})"
+
+    return APP_LINK.sub(projected, markdown)
 
 
 def link_to(page_key: str, query: dict[str, str], label: str, icon: str | None = None) -> None:

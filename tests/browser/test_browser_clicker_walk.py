@@ -5,12 +5,14 @@ taken it to the next part's first step, so together they press through every ste
 lessons; PageUp then takes it back over the last hand-over.
 
 On every step: a chart the step shows before its question (or a step without one) is whole on the first screen
-when the step opens; a lecture's narration starts at its first event; every question is revealed by PageDown before
-the step is left, its feedback on the screen and, beside it, the chart the answer is about, whole. Steps whose
-question keeps the chart back show the question alone until then ([Note: predict, then reveal] in
-``app/views/lessons/course.py``)."""
+when the step opens; a lecture's narration and the chart's cursor start at its first event together; every
+question is revealed by PageDown before the step is left, its feedback on the screen and, beside it, the chart the
+answer is about, whole. Steps whose question keeps the chart back show the question alone until then ([Note:
+predict, then reveal] in ``app/views/lessons/course.py``)."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from browser_support import IDLE
@@ -32,13 +34,16 @@ WHERE = """() => {
   const answerChart = row && [...row.querySelectorAll('.js-plotly-plot')].map(e => e.getBoundingClientRect())[0];
   const box = (r) => r ? [Math.round(r.top), Math.round(r.bottom)] : null;
   const lecture = document.querySelector('.pplab-headline');
+  const drawn = document.querySelector('.js-plotly-plot');
+  const line = drawn && drawn.layout && (drawn.layout.shapes || []).find(s => s.type === 'line');
   return {lesson: document.querySelector('h1').innerText.split(' ·')[0],
           step: heading && heading.innerText.split(':')[0],
           chart: box(charts[0]), feedback: box(feedback && feedback.getBoundingClientRect()),
-          answerChart: box(answerChart), lecture: lecture && lecture.innerText, scroll: main.scrollTop};
+          answerChart: box(answerChart), lecture: lecture && lecture.innerText, cursor: line ? line.x0 : null,
+          scroll: main.scrollTop};
 }"""
 """Where the page stands: its lesson and step, its first chart, the answer's feedback and the chart beside it (the
-projected slide's), the lecture's headline, how far the page is scrolled."""
+projected slide's), the lecture's headline and the chart's cursor, how far the page is scrolled."""
 
 
 def _settled(page) -> None:
@@ -102,8 +107,10 @@ def _walk_lesson(page, number: int, height: int) -> dict:
             seen[index] = {"revealed": step.question is None}
             if step.question is None or step.shows_before_answer("chart"):
                 assert _chart_whole(where["chart"], height), (number, index + 1, "opened", where)
-            if where["lecture"]:
+            if where["lecture"]:  # the narration and the chart's cursor at the lecture's first event, together
                 assert where["lecture"].startswith("Event 1 of"), (number, index + 1, where)
+                said = re.search(r"t = ([0-9.]+)", where["lecture"])
+                assert said and where["cursor"] == pytest.approx(float(said[1])), (number, index + 1, where)
         if step.question is not None and where["feedback"] and not seen[index]["revealed"]:
             seen[index]["revealed"] = True  # the reveal: its feedback, and the chart beside it, on the screen
             assert 0 <= where["feedback"][0] < height, (number, index + 1, "revealed", where)

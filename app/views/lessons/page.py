@@ -45,7 +45,7 @@ from app.views.lessons.course import (
 from app.views.lessons.explore import changes, explore_and_try, learner_values
 from app.views.lessons.question import question, revealed
 from app.views.lessons.runs import real_runs, show_real_results
-from app.views.navigation import link_to
+from app.views.navigation import keep_projector, link_to
 from app.views.plan.panels import pipeline_gantt
 
 PAGE = "ls"
@@ -250,7 +250,7 @@ def after_the_answer(
     slide draws beside its chart (``words_beside``)."""
     highlight = live.highlight
     if live.reveal and not words_beside:
-        st.markdown(render(live.reveal, live, results))
+        st.markdown(keep_projector(render(live.reveal, live, results)))
     if config is not None and "chart" not in drawn:
         chart_block(
             live,
@@ -324,11 +324,11 @@ def lessons_page() -> None:
     def step_text() -> None:
         if stand_in and projector and beside:  # beside the chart, not above it
             st.caption(STAND_IN_NOTE)
-        st.markdown(render(live.text, live, results))
+        st.markdown(keep_projector(render(live.text, live, results)))
         if done:
             explore_and_try(step, real_key)
         if (slide or plan_slide) and live.reveal:
-            st.markdown(render(live.reveal, live, results))
+            st.markdown(keep_projector(render(live.reveal, live, results)))
 
     def ask() -> None:
         question(step, real_key, results, narrow=True)

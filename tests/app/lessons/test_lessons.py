@@ -643,3 +643,26 @@ def test_the_playground_and_compare_open_on_what_no_question_asks_about():
     assert asked_pairs  # the rule below has questions to hold against
     for where, families in asked_pairs:
         assert len(families) < 2 or not families <= set(COMPARE_DEFAULT), (where, families)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("projector", [True, False], ids=["projected", "on-a-laptop"])
+def test_a_link_in_a_lessons_words_keeps_projector_mode(projector):
+    """Lesson 10 step 3 names the Your run page in its text: projected, the link opens it projected too (as the
+    page's own links do, ``navigation.link_to``); on a laptop it is left as written."""
+    at = open_lessons({"lesson": "10", "step": "3"} | ({"projector": "1"} if projector else {}))
+    links = re.findall(r"\]\((/[^)]*)\)", " ".join(m.value for m in at.markdown))
+    assert links == (["/your-run?projector=1"] if projector else ["/your-run"]), links
+
+
+def test_keep_projector_adds_the_mode_to_the_apps_own_links_only(monkeypatch):
+    from app.views import navigation
+
+    monkeypatch.setattr(navigation.st, "session_state", {navigation.PROJECTOR: True})
+    text = "[Your run](/your-run), [a step](/lessons?lesson=2&step=3), [PyTorch](https://pytorch.org/docs)"
+    assert navigation.keep_projector(text) == (
+        "[Your run](/your-run?projector=1), [a step](/lessons?lesson=2&step=3&projector=1), "
+        "[PyTorch](https://pytorch.org/docs)"
+    )
+    monkeypatch.setattr(navigation.st, "session_state", {navigation.PROJECTOR: False})
+    assert navigation.keep_projector(text) == text
