@@ -97,7 +97,7 @@ def launch(playwright):
 
 def open_page(browser, url: str, width: int = 1440, height: int = 900):
     """A new page at ``url``, returned once the script has run and the chart is drawn; and how long it took."""
-    page, _ = watched_page(browser, url, width, height)
+    page = watched_page(browser, width, height)
     started = time.perf_counter()
     page.goto(url)
     page.wait_for_selector(IDLE, timeout=90_000)
@@ -106,15 +106,15 @@ def open_page(browser, url: str, width: int = 1440, height: int = 900):
     return page, time.perf_counter() - started
 
 
-def watched_page(browser, url: str, width: int = 1440, height: int = 900):
-    """A new page (not yet opened) and the list its console errors and failed requests (status 400 or more) are
-    written to, as "error: …" and "404 URL" lines."""
+def watched_page(browser, width: int = 1440, height: int = 900):
+    """A new page (not yet opened) whose console errors and failed requests (status 400 or more) are kept in
+    ``page.problems``, as "error: …" and "404 URL" lines (``assert_clean_console`` reads them)."""
     page = browser.new_page(viewport={"width": width, "height": height})
     problems: list[str] = []
     page.on("console", lambda m: m.type == "error" and problems.append(f"{m.type}: {m.text}"))
     page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
-    page.problems = problems  # what open_page's callers read
-    return page, problems
+    page.problems = problems
+    return page
 
 
 def assert_clean_console(page, app_url: str) -> None:

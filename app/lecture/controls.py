@@ -135,8 +135,8 @@ def chart_with_lecture(
     On a projector everything that explains or steps the chart sits in a column beside it — ``words`` (a
     lesson's step text), the lecture's switch, buttons, headline and narration, or else the cards (under the chart
     where the words fill that column) — so the chart starts right under the title and all its ranks are on a
-    1280 × 720 screen. ``ask`` (a lesson's
-    question) comes first among the words: the slide is the chart and its question, the text is the speaker's."""
+    1280 × 720 screen. ``ask`` (a lesson's question) comes first among the words: the slide is the chart and its
+    question, the text is the speaker's."""
     if projector:
         chart, side = st.columns([5, 2], gap="medium")
         with side:  # stepping: the buttons and what happens first, the step's text after; else the text first

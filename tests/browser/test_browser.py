@@ -268,7 +268,7 @@ def test_a_deep_link_to_every_page_is_clean_in_the_console(browser, app_url, ent
     """Opened at its own address (/real-run, /search), no page asks for a file the server lacks or logs an error.
     The pages with a chart are checked the same way where the phone opens them (``test_browser_projector.py``):
     a page load costs seconds of CPU, so each page is opened once for both."""
-    page, _ = watched_page(browser, f"{app_url}/{entry.url_path}")
+    page = watched_page(browser)
     page.goto(f"{app_url}/{entry.url_path}")
     page.wait_for_selector(IDLE, timeout=90_000)
     assert_clean_console(page, app_url)

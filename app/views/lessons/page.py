@@ -224,20 +224,21 @@ def plan_block(step: Step, projector: bool, words=None, ask=None) -> None:
     ``ask``, its question)."""
     settings = step.plans[step.plan]
     result = planned(settings)
-    if words is None:  # the cards above the staircase; under it on a slide, whose first screen is the staircase's
-        cards = st.container()
-        pipeline_gantt(settings, result, projector, key=f"{PAGE}_plan_gantt")
-    else:
-        chart, side = st.columns([5, 2], gap="medium")
-        with chart:
-            pipeline_gantt(settings, result, projector, key=f"{PAGE}_plan_gantt")
-            cards = st.container()
-        with side:
-            if ask is not None:
-                ask()
-            words()
-    for column, name in zip(cards.columns(len(LESSON_PLAN_CARDS)), LESSON_PLAN_CARDS, strict=True):
-        column.metric(PLAN_CARDS[name].card, PLAN_CARDS[name].shown(result))
+
+    def cards(**_layout) -> None:  # a row of cards, under the staircase on a slide
+        for column, name in zip(st.columns(len(LESSON_PLAN_CARDS)), LESSON_PLAN_CARDS, strict=True):
+            column.metric(PLAN_CARDS[name].card, PLAN_CARDS[name].shown(result))
+
+    # the slide's layout is the lesson chart's (no lecture here): the staircase, and beside it the words
+    chart_with_lecture(
+        lambda narrow: None,
+        lambda lectured: pipeline_gantt(settings, result, projector, key=f"{PAGE}_plan_gantt"),
+        cards,
+        stage=f"{PAGE}_plan",
+        projector=projector and words is not None,
+        words=words,
+        ask=ask,
+    )
     live_chart(memory_figure(result, projector=projector), key=f"{PAGE}_plan_memory")
     link_to("pl", settings.to_query(), "Open this on the Plan page", icon=":material/dns:")
 
