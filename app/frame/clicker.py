@@ -78,7 +78,13 @@ _SCRIPT = """
     m.scrollBy({ top: direction * Math.round(m.clientHeight * NAMES.screenful), behavior: 'instant' });
     return Math.abs(m.scrollTop - before) > 1;  // a page that would not scroll (still laying out) moves on
   };
-  const toTop = () => after(() => true, () => { const m = main(); if (m) m.scrollTop = 0; });
+  // the page's title and step heading: a new step is drawn once they differ from the old one's (a busy server may
+  // start the rerun later than the wait's first 300 ms, when the old step still stands)
+  const where = () => [...document.querySelectorAll('h1, [data-testid="stHeading"]')].map((h) => h.innerText).join('|');
+  const toTop = () => {
+    const before = where();
+    after(() => where() !== before, () => { const m = main(); if (m) m.scrollTop = 0; });
+  };
   const lectureSwitch = () => [...document.querySelectorAll('input[role="switch"]')]
     .find((input) => /lecture mode/i.test(input.getAttribute('aria-label') || ''));
   const forward = () => {
