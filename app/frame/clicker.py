@@ -1,8 +1,9 @@
 """A presentation clicker drives the lab as a deck with builds. PageDown (or →) does the next of these that the page
 offers: lecture mode's "Next event ▶"; on an unanswered lesson question, "Show me" — the reveal, with the answer's
 feedback brought to the top of the screen (on a projected slide, where the feedback is beside the chart, the row of
-the chart and its column); the next screenful of a step taller than the screen; "Next step ▶" (a new step opens at
-its top). PageUp (or ←) mirrors it: "◀ Previous event", the screenful above, "◀ Previous step".
+the chart and its column, brought up again once the chart is drawn, which a busy browser does seconds later); the
+next screenful of a step taller than the screen; "Next step ▶" (a new step opens at its top). PageUp (or ←) mirrors
+it: "◀ Previous event", the screenful above, "◀ Previous step".
 On a page with lecture mode and no steps (the Playground), PageDown first turns lecture mode on, PageUp at its first
 event turns it off, and a press past its last event keeps the chart where it is rather than scrolling it away.
 
@@ -54,17 +55,41 @@ _SCRIPT = """
   const shown = (name) => [...document.querySelectorAll('button')].some((b) => b.innerText.trim() === name);
   const main = () => document.querySelector('[data-testid="stMain"]');
   const idle = () => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]');
+  const wait = (ready, then, limit) => {  // `then()` once `ready()` holds, polled; given up after `limit` ms
+    const started = Date.now();
+    const timer = setInterval(() => {
+      if (ready()) { clearInterval(timer); then(); }
+      else if (Date.now() - started > limit) clearInterval(timer);
+    }, 100);
+    return timer;
+  };
   // once the rerun a press started has finished and `ready()` holds, `then()` (given up after 60 s: a busy server)
   const after = (ready, then) => {
     const started = Date.now();
-    const timer = setInterval(() => {
-      const waited = Date.now() - started;
-      if (waited > 300 && idle() && ready()) { clearInterval(timer); then(); }
-      else if (waited > 60000) clearInterval(timer);
-    }, 100);
+    wait(() => Date.now() - started > 300 && idle() && ready(), then, 60000);
+  };
+  let settling = null;  // a reveal's watch over its chart (below), ended by the presenter's next key or wheel
+  const drawnIn = (el) => [...el.querySelectorAll('.js-plotly-plot')].some((p) => p.getBoundingClientRect().height > 0);
+  const bring = (el) => {  // `el` at the top of the screen, under the presenter's bar
+    if (!el) return;
+    el.scrollIntoView({ block: 'start' });
+    const m = main();
+    if (m) m.scrollBy({ top: -NAMES.barPx, behavior: 'instant' });
+  };
+  const inPlace = (el) => {  // at the top under the bar, or as near as the page's end lets it be
+    const m = main();
+    if (!m) return true;
+    const top = el.getBoundingClientRect().top - m.getBoundingClientRect().top;
+    return Math.abs(top - NAMES.barPx) <= 2 || m.scrollTop >= m.scrollHeight - m.clientHeight - 1;
   };
   const feedback = () => [...document.querySelectorAll('[data-testid="stAlert"]')]
     .find((a) => NAMES.feedback.some((words) => a.innerText.trim().startsWith(words)));
+  const answerPlace = () => {  // the feedback, or the slide's row of the chart and the column it is in
+    const answer = feedback();
+    if (!answer) return null;
+    const slide = answer.closest('[data-testid="stColumn"]') && answer.closest('[data-testid="stHorizontalBlock"]');
+    return slide || answer;
+  };
   const screenful = (direction) => {
     const m = main();
     if (!m) return false;
@@ -96,11 +121,17 @@ _SCRIPT = """
       b.click();
       after(feedback, () => {  // the feedback at the top, under the presenter's bar, the chart after it; or,
         // where it is beside the chart (a projected slide), the row of the chart and its column
-        const answer = feedback();
-        const row = answer.closest('[data-testid="stColumn"]') && answer.closest('[data-testid="stHorizontalBlock"]');
-        (row || answer).scrollIntoView({ block: 'start' });
-        const m = main();
-        if (m) m.scrollBy({ top: -NAMES.barPx, behavior: 'instant' });
+        bring(answerPlace());
+        // the row's chart is drawn after the rerun, and until then the page may be too short to scroll that far
+        // (or shrink while the chart's element mounts): the row is brought up again once its chart stands, until
+        // it is in place or the presenter acts
+        settling = wait(() => {
+          const place = answerPlace();
+          if (place === feedback()) return true;  // no slide: the chart comes after the feedback
+          if (!place || !drawnIn(place)) return false;
+          if (!inPlace(place)) bring(place);
+          return inPlace(place);
+        }, () => {}, 60000);
       });
       return true;
     }
@@ -124,6 +155,7 @@ _SCRIPT = """
   };
   document.addEventListener('keydown', (event) => {
     if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    clearInterval(settling);  // a key after a reveal: the presenter's, not the late chart's, says where to be
     const focused = document.activeElement;
     if (event.key === 'Enter' && answerBox(focused)) {  // the box takes the number; then the answer is checked
       after(() => button(NAMES.check), () => { button(NAMES.check).click(); focused.blur(); });
@@ -137,6 +169,7 @@ _SCRIPT = """
       event.stopPropagation();
     }
   }, true);
+  document.addEventListener('wheel', () => clearInterval(settling), { capture: true, passive: true });
 })();
 """
 

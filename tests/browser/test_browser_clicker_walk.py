@@ -60,11 +60,12 @@ def _opened_at_top(page) -> None:
 
 
 def _scrolled_to_the_answer(page, height: int) -> None:
+    """The clicker brings the revealed answer up once its rerun has finished, and its chart again once drawn (a
+    busy browser draws it later): wait until the feedback is on the screen and the chart beside it whole."""
     try:
         page.wait_for_function(
-            "h => { const a = [...document.querySelectorAll('[data-testid=stAlert]')]"
-            ".find(e => /engine says/.test(e.innerText)); const top = a && a.getBoundingClientRect().top;"
-            " return a && top >= 0 && top < h; }",
+            f"h => {{ const w = ({WHERE})(); const c = w.answerChart || w.chart;"
+            " return w.feedback && w.feedback[0] >= 0 && w.feedback[0] < h && c && c[0] >= 0 && c[1] <= h; }",
             arg=height,
             timeout=30_000,
         )

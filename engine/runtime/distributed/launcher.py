@@ -165,6 +165,8 @@ def _watch(processes: list, configs: list[RunConfig], workdir: str, status, prog
         progress(done, total, f"rank {busy[0]['rank']}" if busy else "starting the ranks")
         if any(code not in (None, 0) for code in codes):
             raise RunFailed(_blame(processes, rows, workdir, configs[0]))
+        if not os.path.isdir(workdir):  # nothing the ranks make could be read back: stop them now, not at the end
+            raise RunFailed(_vanished(workdir, "stopped the ranks"))
         moved = max((row["updated"] for row in rows), default=0.0)
         if moved and time.time() - moved > timeout + 2 * POLL_S:
             raise RunFailed(_blame(processes, rows, workdir, configs[0], stalled_s=time.time() - moved))
