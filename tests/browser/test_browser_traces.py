@@ -1,7 +1,8 @@
 """A newcomer uploads the four traces of a real PyTorch interleaved-1F1B run on the Your run page (Debian's
 Chromium): the Gantt, the bubble, the idle by cause and the every-family table in one view, the numbers the
-command line prints. Each test starts its own server (the uploads and what they leave behind are what they test)
-and shares the module's browser (conftest.py), a fresh visitor per page."""
+command line prints. The upload of a real run shares the run's server; hostile inputs and a refused upload each meet
+a server of their own (what they do to the server is what they test). All share the run's browser (conftest.py), a
+fresh visitor per page."""
 
 import contextlib
 import gzip
@@ -17,36 +18,35 @@ from engine.traces.examples import example_files
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
-def test_uploaded_traces_show_their_step_as_the_cli_reads_it(browser):
+def test_uploaded_traces_show_their_step_as_the_cli_reads_it(browser, app_url):
     files = example_files("scheduleinterleaved1f1b-4ranks")
     expected = import_traces(files).timeline.summary()
-    with serve_app() as url:
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.goto(f"{url}/your-run?example=schedulegpipe-2ranks")  # the example first: GPipe on 2 ranks
-        page.wait_for_selector(IDLE, timeout=90_000)
-        page.wait_for_selector(CHART, timeout=90_000)
-        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(files)
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('[data-testid=\"stMarkdownContainer\"]')]"
-            ".some(e => e.innerText.includes('rank3.json.gz'))",
-            timeout=120_000,
-        )
-        page.wait_for_selector(IDLE, timeout=120_000)
-        step = page.locator('[data-testid="stMetric"]', has_text="Step (measured)").first.inner_text()
-        assert step.split("\n")[-1] == f"{expected['makespan']:.3g} ms"
-        bubble = page.locator('[data-testid="stMetric"]', has_text="Bubble fraction").first.inner_text()
-        assert bubble.split("\n")[-1] == f"{expected['bubble_fraction']:.1%}"
-        text = page.locator('[data-testid="stMain"]').inner_text()
-        assert "Where the idle time comes from" in text and "ZB-V" in text
-        assert page.locator(CHART).count() >= 1
-        # the files left the server's memory for the session's folder: the uploader is empty, the page
-        # offers to forget them, and forgetting them brings the example back
-        assert "rank0.json.gz" not in page.locator('[data-testid="stFileUploader"]').inner_text()
-        page.get_by_role("button", name="Forget the 4 uploaded file(s)").click()
-        page.wait_for_function(
-            "() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Read: PyTorch')",
-            timeout=60_000,
-        )
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(f"{app_url}/your-run?example=schedulegpipe-2ranks")  # the example first: GPipe on 2 ranks
+    page.wait_for_selector(IDLE, timeout=90_000)
+    page.wait_for_selector(CHART, timeout=90_000)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(files)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=\"stMarkdownContainer\"]')]"
+        ".some(e => e.innerText.includes('rank3.json.gz'))",
+        timeout=120_000,
+    )
+    page.wait_for_selector(IDLE, timeout=120_000)
+    step = page.locator('[data-testid="stMetric"]', has_text="Step (measured)").first.inner_text()
+    assert step.split("\n")[-1] == f"{expected['makespan']:.3g} ms"
+    bubble = page.locator('[data-testid="stMetric"]', has_text="Bubble fraction").first.inner_text()
+    assert bubble.split("\n")[-1] == f"{expected['bubble_fraction']:.1%}"
+    text = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Where the idle time comes from" in text and "ZB-V" in text
+    assert page.locator(CHART).count() >= 1
+    # the files left the server's memory for the session's folder: the uploader is empty, the page
+    # offers to forget them, and forgetting them brings the example back
+    assert "rank0.json.gz" not in page.locator('[data-testid="stFileUploader"]').inner_text()
+    page.get_by_role("button", name="Forget the 4 uploaded file(s)").click()
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Read: PyTorch')",
+        timeout=60_000,
+    )
 
 
 HOSTILE_UPLOADS = {
@@ -69,33 +69,11 @@ def _watched_server():
     assert health.seconds and max(health.seconds) < 2.0, f"the health check took up to {max(health.seconds):.1f} s"
 
 
-@pytest.mark.parametrize("name", HOSTILE_UPLOADS)
-def test_a_hostile_upload_is_one_message_naming_the_upload_and_the_server_keeps_answering(browser, tmp_path, name):
-    """A bad upload is a one-line error naming the file as uploaded (never the server's private folder), and the
+def test_hostile_inputs_are_one_message_each_and_the_server_keeps_answering(browser, tmp_path):
+    """One watched server meets a stranger's hostile inputs one after another. The twenty-``.*`` pattern link is
+    read in linear time (well under 30 s). Each bad upload is a one-line error naming the file as uploaded (never
+    the server's private folder); the visitor forgets it, and the page is back on the example, before the next. The
     health check answers within 2 s throughout."""
-    path = tmp_path / name
-    path.write_bytes(HOSTILE_UPLOADS[name]())
-    with _watched_server() as url:
-        page = browser.new_page(
-            viewport={"width": 1440, "height": 900}
-        )  # a fresh visitor: an upload adds to the files there
-        page.goto(f"{url}/your-run")
-        page.wait_for_selector(IDLE, timeout=90_000)
-        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files([str(path)])
-        page.wait_for_function(
-            "() => document.querySelector('[data-testid=\"stMain\"]').innerText"
-            f".includes('These traces cannot be read: {path.name}: ')",
-            timeout=60_000,
-        )
-        page.wait_for_selector(IDLE, timeout=60_000)
-        text = page.locator('[data-testid="stMain"]').inner_text()
-        assert "pplab-traces-" not in text and "/tmp/" not in text and "Traceback" not in text, text[:2000]
-        page.close()  # the visitor leaves while the health check still watches
-
-
-def test_a_link_with_twenty_wildcards_reads_in_linear_time_and_the_server_keeps_answering(browser):
-    """The twenty-``.*`` pattern link is read in linear time (well under 30 s), and the health check answers
-    within 2 s throughout."""
     with _watched_server() as url:
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         started = time.monotonic()
@@ -103,6 +81,29 @@ def test_a_link_with_twenty_wildcards_reads_in_linear_time_and_the_server_keeps_
         page.wait_for_selector(IDLE, timeout=60_000)
         text = page.locator('[data-testid="stMain"]').inner_text()
         assert "ran no labelled pipeline action" in text and time.monotonic() - started < 30, text[:2000]
+        page.close()
+
+        page = browser.new_page(viewport={"width": 1440, "height": 900})  # a fresh visitor for the uploads
+        page.goto(f"{url}/your-run")
+        page.wait_for_selector(IDLE, timeout=90_000)
+        for name, make in HOSTILE_UPLOADS.items():
+            path = tmp_path / name
+            path.write_bytes(make())
+            page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files([str(path)])
+            page.wait_for_function(
+                "name => document.querySelector('[data-testid=\"stMain\"]').innerText"
+                ".includes(`These traces cannot be read: ${name}: `)",
+                arg=name,
+                timeout=60_000,
+            )
+            page.wait_for_selector(IDLE, timeout=60_000)
+            text = page.locator('[data-testid="stMain"]').inner_text()
+            assert "pplab-traces-" not in text and "/tmp/" not in text and "Traceback" not in text, (name, text[:2000])
+            page.get_by_role("button", name="Forget the 1 uploaded file(s)").click()
+            page.wait_for_function(
+                "() => !document.querySelector('[data-testid=\"stMain\"]').innerText.includes('cannot be read')",
+                timeout=60_000,
+            )
         page.close()  # the visitor leaves while the health check still watches
 
 
