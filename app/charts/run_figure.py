@@ -137,7 +137,10 @@ def memory_against_model(result) -> tuple[str, list[dict]]:
 def run_layout(traces: list[dict], num_ranks: int, *, unit: str, end: float, size: Sizes) -> dict:
     """The Gantt above the memory chart, on one time axis in ms, with room for the legend's entries."""
     rows = [
-        dict(height=size.gantt_height(num_ranks), yaxis=rank_axis(num_ranks)),
+        dict(
+            height=size.gantt_height(num_ranks),
+            yaxis=rank_axis(num_ranks, height_px=size.gantt_height(num_ranks), font_px=size.font),
+        ),
         dict(
             height=size.memory + 40,
             title=f"activation memory ({unit}): measured solid, modelled dashed",

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app.charts import memory_unit, run_figure
+from app.charts import memory_unit, run_figure, timeline_figure
 from app.charts.player import player
 from app.charts.run_figure import CROWDED_ACTIONS
 from app.elements.live_chart import live_chart
@@ -23,7 +23,7 @@ from app.views.navigation import link_to
 from app.views.real_run.settings import ESTIMATOR_TITLES, RUN_KEYS, RealRunSettings
 from app.views.real_run.sidebar import bind_real_run
 from app.views.search.settings import SearchSettings
-from engine import FAMILIES
+from engine import FAMILIES, Costs, simulate
 from engine.ir import Kind
 from engine.runtime import GRADIENT_TOLERANCE
 from engine.runtime.budget import available_bytes, human_bytes
@@ -222,6 +222,34 @@ def search_with_measured_costs(result) -> None:
         link_to("pl", request.to_query(), "Check the planner's roofline against these measured costs ↗")
 
 
+def before_the_run(config, projector: bool) -> None:
+    """Before anything is measured: the schedule as the simulator draws it, each stage costing its share of the
+    model's blocks — the picture a run then measures (a projected page shows a chart before anyone presses Run)."""
+    schedule = config.plan.schedule
+    blocks = config.plan.stage_layers
+    average = sum(blocks) / len(blocks)
+    costs = Costs.of({"F": 1, "B": 2}, stage_scale=tuple(b / average for b in blocks), recompute=config.recompute)
+    timeline = simulate(schedule, costs)
+    named = FAMILIES[schedule.name].title if schedule.name in FAMILIES else schedule.name
+    title = f"Before the run: {named}, {schedule.num_ranks} ranks, {schedule.num_microbatches} micro-batches"
+    figure = timeline_figure(timeline, title=title, projector=projector)
+    player("rr_chart", figure, name=title, summary=chart_summary(timeline, title))
+    live_chart(figure, key="rr_chart")  # the measured chart takes its place after the run
+    split = ", ".join(map(str, blocks))
+    st.caption(
+        f"Simulated, not measured: a forward costs 1 time unit on a stage with the average {average:g} blocks and "
+        f"scales with its blocks (here {split}), a backward 2 forwards"
+        + (
+            " (an I and a W of 1 each)"
+            if FAMILIES.get(schedule.name) and FAMILIES[schedule.name].splits_backward
+            else ""
+        )
+        + (", plus the forward again (recomputation)" if config.recompute else "")
+        + ". An embedding or an output layer is not counted. Press Run to measure it: the measured chart then "
+        "outlines the simulator's prediction from the costs the run measured."
+    )
+
+
 def measured_chart(result, projector: bool) -> None:
     """The measured Gantt with the prediction's outlines and the whiskers (each off by default when crowded)."""
     crowded = result.schedule.num_ranks * result.schedule.num_microbatches > CROWDED_ACTIONS
@@ -272,6 +300,8 @@ def real_run() -> None:
         "gradients are checked against the unsplit model; the simulator predicts the timeline from the "
         "costs this run measured.",
     )
+    settings, projector = bind()
+    first_screen = st.container() if projector else None  # a projected page's chart comes first (filled below)
     cores = cpu_count()
     st.caption(
         f"This machine: {cores} CPU core(s), {visible_gpus() or 'no'} GPU(s), {human_bytes(available_bytes())} "
@@ -279,7 +309,6 @@ def real_run() -> None:
         f"distributed backend starts one process per rank (more ranks than cores distort its wall clock). "
         f"One real run at a time on this server."
     )
-    settings, projector = bind()
     try:
         config = settings.to_run_config()
         budget_line, refusal = memory_check(config)
@@ -311,6 +340,9 @@ def real_run() -> None:
         kept = run_now(replace(kept[0], backend="emulated"), kept)
     if kept is None:
         st.info("Choose a configuration and press Run.")
+        if config is not None and not refusal:
+            with first_screen or st.container():
+                before_the_run(config, projector)
         return
     ran, result = kept
     show_result(ran, result, config, projector)

@@ -32,6 +32,7 @@ RESULTS = f"{PAGE}_results"
 BUSY = f"{PAGE}_busy"
 # at most this per budget when drawing the frontier, and the time limit shared out between the budgets
 FRONTIER_SECONDS = 1.0
+PROJECTED_SCHEDULES = 3  # a projected chart stacks this many at most (as Compare does, in 330 px); the table all
 KEPT_RESULTS = 4  # searches a visitor's session keeps (by settings), the oldest dropped first
 
 
@@ -105,6 +106,49 @@ def run_search(settings: SearchSettings):
     return result
 
 
+def objective_of(settings: SearchSettings):
+    """What the search minimises, read from a timeline: the period or the makespan."""
+    return (lambda t: t.period) if settings.objective == "period" else (lambda t: t.makespan)
+
+
+def within_budget(settings: SearchSettings) -> list:
+    """The hand-made families that hold at most the budget at these sizes, best first by the search's objective."""
+    costs = settings.engine_costs()
+    fits = [
+        point
+        for point in hand_made(settings.num_ranks, settings.num_microbatches, costs)
+        if point.peak_memory <= settings.memory_budget + 1e-9 and point.timeline is not None
+    ]
+    score = objective_of(settings)
+    return sorted(fits, key=lambda point: score(point.timeline))
+
+
+def gantt(timelines: dict, name: str, projector: bool) -> None:
+    """Schedules stacked on one time axis, under one player; one chart element, before and after a search."""
+    figure = compare_figure(timelines, projector=projector)
+    player("sr_gantt", figure, name=name, summary=" ".join(chart_summary(t, n) for n, t in timelines.items()))
+    live_chart(figure, key="sr_gantt")  # redrawn in place on a change (charts/live_chart.py)
+
+
+def what_to_beat(settings: SearchSettings, projector: bool) -> None:
+    """Before a search: the hand-made families within the budget, on one time axis — what the search must beat
+    (a projected page has its chart on the first screen before anyone presses Search)."""
+    fits = within_budget(settings)
+    if not fits:
+        st.caption(f"No hand-made family holds at most {settings.memory_budget:g} micro-batches on these sizes.")
+        return
+    shown = fits[:PROJECTED_SCHEDULES] if projector else fits
+    gantt({point.title: point.timeline for point in shown}, "The hand-made families within the budget", projector)
+    best = fits[0]
+    words = "period" if settings.objective == "period" else "makespan"
+    st.caption(
+        f"What the search must beat: the {len(fits)} hand-made families that hold at most "
+        f"{settings.memory_budget:g} micro-batches here"
+        + (f" (the best {len(shown)} drawn)" if len(shown) < len(fits) else "")
+        + f"; the best, {best.title}, has a {words} of {objective_of(settings)(best.timeline):.4g}."
+    )
+
+
 def step_columns(timeline) -> dict[str, str]:
     """Both objectives and the three bubble conventions of one step, for the comparison table."""
     return {
@@ -123,7 +167,6 @@ def space_words(placement: str, chunks: int) -> str:
 
 
 def show_result(settings: SearchSettings, result, projector: bool) -> None:
-    costs = settings.engine_costs()
     searched = result.problem  # with auto chunks, the space of the best schedule
     status = result.claim[:1].upper() + result.claim[1:]
     cards = st.columns(4)
@@ -141,16 +184,11 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
     cards[3].metric("Status", "optimal" if result.status == OPTIMAL else f"gap {result.gap:.1%}", help=status)
     st.markdown(f"**{status}.**")
     st.caption(f"{result.method}: {result.detail}; {result.wall_time_s:.2f} s.")
-    fits = [
-        point
-        for point in hand_made(settings.num_ranks, settings.num_microbatches, costs)
-        if point.peak_memory <= settings.memory_budget + 1e-9 and point.timeline is not None
-    ]
+    fits = within_budget(settings)
     rows = [{"schedule": "searched", "placement": space_words(searched.placement, searched.num_chunks),
              **step_columns(result.timeline), "peak memory": f"{max(result.peak_memory):.3g}",
              "against the bound": "optimal" if result.status == OPTIMAL else f"within {result.gap:.1%}"}]  # fmt: skip
-    score = (lambda t: t.period) if settings.objective == "period" else (lambda t: t.makespan)
-    fits.sort(key=lambda point: score(point.timeline))
+    score = objective_of(settings)
     for point in fits:
         same_space = (point.placement, point.num_chunks) == (searched.placement, searched.num_chunks)
         rows.append(
@@ -168,13 +206,9 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
     st.table(rows)
     if not fits:
         st.caption(f"No hand-made family holds at most {settings.memory_budget:g} micro-batches on these sizes.")
-    timelines = {"Searched schedule": result.timeline} | {
-        point.title: point.timeline for point in fits if point.timeline
-    }
-    figure = compare_figure(timelines, projector=projector)
-    player("sr_gantt", figure, name="The searched schedule and the families that fit, on one time axis",
-           summary=" ".join(chart_summary(t, name) for name, t in timelines.items()))  # fmt: skip
-    live_chart(figure, key="sr_gantt")  # redrawn in place on a change (charts/live_chart.py)
+    drawn = fits[: PROJECTED_SCHEDULES - 1] if projector else fits  # a projector's chart: the best, the table all
+    timelines = {"Searched schedule": result.timeline} | {point.title: point.timeline for point in drawn}
+    gantt(timelines, "The searched schedule and the families that fit, on one time axis", projector)
     buttons = st.columns(2)
     buttons[0].download_button(
         "Download CSV (PyTorch format)", result.schedule.to_csv, "searched.csv", "text/csv", key=f"{PAGE}_csv"
@@ -236,6 +270,7 @@ def search_page() -> None:
         "ones, and a lower bound says how far from the optimum the answer can be.",
     )
     settings, projector, linked = bind()
+    first_screen = st.container() if projector else None  # a projected page's chart comes first (filled below)
     _, one_f_one_b = simulated(
         LabSettings(family="1f1b", num_ranks=settings.num_ranks, num_microbatches=settings.num_microbatches)
     )
@@ -255,6 +290,8 @@ def search_page() -> None:
         result = run_search(settings) or result
     if result is None:
         st.info("Set the sizes, costs and budget, then press Search.")
+        with first_screen or st.container():
+            what_to_beat(settings, projector)
     else:
         show_result(settings, result, projector)
     show_frontier(settings, projector)

@@ -184,3 +184,42 @@ def test_every_secondary_chart_writes_its_text_at_18_px_or_more_on_a_projector()
                 assert len(sized) == len(texts) and min(sized) >= least, (figure.layout.title.text, texts)
             else:
                 assert not sized or min(sized) < 18  # the laptop's sizes stay the template's
+
+
+@pytest.mark.parametrize(
+    ("figure_of", "ranks"),
+    [
+        # Search on a projector: the searched schedule and six families of 4 ranks, stacked in 330 px
+        (
+            lambda: compare_figure(
+                {
+                    name: simulate(build_schedule(name, 4, 8), Costs.of({"F": 1, "B": 2}))
+                    for name in ("gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "zb-v", "dualpipev")
+                },
+                projector=True,
+            ),
+            4,
+        ),  # fmt: skip
+        (
+            lambda: timeline_figure(
+                simulate(build_schedule("1f1b", 32, 32), Costs.of({"F": 1, "B": 2})), projector=True
+            ),
+            32,
+        ),
+        (lambda: timeline_figure(simulate(build_schedule("1f1b", 32, 32), Costs.of({"F": 1, "B": 2}))), 32),
+    ],
+    ids=["search-7x4-projector", "32-ranks-projector", "32-ranks-laptop"],
+)
+def test_rank_labels_never_overlap(figure_of, ranks):
+    """Two labelled ranks are far enough apart that their labels do not touch (a row of ranks shares its
+    subplot's height)."""
+    layout = figure_of().layout
+    height = layout.height - layout.margin.t - layout.margin.b
+    axes = [name for name in layout.to_plotly_json() if name.startswith("yaxis") and layout[name].ticktext]
+    assert axes
+    for name in axes:
+        axis = layout[name]
+        pitch = (axis.domain[1] - axis.domain[0]) * height / ranks  # pixels from one rank's row to the next
+        apart = min(np.diff(axis.tickvals), default=ranks) * pitch
+        # a label's glyphs ("rank 12": no descender) stand about 0.75 of its font size tall
+        assert apart >= 0.8 * axis.tickfont.size, (name, list(axis.tickvals), axis.tickfont.size, pitch)

@@ -1,7 +1,7 @@
 """The Real run page through AppTest: one run per press, refusals, settings kept across pages."""
 
 import pytest
-from apptest_support import errors, go_to, metrics, open_app
+from apptest_support import errors, go_to, metrics, open_app, values
 from drawn import drawn_figures
 
 from engine import build_schedule
@@ -90,3 +90,24 @@ def test_real_run_settings_survive_a_visit_to_another_page():
     go_to(at, "views/playground/page.py")
     go_to(at, "views/real_run/page.py")
     assert not at.exception and at.slider(key="rr_layers").value == 12
+
+
+def test_before_a_run_the_page_draws_the_schedule_each_stage_costing_its_share_of_the_blocks():
+    """Nothing run yet, and a chart is there: GPipe on 2 ranks, 2 micro-batches, 3 blocks split 2 + 1. A stage's
+    forward costs its blocks over the average 1.5 (4/3 and 2/3), a backward twice that. By hand: rank 0's forwards
+    end at 8/3, rank 1's at 10/3; rank 1's backwards take 4/3 each, to 6; rank 0's take 8/3 each, to 10 = the
+    step."""
+    at = open_app(page="views/real_run/page.py")
+    at.selectbox(key="rr_family").set_value("gpipe")
+    at.slider(key="rr_num_ranks").set_value(2)
+    at.select_slider(key="rr_num_microbatches").set_value(2)
+    at.slider(key="rr_layers").set_value(3)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "rr_result" not in at.session_state  # nothing ran
+    (chart,) = drawn_figures(at)
+    assert chart["layout"]["title"]["text"].startswith("Before the run")
+    ends = [b + w for t in chart["data"] if t.get("type") == "bar" and t.get("base") is not None
+            for b, w in zip(values(t["base"]), values(t["x"]), strict=True)]  # fmt: skip
+    assert max(ends) == pytest.approx(10.0)
+    assert any("here 2, 1" in c.value or "here 1, 2" in c.value for c in at.caption), [c.value for c in at.caption]

@@ -1,7 +1,10 @@
 """The Search page through AppTest: a schedule found within the budget, refusals with the arithmetic."""
 
 import pytest
-from apptest_support import errors, metrics, open_app
+from apptest_support import errors, figure, metrics, open_app
+
+from app.views.search.settings import SearchSettings
+from engine import FAMILIES, build_schedule, simulate
 
 pytestmark = pytest.mark.slow  # AppTest runs the whole app script per test
 
@@ -33,3 +36,26 @@ def test_changing_p_keeps_the_budget_and_a_budget_above_2p_is_taken():
 def test_a_budget_below_what_any_schedule_needs_is_refused_with_the_arithmetic():
     at = open_app({"ranks": "4", "microbatches": "8", "memory": "0.5"}, "views/search/page.py")
     assert any("0.5" in e and "micro-batch" in e for e in errors(at)), errors(at)
+
+
+def test_before_a_search_the_page_draws_the_families_it_must_beat():
+    """Opened without a link, nothing is searched, yet the chart is there: the hand-made families within the budget
+    on one time axis, each the engine's own, and the caption's best makespan is the smallest of them."""
+    at = open_app(None, "views/search/page.py")
+    assert not at.exception, at.exception
+    assert any("press Search" in i.value for i in at.info) and not at.table  # no search ran
+    settings = SearchSettings()
+    within = {}
+    for name, family in FAMILIES.items():
+        try:
+            timeline = simulate(build_schedule(name, settings.num_ranks, settings.num_microbatches),
+                                settings.engine_costs())  # fmt: skip
+        except ValueError:  # sizes the family does not take
+            continue
+        within[family.title] = timeline
+    within = {title: t for title, t in within.items() if max(t.peak_memory_per_rank()) <= settings.memory_budget}
+    names = [a["text"] for a in figure(at)["layout"]["annotations"] if a.get("yref") == "paper"]
+    assert sorted(names) == sorted(within) and names, (names, sorted(within))
+    best = min(t.makespan for t in within.values())
+    caption = next(c.value for c in at.caption if "must beat" in c.value)
+    assert f"makespan of {best:.4g}" in caption, caption
