@@ -4,11 +4,12 @@ from lesson 1's first step to lesson 11's last. The course is walked in three pa
 taken it to the next part's first step, so together they press through every step and every hand-over between
 lessons; PageUp then takes it back over the last hand-over.
 
-On every step: a chart the step shows before its question (or a step without one) is whole on the first screen
+On every step: the chart the step shows before its question (or a step without one) is whole on the first screen
 when the step opens; a lecture's narration and the chart's cursor start at its first event together; every
 question is revealed by PageDown before the step is left, its feedback on the screen and, beside it, the chart the
-answer is about, whole. Steps whose question keeps the chart back show the question alone until then ([Note:
-predict, then reveal] in ``app/views/lessons/course.py``)."""
+answer is about, whole. Steps whose question keeps the chart back show the question's own picture in its place
+until then, whole on the first screen too ([Note: predict, then reveal] in ``app/views/lessons/course.py``,
+``app/views/lessons/slides.py``)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ WHERE = """() => {
   const lecture = document.querySelector('.pplab-headline');
   const drawn = document.querySelector('.js-plotly-plot');
   const line = drawn && drawn.layout && (drawn.layout.shapes || []).find(s => s.type === 'line');
+  const title = drawn && drawn.layout && drawn.layout.title;
   return {lesson: document.querySelector('h1').innerText.split(' ·')[0],
+          title: title ? (title.text || '').replace(/<br>/g, ' ') : '',
           step: heading && heading.innerText.split(':')[0],
           chart: box(charts[0]), feedback: box(feedback && feedback.getBoundingClientRect()),
           answerChart: box(answerChart), lecture: lecture && lecture.innerText, cursor: line ? line.x0 : null,
@@ -100,14 +103,17 @@ def _walk_lesson(page, number: int, height: int) -> dict:
             break
         index = int(where["step"].split()[1]) - 1
         step = lesson.steps[index]
-        if index not in seen:  # the step has just opened
+        if index not in seen:  # the step has just opened: its chart, or its question's own picture, on screen
+            # its heading is drawn first: a busy server may still be drawing the rest (the old step's narration
+            # stands until then), so wait for the run that drew the heading to end
+            _settled(page)
             _opened_at_top(page)
-            if step.question is None or step.shows_before_answer("chart"):
-                _chart_drawn(page)
+            _chart_drawn(page)
             where = page.evaluate(WHERE)
             seen[index] = {"revealed": step.question is None}
-            if step.question is None or step.shows_before_answer("chart"):
-                assert _chart_whole(where["chart"], height), (number, index + 1, "opened", where)
+            assert _chart_whole(where["chart"], height), (number, index + 1, "opened", where)
+            pictured = step.question is not None and not step.shows_before_answer("chart")
+            assert where["title"].endswith("what happens?") == pictured, (number, index + 1, where)
             if where["lecture"]:  # the narration and the chart's cursor at the lecture's first event, together
                 assert where["lecture"].startswith("Event 1 of"), (number, index + 1, where)
                 said = re.search(r"t = ([0-9.]+)", where["lecture"])

@@ -8,9 +8,8 @@ reveal] in ``app/views/lessons/course.py``).
 
 The text goes with the chart (beside it on a projector, after it on a phone) where the chart comes first. A
 projected step is a slide: the chart, and beside it the question (at the head of the column, so the first screen
-holds both), its feedback and the step's words. A step whose chart waited for the answer becomes such a slide once
-answered (``slide``: the chart the answer is about, and beside it the question, its feedback, the step's words and
-the reveal's); a step about a real model likewise, beside its staircase in seconds (``plan_slide``)."""
+holds both), its feedback and the step's words; before the answer, a step whose chart waits for it shows the
+question's own picture in the chart's place (``slides.py``)."""
 
 from dataclasses import replace
 
@@ -45,6 +44,7 @@ from app.views.lessons.course import (
 from app.views.lessons.explore import changes, explore_and_try, learner_values
 from app.views.lessons.question import question, revealed
 from app.views.lessons.runs import real_runs, show_real_results
+from app.views.lessons.slides import kept_back, layout_of, question_picture
 from app.views.navigation import keep_projector, link_to
 from app.views.plan.panels import pipeline_gantt
 
@@ -273,17 +273,6 @@ def after_the_answer(
         )
 
 
-def kept_back(step: Step, config: LabSettings, cards: tuple[str, ...]) -> None:
-    """Where the chart waits for the answer: the cards the question does not keep back, and why the chart is not
-    there ([Note: predict, then reveal])."""
-    if step.shows_before_answer("cards"):
-        metric_cards(simulated(config)[1], cards=cards)
-    st.info(
-        "The chart and the numbers that answer the question are kept back: predict first, then check your answer "
-        "(or press Show me) to see them."
-    )
-
-
 STAND_IN_NOTE = (
     "Simulated stand-in for the real runs, drawn until they have run: the same schedule, each stage's cost "
     "modelled from its share of the model."
@@ -334,12 +323,10 @@ def lessons_page() -> None:
     def ask() -> None:
         question(step, real_key, results, narrow=True)
 
-    # the text goes with the chart where the chart comes first; on a projector, slides (the module's docstring)
-    slide = projector and done and config is not None and not chart_first and step.question is not None
-    plan_slide = projector and done and config is None and step.plan is not None
-    beside = config is not None and (chart_first or slide)
-    asked_beside = projector and (beside or plan_slide) and step.question is not None
-    if not beside and not plan_slide:
+    # the text goes with the chart where the chart comes first; on a projector, slides (slides.py)
+    shape = layout_of(step, projector=projector, done=done, has_config=config is not None)
+    slide, plan_slide, beside, asked_beside = shape.slide, shape.plan, shape.beside, shape.asked_beside
+    if shape.words_first:
         step_text()
     cards = taught_metrics(by_number, lesson, index)
     highlight = step.highlight if done and step.question is not None else ""
@@ -361,8 +348,10 @@ def lessons_page() -> None:
                 words=step_text,
                 ask=ask if asked_beside else None,
             )
-        elif not done:
+        elif not done and not shape.picture:
             kept_back(step, config, cards)
+    if shape.picture:
+        question_picture(step, config, cards, words=step_text, ask=ask)
     if results:
         show_real_results(results, projector, PAGE)
     if not asked_beside:

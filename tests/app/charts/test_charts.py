@@ -2,6 +2,7 @@
 validation (they are built unvalidated for speed), and they stay small and readable."""
 
 import json
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -223,3 +224,23 @@ def test_rank_labels_never_overlap(figure_of, ranks):
         apart = min(np.diff(axis.tickvals), default=ranks) * pitch
         # a label's glyphs ("rank 12": no descender) stand about 0.75 of its font size tall
         assert apart >= 0.8 * axis.tickfont.size, (name, list(axis.tickvals), axis.tickfont.size, pitch)
+
+
+@pytest.mark.parametrize(("ranks", "microbatches"), [(4, 8), (8, 20), (16, 64), (3, 1)])
+def test_the_question_picture_shows_the_set_up_and_nothing_of_what_happens(ranks, microbatches):
+    """p empty rows and m waiting boxes in columns as tall as the ranks, each box on a row and none on another's
+    place; no time axis; and the only numbers it writes are p and m (Plotly validates it too)."""
+    from app.charts.setup import setup_figure
+
+    figure = setup_figure(ranks, microbatches, title=f"{ranks} ranks, {microbatches} micro-batches", projector=True)
+    go.Figure(as_json(figure))
+    rows, boxes = figure.data
+    assert list(rows.y) == list(range(ranks)) and min(rows.base) >= 0
+    places = list(zip(boxes.base, boxes.y, strict=True))
+    assert len(set(places)) == microbatches and all(0 <= y < ranks for _, y in places)
+    assert max(base + width for base, width in zip(boxes.base, boxes.x, strict=True)) < 0  # left of the rows
+    assert figure.layout.xaxis.visible is False
+    written = " ".join(
+        [figure.layout.title.text, *(t.name for t in figure.data), *(a.text for a in figure.layout.annotations)]
+    )
+    assert sorted(set(re.findall(r"\d+", written))) == sorted({str(ranks), str(microbatches)}), written

@@ -40,6 +40,7 @@ from app.views.lessons.course import (
     load_lessons,
     simulated,
 )
+from app.views.lessons.slides import picture_of
 from engine import Costs, build_schedule, simulate
 from engine.runtime import run
 from engine.runtime.budget import check_budget
@@ -185,11 +186,23 @@ def visible_before_answer(lesson, step) -> str:
             ]
         if step.shows_before_answer("chart"):
             parts += [settings.title(), chart_summary(timeline, settings.title())]
+    if not step.shows_before_answer("chart") and (step.config is not None or step.plan is not None):
+        parts += picture_words(picture_of(step, step.config))  # a projector draws the question's own picture
     text = "\n".join(parts)
     for phrase in asked.unrelated:
         assert phrase in text, f"{phrase!r} is listed as unrelated but is not on the page"
         text = text.replace(phrase, " ")
     return text
+
+
+def picture_words(figure) -> list[str]:
+    """Every word and number a figure writes: its title, its traces' names and labels, its annotations."""
+    drawn = figure.to_plotly_json()
+    words = [drawn["layout"].get("title", {}).get("text", "")]
+    words += [a.get("text", "") for a in drawn["layout"].get("annotations", [])]
+    for trace in drawn["data"]:
+        words += [trace.get("name", ""), *map(str, trace.get("text", []) or [])]
+    return words
 
 
 def answer_on_screen(lesson, step) -> list[list[str]] | None:
