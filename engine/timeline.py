@@ -12,6 +12,7 @@ end), because in training the next step's warm-up overlaps this step's tail (see
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -49,10 +50,21 @@ class Timeline:
     waits: pd.DataFrame | None = None
     """Measured runs on separate processes: time each rank spent blocked on a receive, one row per wait
     (rank, start, end, waiting_for); kept apart from compute, so busy time is compute only."""
-    transfers: pd.DataFrame | None = None
-    """One row per hand-off between ranks (``TRANSFER_COLUMNS``): when the producer ended (``made``), when the
-    product left (``depart``: at ``made``, or later when it waited for a shared link) and arrived ``comm``
-    later; an action on the same rank as its producer needs no transfer."""
+    made_transfers: pd.DataFrame | Callable[[], pd.DataFrame] | None = None
+    """The hand-offs (``transfers``), or how to make them when first read: a simulation's labels for its hand-offs
+    were a fifth of its time, and most readers (metrics, searches, sweeps) never look at them."""
+
+    @cached_property
+    def transfers(self) -> pd.DataFrame | None:
+        """One row per hand-off between ranks (``TRANSFER_COLUMNS``): when the producer ended (``made``), when the
+        product left (``depart``: at ``made``, or later when it waited for a shared link) and arrived ``comm``
+        later; an action on the same rank as its producer needs no transfer."""
+        made = self.made_transfers
+        return made() if callable(made) else made
+
+    def __getstate__(self) -> dict:
+        """Pickled (a run's timelines, sent back from its child process), a Timeline carries its hand-offs made."""
+        return self.__dict__ | {"made_transfers": self.transfers}
 
     COLUMNS = (
         "rank",  # device index
@@ -82,7 +94,7 @@ class Timeline:
         source: str,
         name: str = "",
         waits: pd.DataFrame | None = None,
-        transfers: pd.DataFrame | None = None,
+        transfers: pd.DataFrame | Callable[[], pd.DataFrame] | None = None,
     ) -> Timeline:
         # one DataFrame built in column order from numpy arrays (building it column by column was most of a
         # simulation's time)
@@ -142,19 +154,22 @@ class Timeline:
         producer = c.producer_of_neighbour[remote]
         depart, arrive = (end[producer], end[producer] + comm) if transfer_times is None else (
             np.asarray(transfer_times[0])[remote], np.asarray(transfer_times[1])[remote])  # fmt: skip
-        transfers = pd.DataFrame(
-            {
-                "from_rank": c.rank[producer],
-                "to_rank": c.rank[remote],
-                "depart": depart,
-                "arrive": arrive,
-                "what": c.labels(producer),
-                "for": c.labels(remote),
-                "needed_at": start[remote],
-                "made": end[producer],
-            },
-            columns=list(cls.TRANSFER_COLUMNS),
-        )
+
+        def transfers() -> pd.DataFrame:  # made when first read (``made_transfers``)
+            return pd.DataFrame(
+                {
+                    "from_rank": c.rank[producer],
+                    "to_rank": c.rank[remote],
+                    "depart": depart,
+                    "arrive": arrive,
+                    "what": c.labels(producer),
+                    "for": c.labels(remote),
+                    "needed_at": start[remote],
+                    "made": end[producer],
+                },
+                columns=list(cls.TRANSFER_COLUMNS),
+            )
+
         return cls.from_columns(
             columns, schedule.num_ranks, source=source, name=schedule.name, waits=waits, transfers=transfers
         )

@@ -229,6 +229,8 @@ section[data-testid="stSidebar"] { width: 25rem !important; min-width: 25rem !im
 .st-key-ls_run button { min-height: 2rem; padding: 0.1rem 0.6rem; }
 [data-testid="stHorizontalBlock"]:has(.st-key-ls_run) h3 { padding-top: 0; padding-bottom: 0; }
 [data-testid="stLayoutWrapper"]:has(> [data-testid="stHorizontalBlock"] .st-key-ls_run) { margin-bottom: -0.5rem; }
+/* the measured run's slide starts right under that title: the chart's white paper would cover its last pixels */
+.st-key-ls_measured { margin-top: 0.5rem; }
 """
 """Added in projector mode only (with the larger root font: ``app.frame.projector.projector_toggle``)."""
 

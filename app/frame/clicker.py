@@ -1,9 +1,10 @@
 """A presentation clicker drives the lab as a deck with builds. PageDown (or →) does the next of these that the page
-offers: lecture mode's "Next event ▶"; on an unanswered lesson question, "Show me" — the reveal, with the answer's
-feedback brought to the top of the screen (on a projected slide, where the feedback is beside the chart, the row of
-the chart and its column, brought up again once the chart is drawn, which a busy browser does seconds later); the
-next screenful of a step taller than the screen; "Next step ▶" (a new step opens at its top). PageUp (or ←) mirrors
-it: "◀ Previous event", the screenful above, "◀ Previous step".
+offers: lecture mode's "Next event ▶"; a lesson step's "Run it for real" (its runs, not yet run); on an unanswered
+lesson question, "Show me" — the reveal, with the answer's feedback brought to the top of the screen (on a projected
+slide, where the feedback is beside the chart, the row of the chart and its column, brought up again once the chart
+is drawn, which a busy browser does seconds later); the next screenful of a step taller than the screen; "Next step
+▶" (a new step opens at its top). PageUp (or ←) mirrors it: "◀ Previous event", the screenful above, "◀ Previous
+step".
 On a page with lecture mode and no steps (the Playground), PageDown first turns lecture mode on, PageUp at its first
 event turns it off, and a press past its last event keeps the chart where it is rather than scrolling it away.
 
@@ -23,6 +24,8 @@ NEXT_EVENT, PREVIOUS_EVENT = "Next event ▶", "◀ Previous event"
 """Lecture mode's buttons (``app/lecture/deck.py`` names its buttons from here)."""
 NEXT_STEP, PREVIOUS_STEP = "Next step ▶", "◀ Previous step"
 REVEAL, CHECK = "Show me", "Check"
+RUN_REAL = "Run it for real"
+"""A lesson step's real runs, not yet run (``app/views/lessons/runs.py``): PageDown runs them before the reveal."""
 ANSWER_LABEL = "Your answer"
 """A lesson's step buttons, its question's buttons and its answer box (``app/views/lessons/page.py``)."""
 FEEDBACK = ("The engine says", "Right: the engine says")
@@ -117,6 +120,7 @@ _SCRIPT = """
     if ((b = button(NAMES.nextEvent))) { b.click(); return true; }
     const lecture = lectureSwitch();
     if (lecture && !lecture.checked && !shown(NAMES.nextStep)) { lecture.click(); return true; }  // the Playground
+    if ((b = button(NAMES.runReal))) { b.click(); return true; }  // the step's real runs, measured in class
     if ((b = button(NAMES.reveal))) {
       b.click();
       after(feedback, () => {  // the feedback at the top, under the presenter's bar, the chart after it; or,
@@ -182,6 +186,7 @@ def clicker_script() -> str:
         "nextStep": NEXT_STEP,
         "previousStep": PREVIOUS_STEP,
         "reveal": REVEAL,
+        "runReal": RUN_REAL,
         "check": CHECK,
         "answer": ANSWER_LABEL,
         "feedback": FEEDBACK,

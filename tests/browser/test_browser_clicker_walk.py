@@ -5,7 +5,8 @@ taken it to the next part's first step, so together they press through every ste
 lessons; PageUp then takes it back over the last hand-over.
 
 On every step: the chart the step shows before its question (or a step without one) is whole on the first screen
-when the step opens; a lecture's narration and the chart's cursor start at its first event together; every
+when the step opens; a lecture's narration and the chart's cursor start at its first event together; a step's real
+runs are run by PageDown (lessons 3 and 8); every
 question is revealed by PageDown before the step is left, its feedback on the screen and, beside it, the chart the
 answer is about, whole. Steps whose question keeps the chart back show the question's own picture in its place
 until then, whole on the first screen too ([Note: predict, then reveal] in ``app/views/lessons/course.py``,
@@ -43,6 +44,7 @@ WHERE = """() => {
           step: heading && heading.innerText.split(':')[0],
           chart: box(charts[0]), feedback: box(feedback && feedback.getBoundingClientRect()),
           answerChart: box(answerChart), lecture: lecture && lecture.innerText, cursor: line ? line.x0 : null,
+          ran: [...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Run again'),
           scroll: main.scrollTop};
 }"""
 """Where the page stands: its lesson and step, its first chart, the answer's feedback and the chart beside it (the
@@ -110,7 +112,7 @@ def _walk_lesson(page, number: int, height: int) -> dict:
             _opened_at_top(page)
             _chart_drawn(page)
             where = page.evaluate(WHERE)
-            seen[index] = {"revealed": step.question is None}
+            seen[index] = {"revealed": step.question is None, "ran": not step.real}
             assert _chart_whole(where["chart"], height), (number, index + 1, "opened", where)
             pictured = step.question is not None and not step.shows_before_answer("chart")
             assert where["title"].endswith("what happens?") == pictured, (number, index + 1, where)
@@ -118,6 +120,7 @@ def _walk_lesson(page, number: int, height: int) -> dict:
                 assert where["lecture"].startswith("Event 1 of"), (number, index + 1, where)
                 said = re.search(r"t = ([0-9.]+)", where["lecture"])
                 assert said and where["cursor"] == pytest.approx(float(said[1])), (number, index + 1, where)
+        seen[index]["ran"] |= where["ran"]  # the step's real runs, run by a PageDown
         if step.question is not None and where["feedback"] and not seen[index]["revealed"]:
             seen[index]["revealed"] = True  # the reveal: its feedback, and the chart beside it, on the screen
             assert 0 <= where["feedback"][0] < height, (number, index + 1, "revealed", where)
@@ -134,7 +137,7 @@ def _walk_lesson(page, number: int, height: int) -> dict:
             _scrolled_to_the_answer(page, height)
             where = page.evaluate(WHERE)
     assert sorted(seen) == list(range(len(lesson.steps))), (number, sorted(seen), where)
-    assert all(each["revealed"] for each in seen.values()), (number, seen)
+    assert all(each["revealed"] and each["ran"] for each in seen.values()), (number, seen)
     return where
 
 

@@ -90,3 +90,21 @@ def test_a_schedule_keeps_what_is_derived_from_it():
     assert renamed != schedule and compiled(renamed) is not c
     assert build_schedule("zb-v", 2, 4, 2) == schedule  # what is kept is no part of equality or the hash
     assert hash(build_schedule("zb-v", 2, 4, 2)) == hash(schedule)
+
+
+def test_a_timelines_hand_offs_are_made_when_read_and_travel_when_pickled():
+    """A simulation leaves its hand-offs to be made when first read (``Timeline.made_transfers``); read, they are
+    one row per action whose input comes from another rank, leaving at its producer's end and arriving ``comm``
+    later; pickled (a run's timeline from its child process) the copy carries them made."""
+    from engine import Costs, simulate
+
+    schedule = build_schedule("1f1b", 4, 8)
+    timeline = simulate(schedule, Costs.of({"F": 1, "B": 2}, comm=0.5))
+    assert callable(timeline.made_transfers)
+    copy = pickle.loads(pickle.dumps(timeline))
+    assert not callable(copy.made_transfers)
+    for moves in (timeline.transfers, copy.transfers):
+        # 1F1B on 4 ranks: each micro-batch's forward crosses 3 links down and its backward 3 up
+        assert len(moves) == 8 * 3 * 2
+        assert (moves["from_rank"] != moves["to_rank"]).all()
+        assert ((moves["arrive"] - moves["depart"]) == 0.5).all() and (moves["depart"] == moves["made"]).all()

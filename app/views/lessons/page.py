@@ -43,7 +43,7 @@ from app.views.lessons.course import (
 )
 from app.views.lessons.explore import changes, explore_and_try, learner_values
 from app.views.lessons.question import question, revealed
-from app.views.lessons.runs import real_runs, show_real_results
+from app.views.lessons.runs import measured_slide, real_runs, show_real_results
 from app.views.lessons.slides import kept_back, layout_of, question_picture
 from app.views.navigation import keep_projector, link_to
 from app.views.plan.panels import pipeline_gantt
@@ -317,14 +317,14 @@ def lessons_page() -> None:
         st.markdown(keep_projector(render(live.text, live, results)))
         if done:
             explore_and_try(step, real_key)
-        if (slide or plan_slide) and live.reveal:
+        if (slide or plan_slide or shape.measured) and live.reveal:
             st.markdown(keep_projector(render(live.reveal, live, results)))
 
     def ask() -> None:
         question(step, real_key, results, narrow=True)
 
     # the text goes with the chart where the chart comes first; on a projector, slides (slides.py)
-    shape = layout_of(step, projector=projector, done=done, has_config=config is not None)
+    shape = layout_of(step, projector=projector, done=done, has_config=config is not None, measured=bool(results))
     slide, plan_slide, beside, asked_beside = shape.slide, shape.plan, shape.beside, shape.asked_beside
     if shape.words_first:
         step_text()
@@ -352,7 +352,9 @@ def lessons_page() -> None:
             kept_back(step, config, cards)
     if shape.picture:
         question_picture(step, config, cards, words=step_text, ask=ask)
-    if results:
+    if results and shape.measured:
+        measured_slide(results, PAGE, words=step_text, ask=ask)
+    elif results:
         show_real_results(results, projector, PAGE)
     if not asked_beside:
         question(step, real_key, results)
@@ -365,7 +367,7 @@ def lessons_page() -> None:
             cards=cards,
             projector=projector,
             drawn=drawn,
-            words_beside=slide or plan_slide,
+            words_beside=slide or plan_slide or shape.measured,
         )
     if config is not None and (done or chart_first):  # the Playground would show what the question keeps back
         link_to("pg", config.to_query(), "Open this in the Playground", icon=":material/science:")

@@ -10,7 +10,9 @@ import streamlit as st
 from app.charts import run_figure
 from app.charts.attribution import attribution_figure
 from app.elements.live_chart import live_chart
+from app.frame.clicker import RUN_REAL
 from app.frame.safe_text import plain
+from app.lecture.controls import chart_with_lecture
 from app.server import real_run_jobs as server_runs  # looked up per call, so a test can stand in for it
 from app.views.lessons.course import Step
 from engine.runtime.result import measured_stage_costs
@@ -24,7 +26,7 @@ def real_runs(step: Step, real_key, page: str, *, button_at=None) -> dict | None
     failed: dict = st.session_state.setdefault(f"{page}_real_failed", {})
     if not step.real:
         return results
-    label = "Retry" if real_key in failed else ("Run it for real" if results is None else "Run again")
+    label = "Retry" if real_key in failed else (RUN_REAL if results is None else "Run again")
     if (button_at if button_at is not None else st).button(
         label,
         key=f"{page}_run",
@@ -60,7 +62,25 @@ def real_runs(step: Step, real_key, page: str, *, button_at=None) -> dict | None
     return results
 
 
-def show_real_results(results: dict, projector: bool, page: str) -> None:
+def measured_slide(results: dict, page: str, *, words, ask) -> None:
+    """A projected step whose real runs have run in place of its stand-in: the first run's measured chart, the
+    step's question and words beside it, the table and the other charts under it."""
+    first = next(iter(results))
+    with st.container(key=f"{page}_measured"):
+        chart_with_lecture(
+            lambda narrow: None,
+            lambda lectured: live_chart(run_figure(results[first], projector=True), key=f"{page}_real_{first}"),
+            lambda **_layout: show_real_results(results, True, page, drawn=first),
+            stage=f"{page}_real",
+            projector=True,
+            words=words,
+            ask=ask,
+        )
+
+
+def show_real_results(results: dict, projector: bool, page: str, *, drawn: str = "") -> None:
+    """The runs' numbers in one table, then each run's measured timeline and its idle time by cause (less the
+    measured chart of the run ``drawn`` already, on a slide)."""
     rows = []
     for name, result in results.items():
         summary = result.summary()
@@ -81,7 +101,8 @@ def show_real_results(results: dict, projector: bool, page: str) -> None:
     st.table(pd.DataFrame(rows).set_index("run"))
     for position, (name, result) in enumerate(results.items()):
         with st.expander(f"Measured timeline: {name}", expanded=position == 0):
-            live_chart(run_figure(result, projector=projector), key=f"{page}_real_{name}")
+            if name != drawn:
+                live_chart(run_figure(result, projector=projector), key=f"{page}_real_{name}")
             live_chart(
                 attribution_figure(result.idle_attribution(), time_unit="ms", projector=projector),
                 key=f"{page}_real_{name}_causes",

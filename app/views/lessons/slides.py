@@ -40,21 +40,27 @@ class Layout:
     """The step's chart is drawn with its words beside it (a projector) or after them (the chart comes first)."""
     asked_beside: bool
     """The question heads the column beside the chart (or the picture)."""
+    measured: bool = False
+    """Projected, a step whose real runs have run in place of its simulated stand-in: the first run's measured
+    chart with the words beside it."""
 
     @property
     def words_first(self) -> bool:
         """The step's words open the page (not beside a chart)."""
-        return not (self.beside or self.plan or self.picture)
+        return not (self.beside or self.plan or self.picture or self.measured)
 
 
-def layout_of(step: Step, *, projector: bool, done: bool, has_config: bool) -> Layout:
+def layout_of(step: Step, *, projector: bool, done: bool, has_config: bool, measured: bool = False) -> Layout:
+    """``has_config``: the step draws a simulated chart; ``measured``: its real runs have run (and stand in for
+    that chart where ``has_config`` is false)."""
     chart_first = step.shows_before_answer("chart")
     asks = step.question is not None
     slide = projector and done and has_config and not chart_first and asks
-    plan = projector and done and not has_config and step.plan is not None
-    picture = projector and not done and not chart_first and asks and (has_config or step.plan is not None)
+    plan = projector and done and not has_config and bool(step.plan)  # "" where the step has no real model
+    picture = projector and not done and not chart_first and asks and (has_config or bool(step.plan))
     beside = has_config and (chart_first or slide)
-    return Layout(slide, plan, picture, beside, projector and (beside or plan or picture) and asks)
+    runs = projector and measured and not (has_config or plan or picture)
+    return Layout(slide, plan, picture, beside, projector and (beside or plan or picture or runs) and asks, runs)
 
 
 def kept_back(step: Step, config: LabSettings, cards: tuple[str, ...], projector: bool = False) -> None:

@@ -3,6 +3,7 @@ the engine, every question can be answered by the engine and none is answered on
 every card a lesson shows it has taught, every term it uses is defined — and a learner can walk every step in
 the app."""
 
+import itertools
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -40,7 +41,7 @@ from app.views.lessons.course import (
     load_lessons,
     simulated,
 )
-from app.views.lessons.slides import picture_of
+from app.views.lessons.slides import layout_of, picture_of
 from engine import Costs, build_schedule, simulate
 from engine.runtime import run
 from engine.runtime.budget import check_budget
@@ -679,3 +680,21 @@ def test_keep_projector_adds_the_mode_to_the_apps_own_links_only(monkeypatch):
     )
     monkeypatch.setattr(navigation.st, "session_state", {navigation.PROJECTOR: False})
     assert navigation.keep_projector(text) == text
+
+
+def test_every_projected_step_draws_its_words_and_its_question_somewhere():
+    """Each layout puts the step's words somewhere the page draws them: first, beside the step's chart, beside its
+    real model's staircase (only a step with a real model has one, once answered), beside its question's picture or
+    beside its measured run.
+    A stand-in step whose real runs had run was laid out for a staircase it did not have (``plan`` is "" there),
+    and lost its words and its question."""
+    for lesson in LESSONS:
+        for step in lesson.steps:
+            for done, has_config, projector, measured in itertools.product((False, True), repeat=4):
+                shape = layout_of(step, projector=projector, done=done, has_config=has_config, measured=measured)
+                where = (lesson.number, step.id, done, has_config, measured, shape)
+                assert not shape.plan or (step.plan and done), where
+                assert not shape.picture or has_config or step.plan, where
+                assert not shape.measured or measured, where
+                placed = [shape.words_first, shape.beside and has_config, shape.plan, shape.picture, shape.measured]
+                assert sum(map(bool, placed)) == 1, where
