@@ -43,7 +43,7 @@ from app.views.lessons.course import (
 )
 from app.views.lessons.explore import changes, explore_and_try, learner_values
 from app.views.lessons.question import question, revealed
-from app.views.lessons.runs import measured_slide, real_runs, show_real_results
+from app.views.lessons.runs import real_results, real_runs
 from app.views.lessons.slides import kept_back, layout_of, question_picture
 from app.views.navigation import keep_projector, link_to
 from app.views.plan.panels import pipeline_gantt
@@ -352,10 +352,8 @@ def lessons_page() -> None:
             kept_back(step, config, cards)
     if shape.picture:
         question_picture(step, config, cards, words=step_text, ask=ask)
-    if results and shape.measured:
-        measured_slide(results, PAGE, words=step_text, ask=ask)
-    elif results:
-        show_real_results(results, projector, PAGE)
+    if results:
+        real_results(results, projector, PAGE, slide=shape.measured, words=step_text, ask=ask)
     if not asked_beside:
         question(step, real_key, results)
     if done and step.question is not None:

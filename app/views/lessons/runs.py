@@ -62,6 +62,15 @@ def real_runs(step: Step, real_key, page: str, *, button_at=None) -> dict | None
     return results
 
 
+def real_results(results: dict, projector: bool, page: str, *, slide: bool, words, ask) -> None:
+    """The step's real runs' results: a slide of the first measured chart with the step's words beside it
+    (``slide``), or the table and the charts after the step."""
+    if slide:
+        measured_slide(results, page, words=words, ask=ask)
+    else:
+        show_real_results(results, projector, page)
+
+
 def measured_slide(results: dict, page: str, *, words, ask) -> None:
     """A projected step whose real runs have run in place of its stand-in: the first run's measured chart, the
     step's question and words beside it, the table and the other charts under it."""
