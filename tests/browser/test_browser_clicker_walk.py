@@ -56,6 +56,18 @@ def _settled(page) -> None:
     page.wait_for_selector(IDLE, timeout=90_000)
 
 
+def _press_and_settle(page, before: dict) -> None:
+    """PageDown, then wait until the page shows its effect (every build changes where the page stands: an event, a
+    run, a reveal, a screenful, a step) and its run has ended. Waiting for the idle state alone could return before
+    a busy server had started the press's run, and the walk's next PageDown then fell on the new step."""
+    page.keyboard.press("PageDown")
+    try:
+        page.wait_for_function(f"b => JSON.stringify(({WHERE})()) !== JSON.stringify(b)", arg=before, timeout=60_000)
+    except Exception:  # noqa: BLE001 - the walk's assertions say where it stayed
+        pass
+    _settled(page)
+
+
 def _opened_at_top(page) -> None:
     """A new step opens at its top: the clicker scrolls there once the rerun has finished."""
     try:
@@ -129,8 +141,7 @@ def _walk_lesson(page, number: int, height: int) -> dict:
             assert not where["feedback"], (number, index + 1, "answered before the reveal", where)
         if last and index == len(lesson.steps) - 1 and seen[index]["revealed"]:
             break
-        page.keyboard.press("PageDown")
-        _settled(page)
+        _press_and_settle(page, where)
         where = page.evaluate(WHERE)
         if where["feedback"] and not seen[index]["revealed"]:  # the reveal scrolls once its rerun has finished
             _chart_drawn(page)
