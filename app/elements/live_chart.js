@@ -22,8 +22,12 @@ function plotlyFor(data) {
 // if it must; one size for all (the smallest a shown label needs), and a label that would be smaller than
 // uniformtext.minsize is not drawn (the same labels as Plotly's in every case measured; sizes within 4 %: a canvas
 // measures a label's advance, Plotly its box). The figure still carries its labels: put back for the PNG download.
+// A bar too short for its whole label keeps its kind's letter alone ("F" for "F3") where the letter fits at the
+// size the whole labels were given: colour is never the only code, even on a 1280-px projector where an F of one
+// unit is 15 px wide and "F0" at the 18-px minimum needs 24 (the micro-batch stays in the bar's hover text).
 const SVG = 'http://www.w3.org/2000/svg';
 const TEXT_PAD = 3;  // Plotly's bar TEXTPAD, in pixels
+const LETTER_PAD = 1;  // a lone capital's ink is narrower than its advance: a pixel each side keeps it off the edges
 
 function takeLabels(traces) {
   const labels = new Map();  // trace index → {text, ink}
@@ -57,7 +61,7 @@ function labelPlaces(gd) {
   const full = gd._fullLayout, size = full.font.size, font = size + 'px ' + full.font.family;
   const minsize = full.uniformtext && full.uniformtext.mode === 'hide' ? full.uniformtext.minsize || 0 : 0;
   const height = 1.2 * size;  // a line of text, as SVG measures it
-  const places = [];
+  const places = [], short = [];
   let uniform = size;
   for (const [index, {text, ink}] of gd.pplabLabels) {
     const trace = gd._fullData[index], points = gd.calcdata[index];
@@ -73,12 +77,22 @@ function labelPlaces(gd) {
       if (!(middle >= 0 && middle <= along._length)) continue;  // out of view (or not a number)
       const [wide, tall] = trace.orientation === 'h' ? [Math.abs(s1 - s0), Math.abs(p1 - p0)]
                                                      : [Math.abs(p1 - p0), Math.abs(s1 - s0)];
-      const scale = Math.min(1, (wide - 2 * TEXT_PAD) / measure(font, label), (tall - 2 * TEXT_PAD) / height);
-      if (!(size * scale >= minsize)) continue;  // would be too small: hidden, as Plotly hides it
-      uniform = Math.min(uniform, size * scale);
       const [x, y] = trace.orientation === 'h' ? [middle, (p0 + p1) / 2] : [(p0 + p1) / 2, middle];
-      places.push({group: plot.plot.node(), x, y, label, ink, index, point: point.i, opacity: trace.opacity});
+      const place = {group: plot.plot.node(), x, y, label, ink, index, point: point.i, opacity: trace.opacity};
+      const scale = Math.min(1, (wide - 2 * TEXT_PAD) / measure(font, label), (tall - 2 * TEXT_PAD) / height);
+      if (size * scale >= minsize) {
+        uniform = Math.min(uniform, size * scale);
+        places.push(place);
+      } else {  // hidden by Plotly's rule: its letter alone, once the size is known
+        short.push({...place, label: label.trim().charAt(0), wide, tall});
+      }
     }
+  }
+  const letterFont = uniform + 'px ' + full.font.family;
+  for (const place of short) {
+    const fits = measure(letterFont, place.label) + 2 * LETTER_PAD <= place.wide
+      && 1.2 * uniform + 2 * LETTER_PAD <= place.tall;
+    if (fits && uniform >= minsize) places.push(place);
   }
   return {places, uniform, family: full.font.family};
 }
