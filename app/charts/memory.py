@@ -11,6 +11,9 @@ from engine import Timeline
 MEMORY_LINES = 8
 """Up to this many ranks every rank gets a memory line; beyond, rank 0, the last rank and the busiest."""
 MEMORY_POINTS = 600
+PEAK_NAME = "pplab-peak"
+"""Marks a memory line's name at its peak: the chart element moves such names apart where they would overlap
+(``app/elements/live_chart.js``, ``separateNames``)."""
 
 
 def _downsampled(x: np.ndarray, y: np.ndarray, points: int = MEMORY_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -90,6 +93,7 @@ def peak_labels(timeline: Timeline, *, xref: str, yref: str, font_size: int) -> 
         x_mid = _longest_stretch_at_peak(x, y)
         labels.append(
             dict(
+                name=PEAK_NAME,
                 text=f"r{rank}",
                 x=x_mid,
                 y=float(np.max(y)),

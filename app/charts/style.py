@@ -182,7 +182,10 @@ PAGE_CSS = """
 @media (pointer: coarse) { [class*="st-key-keyboard_hint_"] { display: none; }
   /* a help icon is 16 px: a finger gets 24 x 24 (WCAG 2.2, 2.5.8 Target Size) */
   [data-testid="stTooltipHoverTarget"] { min-width: 24px; min-height: 24px; display: inline-flex;
-    align-items: center; justify-content: center; } }
+    align-items: center; justify-content: center; }
+  /* a switch is drawn 32 x 16 over a 13 px box: its whole row, words and all, is the target, 44 px tall (WCAG 2.2,
+     2.5.5 Target Size, enhanced: a finger's 44 x 44) */
+  [data-testid="stCheckbox"] label { min-height: 44px; align-items: center; } }
 /* a phone (below ~700 px): metric cards as a compact two-column block, so the chart starts on the first screen */
 @media (max-width: 700px) {
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; padding-top: 2.5rem; }

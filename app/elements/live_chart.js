@@ -128,6 +128,37 @@ function drawLabels(gd) {
   gd.pplabStale = false;
 }
 
+// The memory lines' names at their peaks (charts/memory.py, named PEAK_NAME there). On a narrow chart (a phone)
+// the names of ranks that peak close together covered each other (GPipe's ranks all peak at m, a few pixels
+// apart): each name that would cover one placed before it moves along its peak (an xshift) to the nearest place,
+// just beside a placed name, that covers none and stays inside its plot. Worked out from where each name stands
+// unmoved, so a resize starts over, and a second pass finds nothing to move.
+const PEAK_NAME = 'pplab-peak';
+const NAME_GAP = 2;  // pixels between two names
+
+function separateNames(gd) {
+  const full = gd._fullLayout, placed = [], moves = {};
+  if (!full || !full.annotations) return;
+  const page = gd.getBoundingClientRect();
+  full.annotations.forEach((note, index) => {
+    const node = note.name === PEAK_NAME && gd.querySelector(`.annotation[data-index="${index}"]`);
+    const axis = node && full[note.xref.replace('x', 'xaxis')];
+    if (!axis) return;
+    const box = node.getBoundingClientRect(), was = note.xshift || 0;
+    const left = box.left - was, right = box.right - was, first = page.left + axis._offset;
+    const last = first + axis._length;
+    const free = move => left + move >= first && right + move <= last && !placed.some(
+      p => Math.min(p.right, right + move) - Math.max(p.left, left + move) > 0
+           && Math.min(p.bottom, box.bottom) - Math.max(p.top, box.top) > 0);
+    const candidates = [0, ...placed.flatMap(p => [p.right + NAME_GAP - left, p.left - NAME_GAP - right])];
+    const nearest = candidates.filter(free).reduce((a, b) => Math.abs(a) <= Math.abs(b) ? a : b, Infinity);
+    const move = Number.isFinite(nearest) ? nearest : 0;  // no free place (a crowd of names): where it stands
+    placed.push({left: left + move, right: right + move, top: box.top, bottom: box.bottom});
+    if (Math.abs(move - was) > 0.5) moves[`annotations[${index}].xshift`] = move;
+  });
+  if (Object.keys(moves).length) gd.pplabPlotly.relayout(gd, moves);
+}
+
 function followLabels(gd) {
   // redrawn after every redraw Plotly makes (a change, a zoom, a legend click, a resize), once per frame
   if (gd.pplabFollowing) return;
@@ -135,7 +166,7 @@ function followLabels(gd) {
   const soon = () => {
     if (gd.pplabStale) return;
     gd.pplabStale = true;
-    requestAnimationFrame(() => { if (gd.pplabStale) drawLabels(gd); });  // unless drawn since (after a react)
+    requestAnimationFrame(() => { if (gd.pplabStale) { drawLabels(gd); separateNames(gd); } });  // unless drawn since
   };
   for (const event of ['plotly_afterplot', 'plotly_relayout', 'plotly_restyle', 'plotly_redraw']) gd.on(event, soon);
 }
@@ -170,4 +201,5 @@ export default async function({ parentElement, data }) {
   await Plotly.react(gd, {data: drawn, layout: figure.layout, frames: figure.frames || [], config});
   followLabels(gd);
   drawLabels(gd);
+  separateNames(gd);
 }
