@@ -221,6 +221,10 @@ section[data-testid="stSidebar"] { width: 25rem !important; min-width: 25rem !im
 [data-testid="stMainBlockContainer"] h2, [data-testid="stMainBlockContainer"] h3 { font-size: 1.25rem;
   padding: 0.2rem 0 0.1rem 0; }
 [data-testid="stMetricValue"] { font-size: 1.6rem; }
+/* cards two to a line beside the chart (app.frame.cards): a label longer than its card wraps, never "Bubble, repe…" */
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"] p { white-space: normal !important;
+  overflow: visible !important; }
 /* Streamlit's header (its menu and the sidebar's arrows) is replaced by the presenter's bar; the intro is said */
 [data-testid="stHeader"], [data-testid="stSidebarCollapseButton"], .st-key-page_intro { display: none !important; }
 /* the presenter's bar: at the top right of every page, above everything, whatever is scrolled */

@@ -9,6 +9,7 @@ import streamlit as st
 from app.charts import BAR_LIMIT
 from app.charts.attribution import attribution_figure
 from app.elements.live_chart import live_chart
+from app.frame.cards import card_places
 from app.text.metrics import CARDS, PLAYGROUND_CARDS
 from engine import Costs, Schedule, Timeline
 from engine.attribution import DEFINITIONS, LEVELS, IdleAttribution
@@ -50,7 +51,7 @@ def metric_cards(
     rows = card_rows(timeline, cards, time_unit=time_unit)
     if not rows:
         return
-    places = [st.container() for _ in rows] if stacked else st.columns(len(rows))
+    places = card_places(len(rows), stacked=stacked)
     for place, (label, value, help_text) in zip(places, rows, strict=True):
         place.metric(label, value, help=help_text)
     summary = timeline.summary()

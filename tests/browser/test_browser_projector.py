@@ -1,7 +1,8 @@
 """Projector mode, run as a teacher would at the front of the room — every page with a chart, at 1920 ×
 1080 and at a 1280 × 720 projector: the sidebar gone (no strip, nothing of it in the Tab order) with a visible way
-back, the chart's bottom on the first screen with every rank of the page's default configuration named on it, and
-no focusable element outside the screen's width. One test per page (both sizes), on one server and browser per
+back, the chart's bottom on the first screen with every rank of the page's default configuration named on it, no
+card's name cut short (the cards beside the chart all on that screen), and no focusable element outside the screen's
+width. One test per page (both sizes), on one server and browser per
 xdist worker (conftest.py). Screenshots go to SCREENSHOT_DIR when it is set."""
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ PAGES = {
     "your-run": 4,
     "editor": 4,
 }
+CARDS_BESIDE = ("", "plan")
+"""Their cards sit beside the projected chart, as many to a line as fit (``app.frame.cards``): all on the first
+screen; one under another, the Playground's seven ran to y = 841 at 1280 × 720."""
 PROJECTED = PAGES | {"search": 4, "real-run": 4}
 """Projected, Search and Real run draw a chart before anything is pressed, first on the page (what the search must
 beat, the schedule a run will measure); on a laptop or a phone their controls come first."""
@@ -47,7 +51,11 @@ WHERE = """() => {
                 return {text: (e.innerText || e.ariaLabel || e.tagName).slice(0, 40), left: r.left, right: r.right}; });
   // a skip link is 1 px until it takes the focus, then shown: it is on the screen when it matters
   const outside = focusable.filter(f => (f.right <= 0 || f.left >= innerWidth) && f.right - f.left > 1);
-  return {bottom: box.bottom, top: box.top, height: innerHeight, ranks: ranks.size, sidebarShown,
+  const cards = [...document.querySelectorAll('[data-testid=stMetric]')].map(card => {
+    const label = card.querySelector('[data-testid=stMetricLabel] [data-testid=stMarkdownContainer]');
+    return {name: card.innerText.split('\\n')[0], bottom: card.getBoundingClientRect().bottom,
+            cut: label.scrollWidth > label.clientWidth + 0.5}; });
+  return {bottom: box.bottom, top: box.top, height: innerHeight, ranks: ranks.size, sidebarShown, cards,
           rootFont: parseFloat(getComputedStyle(document.documentElement).fontSize),
           smallestChartText: Math.min(...chartText), outside, focusable: focusable.length};
 }"""
@@ -88,6 +96,9 @@ def test_projector_mode_fits_every_page_on_one_screen(browser, app_url, path):
         assert 0 <= where["top"] and where["bottom"] <= height, (path, width, where)
         assert where["smallestChartText"] >= 18 and where["rootFont"] >= 18, (path, width, where)
         assert where["outside"] == [], (path, width, where)
+        assert not [card for card in where["cards"] if card["cut"]], (path, width, where["cards"])
+        if path in CARDS_BESIDE:
+            assert where["cards"] and max(card["bottom"] for card in where["cards"]) <= height, (path, width, where)
 
 
 def test_presenter_bar_brings_the_settings_back_and_leaves(browser, app_url):

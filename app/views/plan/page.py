@@ -6,6 +6,7 @@ import streamlit as st
 from app.charts.plan import memory_figure, time_figure
 from app.elements.live_chart import live_chart
 from app.frame import state
+from app.frame.cards import card_places
 from app.frame.engine_calls import planned
 from app.frame.projector import projector_query, projector_toggle
 from app.frame.safe_text import plain
@@ -88,7 +89,7 @@ def cards(result, *, stacked: bool = False) -> None:
         (metric.card, metric.shown(result), fits if name == "peak_memory_gb" else metric.help)
         for name, metric in PLAN_CARDS.items()
     ]
-    places = [st.container() for _ in values] if stacked else st.columns(3) * 2
+    places = card_places(len(values), stacked=stacked, columns=3)
     for place, (label, value, words) in zip(places, values, strict=True):
         place.metric(label, value, help=words)
 

@@ -5,6 +5,7 @@ Gantt, no bubble and no family table: those are a pipeline's, and this is one ra
 import pandas as pd
 import streamlit as st
 
+from app.frame.cards import card_places
 from app.frame.safe_text import plain
 from engine.traces.chunks import OverlappedChunks
 
@@ -20,7 +21,7 @@ def chunk_cards(chunks: OverlappedChunks, *, stacked: bool = False) -> None:
         ("Hidden fraction", "—" if fraction is None else f"{fraction:.1%}", "hidden / communication"),
         ("Exposed communication", f"{chunks.exposed_ms:.3g} ms", "communication with no compute beside it"),
     ]  # fmt: skip
-    places = [st.container() for _ in values] if stacked else st.columns(len(values))
+    places = card_places(len(values), stacked=stacked)
     for place, (label, value, words) in zip(places, values, strict=True):
         place.metric(label, value, help=words)
 

@@ -15,6 +15,7 @@ from app.charts.player import player
 from app.charts.run_figure import prediction_outlines
 from app.elements.live_chart import live_chart
 from app.frame import state
+from app.frame.cards import card_places
 from app.frame.projector import projector_query, projector_toggle
 from app.frame.safe_text import plain, shown
 from app.frame.sidebar import page_heading, read_back, seed_from_link, warn_about
@@ -159,7 +160,7 @@ def cards(run: ImportedRun, predicted, *, stacked: bool = False) -> None:
         ("Idle, all ranks", f"{sum(summary['idle']):.3g} ms", "split by cause below"),
         ("Hand-off (median)", f"{run.transfer_ms:.3g} ms", "a receive's arrival − its producer's end"),
     ]  # fmt: skip
-    places = [st.container() for _ in values] if stacked else st.columns(len(values))
+    places = card_places(len(values), stacked=stacked)
     for place, (label, value, words) in zip(places, values, strict=True):
         place.metric(label, value, help=words)
 
