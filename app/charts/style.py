@@ -227,8 +227,10 @@ section[data-testid="stSidebar"] { width: 25rem !important; min-width: 25rem !im
   overflow: visible !important; }
 /* Streamlit's header (its menu and the sidebar's arrows) is replaced by the presenter's bar; the intro is said */
 [data-testid="stHeader"], [data-testid="stSidebarCollapseButton"], .st-key-page_intro { display: none !important; }
-/* the presenter's bar: at the top right of every page, above everything, whatever is scrolled */
-[data-testid="stLayoutWrapper"]:has(> .st-key-presenter_bar) { position: fixed; top: 0.4rem; right: 0.6rem;
+/* the presenter's bar: at the top right of every page, beside its title; it scrolls away with the page (fixed to
+   the screen it covered the words beside the chart once a build had scrolled) */
+[data-testid="stMainBlockContainer"] { position: relative; }
+[data-testid="stLayoutWrapper"]:has(> .st-key-presenter_bar) { position: absolute; top: 0.4rem; right: 0.6rem;
   z-index: 1000001; width: auto !important; }
 .st-key-presenter_bar { width: auto !important; gap: 0.4rem; }
 .st-key-presenter_bar button { min-height: 2rem; padding: 0.1rem 0.6rem; }

@@ -30,8 +30,9 @@ ANSWER_LABEL = "Your answer"
 """A lesson's step buttons, its question's buttons and its answer box (``app/views/lessons/page.py``)."""
 FEEDBACK = ("The engine says", "Right: the engine says")
 """How the revealed answer's feedback begins (``app/views/lessons/page.py``)."""
-BAR_PX = 64
-"""Room left above a revealed answer for the presenter's bar fixed at the top of a projected page."""
+ABOVE_PX = 16
+"""Room left above a revealed answer brought to the top of the screen (the presenter's bar scrolls away with the
+page: ``style.PROJECTOR_CSS``)."""
 SCREENFUL = 0.8
 """A build scrolls this share of the screen, so the last lines of one screen open the next."""
 
@@ -73,17 +74,17 @@ _SCRIPT = """
   };
   let settling = null;  // a reveal's watch over its chart (below), ended by the presenter's next key or wheel
   const drawnIn = (el) => [...el.querySelectorAll('.js-plotly-plot')].some((p) => p.getBoundingClientRect().height > 0);
-  const bring = (el) => {  // `el` at the top of the screen, under the presenter's bar
+  const bring = (el) => {  // `el` at the top of the screen
     if (!el) return;
     el.scrollIntoView({ block: 'start' });
     const m = main();
-    if (m) m.scrollBy({ top: -NAMES.barPx, behavior: 'instant' });
+    if (m) m.scrollBy({ top: -NAMES.abovePx, behavior: 'instant' });
   };
-  const inPlace = (el) => {  // at the top under the bar, or as near as the page's end lets it be
+  const inPlace = (el) => {  // at the top, or as near as the page's end lets it be
     const m = main();
     if (!m) return true;
     const top = el.getBoundingClientRect().top - m.getBoundingClientRect().top;
-    return Math.abs(top - NAMES.barPx) <= 2 || m.scrollTop >= m.scrollHeight - m.clientHeight - 1;
+    return Math.abs(top - NAMES.abovePx) <= 2 || m.scrollTop >= m.scrollHeight - m.clientHeight - 1;
   };
   const feedback = () => [...document.querySelectorAll('[data-testid="stAlert"]')]
     .find((a) => NAMES.feedback.some((words) => a.innerText.trim().startsWith(words)));
@@ -123,7 +124,7 @@ _SCRIPT = """
     if ((b = button(NAMES.runReal))) { b.click(); return true; }  // the step's real runs, measured in class
     if ((b = button(NAMES.reveal))) {
       b.click();
-      after(feedback, () => {  // the feedback at the top, under the presenter's bar, the chart after it; or,
+      after(feedback, () => {  // the feedback at the top, the chart after it; or,
         // where it is beside the chart (a projected slide), the row of the chart and its column
         bring(answerPlace());
         // the row's chart is drawn after the rerun, and until then the page may be too short to scroll that far
@@ -191,6 +192,6 @@ def clicker_script() -> str:
         "answer": ANSWER_LABEL,
         "feedback": FEEDBACK,
         "screenful": SCREENFUL,
-        "barPx": BAR_PX,
+        "abovePx": ABOVE_PX,
     }
     return "<script>" + _SCRIPT % {"names": json.dumps(names)} + "</script>"

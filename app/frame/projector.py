@@ -1,5 +1,6 @@
 """Projector mode: larger fonts and rows for a lecture hall, turned on by a switch or ``&projector=1`` in a link,
-with the presenter's bar fixed at the top right in place of the sidebar. One key for every page."""
+with the presenter's bar at the top right (scrolling away with the page) in place of the sidebar. One key for
+every page."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def _flip_settings() -> None:
 
 
 def presenter_bar() -> bool:
-    """Two buttons fixed at the top right of a projected page (``.st-key-presenter_bar`` in
+    """Two buttons at the top right of a projected page, scrolling away with it (``.st-key-presenter_bar`` in
     ``style.PROJECTOR_CSS``): show or hide the settings, leave projector mode. Whether the settings are shown."""
     shown_now = bool(st.session_state.get(PRESENTER_SETTINGS, False))
     with st.container(key="presenter_bar", horizontal=True):

@@ -106,6 +106,13 @@ def test_presenter_bar_brings_the_settings_back_and_leaves(browser, app_url):
     brings the sidebar back; "Leave projector mode" ends the mode (the root font back to 16 px, the link without
     projector=1)."""
     page, _ = open_page(browser, f"{app_url}/?projector=1", 1280, 720)
+    bar = "() => document.querySelector('.st-key-presenter_bar').getBoundingClientRect().bottom"
+    at_top = page.evaluate(bar)
+    moved = page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]'), before = m.scrollTop;"
+                          " m.scrollBy(0, 200); return m.scrollTop - before; }")  # fmt: skip
+    # it scrolls away with the page: fixed to the screen, it covered the words beside the chart once scrolled
+    assert moved > 100 and page.evaluate(bar) == pytest.approx(at_top - moved, abs=1), (at_top, moved)
+    page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
     for _ in range(6):  # the first Tabs: each lands on something on the screen, never the hidden sidebar
         page.keyboard.press("Tab")
         box = page.evaluate(
