@@ -92,7 +92,7 @@ function labelPlaces(gd) {
   for (const place of short) {
     const fits = measure(letterFont, place.label) + 2 * LETTER_PAD <= place.wide
       && 1.2 * uniform + 2 * LETTER_PAD <= place.tall;
-    if (fits && uniform >= minsize) places.push(place);
+    if (fits) places.push(place);  // at `uniform`, which is minsize or more
   }
   return {places, uniform, family: full.font.family};
 }

@@ -7,8 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 CARD_PX = 150
-"""A projected card's width: two to a line in the side column of a 1280-px projector (327 px), three at 1920; the
-longest label ("Peak memory / GPU") fits it whole."""
+"""A projected card's width: two to a line in the side column of a 1280-px projector (327 px), three at 1920; a
+longer label ("Bubble, repeated" beside its help icon) wraps onto a second line (``style.PROJECTOR_CSS``)."""
 
 
 def card_places(count: int, *, stacked: bool, columns: int | None = None) -> list:
