@@ -63,10 +63,10 @@ def layout_of(step: Step, *, projector: bool, done: bool, has_config: bool, meas
     return Layout(slide, plan, picture, beside, projector and (beside or plan or picture or runs) and asks, runs)
 
 
-def kept_back(step: Step, config: LabSettings, cards: tuple[str, ...], projector: bool = False) -> None:
-    """Where the chart waits for the answer: the cards the question does not keep back, and why the chart is not
-    there ([Note: predict, then reveal])."""
-    if step.shows_before_answer("cards"):
+def kept_back(step: Step, config: LabSettings | None, cards: tuple[str, ...], projector: bool = False) -> None:
+    """Where the chart waits for the answer: the cards the question does not keep back (a step with a simulated
+    ``config``), and why the chart is not there ([Note: predict, then reveal])."""
+    if config is not None and step.shows_before_answer("cards"):
         metric_cards(simulated(config)[1], cards=cards)
     reveal = "PageDown or Show me" if projector else "check your answer (or press Show me)"
     st.info(f"{KEPT_BACK}{reveal} to see them.")
@@ -89,17 +89,10 @@ def question_picture(step: Step, config: LabSettings | None, cards: tuple[str, .
     real model's pipeline's) where the chart will be, the question and the step's words beside it, and under it
     what is kept back."""
     figure = picture_of(step, config)
-
-    def below(**_layout) -> None:
-        if config is not None:
-            kept_back(step, config, cards, projector=True)
-        else:
-            st.info(f"{KEPT_BACK}PageDown or Show me to see them.")
-
     chart_with_lecture(
         lambda narrow: None,
         lambda lectured: live_chart(figure, key=f"{PAGE}_setup"),
-        below,
+        lambda **_layout: kept_back(step, config, cards, projector=True),
         stage=f"{PAGE}_setup",
         projector=True,
         words=words,

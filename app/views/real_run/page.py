@@ -236,11 +236,12 @@ def before_the_run(config, projector: bool) -> None:
     player("rr_chart", figure, name=title, summary=chart_summary(timeline, title))
     live_chart(figure, key="rr_chart")  # the measured chart takes its place after the run
     split = ", ".join(map(str, blocks))
+    unit = costs.durations  # the caption's costs are the ones simulated
     st.caption(
-        f"Simulated, not measured: a forward costs 1 time unit on a stage with the average {average:g} blocks and "
-        f"scales with its blocks (here {split}), a backward 2 forwards"
+        f"Simulated, not measured: a forward costs {unit['F']:g} time unit on a stage with the average {average:g} "
+        f"blocks and scales with its blocks (here {split}), a backward {unit['B'] / unit['F']:g} forwards"
         + (
-            " (an I and a W of 1 each)"
+            f" (an I of {unit['I']:g} and a W of {unit['W']:g})"
             if FAMILIES.get(schedule.name) and FAMILIES[schedule.name].splits_backward
             else ""
         )

@@ -123,6 +123,10 @@ def within_budget(settings: SearchSettings) -> list:
     return sorted(fits, key=lambda point: score(point.timeline))
 
 
+def none_fits(settings: SearchSettings) -> None:
+    st.caption(f"No hand-made family holds at most {settings.memory_budget:g} micro-batches on these sizes.")
+
+
 def gantt(timelines: dict, name: str, projector: bool) -> None:
     """Schedules stacked on one time axis, under one player; one chart element, before and after a search."""
     figure = compare_figure(timelines, projector=projector)
@@ -135,7 +139,7 @@ def what_to_beat(settings: SearchSettings, projector: bool) -> None:
     (a projected page has its chart on the first screen before anyone presses Search)."""
     fits = within_budget(settings)
     if not fits:
-        st.caption(f"No hand-made family holds at most {settings.memory_budget:g} micro-batches on these sizes.")
+        none_fits(settings)
         return
     shown = fits[:PROJECTED_SCHEDULES] if projector else fits
     gantt({point.title: point.timeline for point in shown}, "The hand-made families within the budget", projector)
@@ -205,7 +209,7 @@ def show_result(settings: SearchSettings, result, projector: bool) -> None:
         )
     st.table(rows)
     if not fits:
-        st.caption(f"No hand-made family holds at most {settings.memory_budget:g} micro-batches on these sizes.")
+        none_fits(settings)
     drawn = fits[: PROJECTED_SCHEDULES - 1] if projector else fits  # a projector's chart: the best, the table all
     timelines = {"Searched schedule": result.timeline} | {point.title: point.timeline for point in drawn}
     gantt(timelines, "The searched schedule and the families that fit, on one time axis", projector)
