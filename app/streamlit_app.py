@@ -7,7 +7,7 @@ layout, and a direct link such as /real-run then runs the page without this rout
 
 import streamlit as st
 
-from app.charts.style import PAGE_CSS
+from app.charts.style import PAGE_CSS, PAGE_CSS_ID
 from app.frame.clicker import clicker_script
 from app.frame.phone import phone_script
 from app.views.navigation import PAGES, sidebar_links
@@ -27,7 +27,9 @@ server_mode()  # a server walks many schedules: Numba's compiled walk from the f
 # no page_icon: a Material icon is fetched from fonts.gstatic.com, a request to another host on every visit
 st.set_page_config(page_title="Pipeline-parallelism lab", layout="wide")
 current = st.navigation([page.streamlit_page() for page in PAGES], position="hidden")
-st.html(f"<style>{PAGE_CSS}</style>{clicker_script()}{phone_script()}", unsafe_allow_javascript=True)  # + keys, drawer
+st.html(
+    f'<style id="{PAGE_CSS_ID}">{PAGE_CSS}</style>{clicker_script()}{phone_script()}', unsafe_allow_javascript=True
+)  # + keys, drawer
 sidebar_links()
 folders_of_killed_runs_removed()
 current.run()

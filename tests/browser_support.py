@@ -24,7 +24,11 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+PAGE_CSS_ID = "pplab-page-css"
+"""app.charts.style.PAGE_CSS_ID, written again: tests/app shadows the app package where this module runs. A rename
+on one side alone makes every browser test wait for ``IDLE`` in vain."""
+# the script has run, and the page's own style sheet is in: Streamlit may draw that st.html block last
+IDLE = f'[data-testid="stApp"][data-test-script-state="notRunning"]:has(style#{PAGE_CSS_ID})'
 CHART = ".js-plotly-plot .main-svg"  # a chart drawn by the lab's chart element (charts/live_chart.py)
 DRAWN_MARKS = (
     "() => { const p = document.querySelector('.js-plotly-plot'); "
