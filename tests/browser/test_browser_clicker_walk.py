@@ -56,11 +56,11 @@ def _settled(page) -> None:
     page.wait_for_selector(IDLE, timeout=90_000)
 
 
-def _press_and_settle(page, before: dict) -> None:
-    """PageDown, then wait until the page shows its effect (every build changes where the page stands: an event, a
+def _press_and_settle(page, before: dict, key: str = "PageDown") -> None:
+    """``key``, then wait until the page shows its effect (every build changes where the page stands: an event, a
     run, a reveal, a screenful, a step) and its run has ended. Waiting for the idle state alone could return before
     a busy server had started the press's run, and the walk's next PageDown then fell on the new step."""
-    page.keyboard.press("PageDown")
+    page.keyboard.press(key)
     try:
         page.wait_for_function(f"b => JSON.stringify(({WHERE})()) !== JSON.stringify(b)", arg=before, timeout=60_000)
     except Exception:  # noqa: BLE001 - the walk's assertions say where it stayed
@@ -172,8 +172,10 @@ def test_a_clicker_walks_the_course_revealing_every_answer_with_its_chart_on_scr
             following = LESSONS[number + 1]
             assert (where["lesson"], where["step"]) == (f"Lesson {number + 1}", f"Step 1 of {len(following.steps)}")
     if part[-1] < max(LESSONS):  # PageUp mirrors it: back over the hand-over, to the lesson's last step
-        page.keyboard.press("PageUp")
-        _settled(page)
+        # from the new step's top, as a presenter sees it: PageUp on a page still scrolled (the clicker brings a
+        # new step to its top once its run has ended) is the screenful above, not the step before
+        _opened_at_top(page)
+        _press_and_settle(page, page.evaluate(WHERE), "PageUp")
         back = page.evaluate(WHERE)
         steps = len(LESSONS[part[-1]].steps)
         assert (back["lesson"], back["step"]) == (f"Lesson {part[-1]}", f"Step {steps} of {steps}"), back
