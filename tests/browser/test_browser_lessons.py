@@ -129,6 +129,16 @@ def _step_heading(page) -> str:
     return page.locator('[data-testid="stHeading"]', has_text="Step ").first.inner_text()
 
 
+def _step_opened(page, step: str) -> None:
+    """Wait for the step whose heading starts with ``step`` (a busy server may start a press's rerun later than
+    ``_settled``'s first 300 ms, when the old step still stands), then for its run to end."""
+    try:
+        page.locator('[data-testid="stHeading"]', has_text=step).first.wait_for(timeout=60_000)
+    except Exception:  # noqa: BLE001 - the caller's assertion says where it stayed
+        pass
+    _settled(page)
+
+
 def _feedback_top(page, words: str) -> float:
     """Where the answer's feedback sits on the screen once the clicker has scrolled it up (it scrolls after the
     rerun has finished: on a busy machine, seconds after the feedback appears), or where it stayed."""
@@ -162,7 +172,7 @@ def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on(b
         chart_top = page.evaluate("() => document.querySelector('.js-plotly-plot').getBoundingClientRect().top")
         assert 0 <= chart_top < 1080, chart_top
         page.keyboard.press("PageDown")
-        _settled(page)
+        _step_opened(page, "Step 4")
         assert _step_heading(page).startswith("Step 4"), page.evaluate(
             "() => [document.querySelector('[data-testid=stMain]').scrollTop, [...document.querySelectorAll('button')]"
             ".map(b => b.innerText.trim() + (b.disabled ? ' (off)' : ''))]"
