@@ -10,9 +10,11 @@ from starlette.middleware import Middleware
 from app.server.middleware import ChartLibrary, CompressedScripts, ServerRootInPage
 from app.server.nodelay import send_at_once
 from app.server.preload import preload
+from app.server.request_heads import read_heads_whole
 
 preload()
 send_at_once()  # connections without Nagle's 40 ms wait (app/server/nodelay.py)
+read_heads_whole()  # a long link's answer does not depend on how the network cut it (app/server/request_heads.py)
 
 app = st.App(
     "streamlit_app.py",
