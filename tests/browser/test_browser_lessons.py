@@ -194,6 +194,7 @@ def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on(b
         field.press("Enter")  # no Check pressed
         fresh.get_by_text("Right: the engine says").wait_for(timeout=30_000)
         assert fresh.evaluate("() => document.activeElement.tagName") != "INPUT"
+        _settled(fresh)  # the check's run ended, as the presenter sees it: until then the old "Show me" still stands
         where = "() => document.querySelector('[data-testid=stMain]').scrollTop"
         before = fresh.evaluate(where)
         fresh.keyboard.press("PageDown")  # the box has let go: the clicker moves on (the next screenful)
