@@ -194,7 +194,9 @@ def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on(b
         field.press("Enter")  # no Check pressed
         fresh.get_by_text("Right: the engine says").wait_for(timeout=30_000)
         assert fresh.evaluate("() => document.activeElement.tagName") != "INPUT"
-        _settled(fresh)  # the check's run ended, as the presenter sees it: until then the old "Show me" still stands
+        # the check's run has ended, as a presenter sees the page: with both cores held busy, a PageDown pressed
+        # while that run still redrew the page was lost (the page at its top, still on step 3)
+        _settled(fresh)
         where = "() => document.querySelector('[data-testid=stMain]').scrollTop"
         before = fresh.evaluate(where)
         fresh.keyboard.press("PageDown")  # the box has let go: the clicker moves on (the next screenful)
