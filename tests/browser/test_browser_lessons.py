@@ -194,8 +194,8 @@ def test_a_clicker_reveals_an_answer_on_screen_checks_a_typed_one_and_moves_on(b
         field.press("Enter")  # no Check pressed
         fresh.get_by_text("Right: the engine says").wait_for(timeout=30_000)
         assert fresh.evaluate("() => document.activeElement.tagName") != "INPUT"
-        # the check's run has ended, as a presenter sees the page: with both cores held busy, a PageDown pressed
-        # while that run still redrew the page was lost (the page at its top, still on step 3)
+        # the check's run has ended, as a presenter sees the page: until then Streamlit keeps the question's old
+        # buttons beside the new ones (four "Show me", two still enabled), so a PageDown is the reveal's build
         _settled(fresh)
         where = "() => document.querySelector('[data-testid=stMain]').scrollTop"
         before = fresh.evaluate(where)
