@@ -25,8 +25,9 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 PAGE_CSS_ID = "pplab-page-css"
-"""app.charts.style.PAGE_CSS_ID, written again: tests/app shadows the app package where this module runs. A rename
-on one side alone makes every browser test wait for ``IDLE`` in vain."""
+"""app.charts.style.PAGE_CSS_ID, written again: a benchmark puts tests/ first on ``sys.path``, where the folder
+tests/app would stand for the installed app package. A rename on one side alone makes every browser test wait for
+``IDLE`` in vain."""
 # the script has run, and the page's own style sheet is in: Streamlit may draw that st.html block last
 IDLE = f'[data-testid="stApp"][data-test-script-state="notRunning"]:has(style#{PAGE_CSS_ID})'
 CHART = ".js-plotly-plot .main-svg"  # a chart drawn by the lab's chart element (charts/live_chart.py)

@@ -130,7 +130,7 @@ def _step_heading(page) -> str:
 
 
 def _step_opened(page, step: str) -> None:
-    """Wait for the step whose heading starts with ``step`` (a busy server may start a press's rerun later than
+    """Wait for the step whose heading holds ``step`` (a busy server may start a press's rerun later than
     ``_settled``'s first 300 ms, when the old step still stands), then for its run to end."""
     try:
         page.locator('[data-testid="stHeading"]', has_text=step).first.wait_for(timeout=60_000)
